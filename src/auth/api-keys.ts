@@ -1,0 +1,92 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { ulid } from 'ulidx';
+import type { Db } from '../store/db.ts';
+import { PERMISSIONS, type Permission, type Principal } from './principal.ts';
+
+// A key is `efk_<26-char key id>_<43-char secret>`; only the id and a hash of the secret are stored.
+const KEY_PATTERN = /^efk_([0-9A-HJKMNP-TV-Z]{26})_([A-Za-z0-9_-]{43})$/;
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest();
+
+export interface NewKey {
+  workspaceId: string;
+  permissions: Permission[];
+  mailboxes: string[] | null;
+  label?: string;
+}
+
+export interface KeyInfo {
+  id: string;
+  workspace_id: string;
+  permissions: Permission[];
+  mailboxes: string[] | null;
+  label: string | null;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export function isPermission(value: string): value is Permission {
+  return (PERMISSIONS as readonly string[]).includes(value);
+}
+
+/** Creates a key and returns it in full: the only time it is ever visible. */
+export async function createKey(db: Db, spec: NewKey, now: number): Promise<{ id: string; key: string }> {
+  const idPart = ulid();
+  const secret = randomBytes(32).toString('base64url');
+  const id = `key_${idPart}`;
+  await db('api_keys').insert({
+    id,
+    workspace_id: spec.workspaceId,
+    secret_sha256: sha256(secret).toString('hex'),
+    permissions: spec.permissions.join(','),
+    mailboxes: spec.mailboxes ? JSON.stringify(spec.mailboxes) : null,
+    label: spec.label ?? null,
+    created_at: now,
+  });
+  return { id, key: `efk_${idPart}_${secret}` };
+}
+
+/** The principal behind a bearer token, or undefined for a malformed, unknown or revoked key. */
+export async function authenticate(db: Db, token: string): Promise<Principal | undefined> {
+  const match = KEY_PATTERN.exec(token);
+  if (!match) return undefined;
+  const row = await db('api_keys')
+    .select('id', 'workspace_id', 'secret_sha256', 'permissions', 'mailboxes', 'revoked_at')
+    .where({ id: `key_${match[1]}` })
+    .first();
+  if (!row || row.revoked_at !== null) return undefined;
+  // Hashes have a fixed length, so the comparison time says nothing about the secret.
+  if (!timingSafeEqual(sha256(match[2]!), Buffer.from(row.secret_sha256, 'hex'))) return undefined;
+  return {
+    keyId: row.id,
+    workspaceId: row.workspace_id,
+    permissions: new Set(parsePermissions(row.permissions)),
+    mailboxes: row.mailboxes ? (JSON.parse(row.mailboxes) as string[]) : null,
+  };
+}
+
+export async function listKeys(db: Db, workspaceId: string): Promise<KeyInfo[]> {
+  const rows = await db('api_keys')
+    .select('id', 'workspace_id', 'permissions', 'mailboxes', 'label', 'created_at', 'revoked_at')
+    .where({ workspace_id: workspaceId })
+    .orderBy('created_at');
+  return rows.map((row) => ({
+    id: row.id,
+    workspace_id: row.workspace_id,
+    permissions: parsePermissions(row.permissions),
+    mailboxes: row.mailboxes ? JSON.parse(row.mailboxes) : null,
+    label: row.label,
+    created_at: new Date(Number(row.created_at)).toISOString(),
+    revoked_at: row.revoked_at === null ? null : new Date(Number(row.revoked_at)).toISOString(),
+  }));
+}
+
+/** Revokes a key; false when no active key has this id. */
+export async function revokeKey(db: Db, keyId: string, now: number): Promise<boolean> {
+  const count = await db('api_keys').where({ id: keyId }).whereNull('revoked_at').update({ revoked_at: now });
+  return count > 0;
+}
+
+function parsePermissions(text: string): Permission[] {
+  return text.split(',').filter(isPermission);
+}

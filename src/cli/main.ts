@@ -1,0 +1,153 @@
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { createKey, isPermission, listKeys, revokeKey } from '../auth/api-keys.ts';
+import type { Permission } from '../auth/principal.ts';
+import { ConfigError, loadConfig } from '../config.ts';
+import { seedDemoWorkspace } from '../demo/seed.ts';
+import { createLogger } from '../log.ts';
+import { startServer } from '../server.ts';
+import { systemClock } from '../clock.ts';
+import { openDatabase, type Db } from '../store/db.ts';
+import { migrateLatest } from '../store/migrate.ts';
+import { createWorkspace, findWorkspace } from '../store/workspaces.ts';
+
+const MAILBOX_ID = /^mbx_[A-Za-z0-9_-]{1,64}$/;
+
+class CliError extends Error {}
+
+/** Runs a command against the migrated database of DATABASE_URL, then closes it. */
+async function withDatabase<T>(work: (db: Db) => Promise<T>): Promise<T> {
+  const db = openDatabase(loadConfig().databaseUrl);
+  try {
+    await migrateLatest(db);
+    return await work(db);
+  } finally {
+    await db.destroy();
+  }
+}
+
+function parsePermissions(value: string): Permission[] {
+  const permissions = value.split(',').map((p) => p.trim()).filter(Boolean);
+  const unknown = permissions.filter((p) => !isPermission(p));
+  if (permissions.length === 0 || unknown.length) {
+    throw new InvalidArgumentError(`permissions are a comma-separated list of read, write, admin (unknown: ${unknown.join(', ') || 'none given'})`);
+  }
+  return [...new Set(permissions)] as Permission[];
+}
+
+function parseMailboxes(value: string): string[] {
+  const mailboxes = value.split(',').map((m) => m.trim()).filter(Boolean);
+  const bad = mailboxes.filter((m) => !MAILBOX_ID.test(m));
+  if (mailboxes.length === 0 || bad.length) {
+    throw new InvalidArgumentError(`mailboxes are a comma-separated list of mailbox ids like mbx_sales (invalid: ${bad.join(', ') || 'none given'})`);
+  }
+  return [...new Set(mailboxes)];
+}
+
+const program = new Command('event-feed')
+  .description('Stores mail events and serves them again by cursor (HTTP and MCP). Honours DATABASE_URL.')
+  .showHelpAfterError()
+  .exitOverride();
+
+program
+  .command('serve')
+  .description('serve HTTP on HOST:PORT (default 127.0.0.1:3000); applies migrations first')
+  .option('--seed-demo', 'on an empty database, seed a demo workspace and print a curl to read it')
+  .action(async (options: { seedDemo?: boolean }) => {
+    const config = loadConfig();
+    const log = createLogger(config.logLevel);
+    const running = await startServer(config, log, { seedDemo: options.seedDemo });
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      process.once(signal, async () => {
+        log.info({ signal }, 'shutting down');
+        await running.close();
+        process.exit(0);
+      });
+    }
+  });
+
+program
+  .command('migrate')
+  .description('apply pending database migrations')
+  .action(() =>
+    withDatabase(async (db) => {
+      const applied = await migrateLatest(db);
+      console.error(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
+    }),
+  );
+
+program
+  .command('demo')
+  .description('seed a demo workspace with realistic mail events; prints its id and keys')
+  .action(() =>
+    withDatabase(async (db) => {
+      const demo = await seedDemoWorkspace(db, systemClock);
+      console.log(JSON.stringify({ workspace_id: demo.workspaceId, read_key: demo.readKey, write_key: demo.writeKey, events: demo.eventCount }, null, 2));
+    }),
+  );
+
+const workspace = program.command('workspace').description('manage workspaces');
+workspace
+  .command('create')
+  .description('create a workspace; prints its id alone on stdout')
+  .requiredOption('--name <name>', 'display name')
+  .option('--verified', 'mark the workspace as verified', false)
+  .action((options: { name: string; verified: boolean }) =>
+    withDatabase(async (db) => {
+      if (!options.name.trim()) throw new CliError('--name must not be empty');
+      const created = await createWorkspace(db, options.name.trim(), options.verified, Date.now());
+      console.log(created.id);
+    }),
+  );
+
+const key = program.command('key').description('manage API keys');
+key
+  .command('create')
+  .description('create an API key; prints the key alone on stdout (it is shown only this once)')
+  .requiredOption('--workspace <id>', 'workspace id (ws_…)')
+  .requiredOption('--permissions <list>', 'comma-separated: read, write, admin', parsePermissions)
+  .option('--mailboxes <list>', 'restrict the key to these mailboxes (comma-separated mbx_… ids)', parseMailboxes)
+  .option('--label <text>', 'a note to recognise the key by')
+  .action((options: { workspace: string; permissions: Permission[]; mailboxes?: string[]; label?: string }) =>
+    withDatabase(async (db) => {
+      if (!(await findWorkspace(db, options.workspace))) throw new CliError(`no workspace ${options.workspace}`);
+      const created = await createKey(
+        db,
+        { workspaceId: options.workspace, permissions: options.permissions, mailboxes: options.mailboxes ?? null, label: options.label },
+        Date.now(),
+      );
+      console.error(`created ${created.id}`);
+      console.log(created.key);
+    }),
+  );
+key
+  .command('list')
+  .description("list a workspace's keys (never their secrets)")
+  .requiredOption('--workspace <id>', 'workspace id (ws_…)')
+  .action((options: { workspace: string }) =>
+    withDatabase(async (db) => {
+      if (!(await findWorkspace(db, options.workspace))) throw new CliError(`no workspace ${options.workspace}`);
+      console.log(JSON.stringify(await listKeys(db, options.workspace), null, 2));
+    }),
+  );
+key
+  .command('revoke')
+  .description('revoke a key by its id (key_…); takes effect at once')
+  .argument('<key-id>', 'the key id shown by "key create" or "key list"')
+  .action((keyId: string) =>
+    withDatabase(async (db) => {
+      if (!(await revokeKey(db, keyId, Date.now()))) throw new CliError(`no active key ${keyId}`);
+      console.error(`revoked ${keyId}`);
+    }),
+  );
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CommanderError) process.exit(err.exitCode);
+  if (err instanceof CliError || err instanceof ConfigError) {
+    console.error(`event-feed: ${err.message}`);
+    process.exit(1);
+  }
+  console.error(`event-feed: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+}

@@ -1,0 +1,18 @@
+import { Ajv2020, type Options } from 'ajv/dist/2020.js';
+import ajvFormats from 'ajv-formats';
+
+// ajv-formats is CommonJS: under ESM its plugin is the module's `default` member.
+const addFormats = ajvFormats.default;
+
+/**
+ * The one JSON Schema validator of the service (draft 2020-12, formats checked): openapi-backend
+ * validates HTTP requests with it, the MCP tools and the library with the same options, so every
+ * entry point gives the same verdict and the same message.
+ */
+export const AJV_OPTIONS: Options = { strict: false, allErrors: false, verbose: true };
+
+export function createAjv(options: Options = AJV_OPTIONS): Ajv2020 {
+  const ajv = new Ajv2020({ ...options, ...AJV_OPTIONS });
+  addFormats(ajv);
+  return ajv;
+}

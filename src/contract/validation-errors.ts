@@ -1,0 +1,64 @@
+import type { ErrorObject } from 'ajv';
+
+/**
+ * One clear sentence from Ajv's first error, naming the field. The same function serves HTTP and
+ * MCP, so both say exactly the same thing for the same input.
+ */
+export function describeValidationErrors(errors: readonly ErrorObject[] | null | undefined, operationId: string): string {
+  const error = pickMostSpecific(errors ?? []);
+  if (!error) return 'request body does not match the contract';
+  const field = fieldName(error.instancePath);
+  const parent = error.parentSchema as { minimum?: number; maximum?: number; type?: string; properties?: object } | undefined;
+
+  switch (error.keyword) {
+    case 'additionalProperties': {
+      const name = (error.params as { additionalProperty: string }).additionalProperty;
+      const allowed = Object.keys((error.schema === false && parent?.properties) || {});
+      const where = field ? ` in ${field}` : '';
+      const accepted = allowed.length ? `: ${field || operationId} accepts only ${allowed.map((n) => `"${n}"`).join(', ')}` : '';
+      return `unknown parameter "${truncate(name)}"${where}${accepted}`;
+    }
+    case 'required':
+      return `missing required parameter "${joinField(field, (error.params as { missingProperty: string }).missingProperty)}"`;
+    case 'type':
+    case 'minimum':
+    case 'maximum':
+    case 'exclusiveMinimum':
+    case 'exclusiveMaximum':
+    case 'multipleOf':
+      if (parent && parent.minimum !== undefined && parent.maximum !== undefined) {
+        const kind = parent.type === 'integer' ? 'an integer' : 'a number';
+        return `${field || 'body'} must be ${kind} between ${parent.minimum} and ${parent.maximum}`;
+      }
+      return `${field || 'request body'} ${error.message}`;
+    case 'enum':
+      return `${field} must be one of ${((error.params as { allowedValues: unknown[] }).allowedValues ?? []).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'format':
+      return `${field} must be a valid ${(error.params as { format: string }).format}`;
+    case 'pattern':
+      return `${field} is not in the expected form (${(error.params as { pattern: string }).pattern})`;
+    default:
+      return `${field || 'request body'} ${error.message}`;
+  }
+}
+
+// `if` errors only say that some `then` failed; the error under it is the useful one.
+function pickMostSpecific(errors: readonly ErrorObject[]): ErrorObject | undefined {
+  const useful = errors.filter((e) => e.keyword !== 'if');
+  return useful.sort((a, b) => depth(b.instancePath) - depth(a.instancePath))[0];
+}
+
+const depth = (path: string) => path.split('/').length;
+
+/** `/requestBody/subject/refs/mailbox_id` → `subject.refs.mailbox_id` */
+function fieldName(instancePath: string): string {
+  return instancePath
+    .replace(/^\/requestBody/, '')
+    .split('/')
+    .filter(Boolean)
+    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .join('.');
+}
+
+const joinField = (parent: string, child: string) => (parent ? `${parent}.${child}` : child);
+const truncate = (text: string) => (text.length > 60 ? `${text.slice(0, 60)}…` : text);

@@ -1,0 +1,44 @@
+/** The error model of the contract (schemas/error.schema.json): one code, one HTTP status. */
+export const ERROR_STATUS = {
+  invalid_argument: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  rate_limited: 429,
+  internal: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** An error the client caused or may act on; its message is safe to show. */
+export class ApiError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    /** Overrides the code's default status (413 for an oversized body, 503 when the database is down). */
+    readonly status: number = ERROR_STATUS[code],
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+export const invalidArgument = (message: string) => new ApiError('invalid_argument', message);
+export const forbidden = (message: string) => new ApiError('forbidden', message);
+export const unauthorized = (message = 'missing or invalid API key') => new ApiError('unauthorized', message);
+
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string; request_id?: string };
+}
+
+/** The body a transport sends for any thrown value: client errors verbatim, anything else generic. */
+export function toErrorBody(err: unknown, requestId: string): { status: number; body: ErrorBody } {
+  if (err instanceof ApiError) {
+    const body: ErrorBody = { error: { code: err.code, message: err.message } };
+    if (err.code === 'internal') body.error.request_id = requestId;
+    return { status: err.status, body };
+  }
+  return {
+    status: 500,
+    body: { error: { code: 'internal', message: `internal error; quote request id ${requestId} to support`, request_id: requestId } },
+  };
+}

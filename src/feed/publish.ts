@@ -1,0 +1,88 @@
+import { createHash } from 'node:crypto';
+import type { Knex } from 'knex';
+import stringify from 'safe-stable-stringify';
+import type { EmitEventRequest } from '../../generated/types.ts';
+import { invalidArgument } from '../errors.ts';
+import { newEventId } from '../ids.ts';
+import { appendEvents, findByIds, type NewEvent } from '../store/events.ts';
+
+export interface PublishedEvent {
+  /** The envelope's JSON text, as stored and as every reader will get it. */
+  envelope: string;
+  /** false when a client-supplied id was already stored with the same content (an idempotent replay). */
+  created: boolean;
+}
+
+/**
+ * The one append path: `emit_event` and the in-process library both come through here, inside a
+ * transaction the caller owns, so events commit (or vanish) with the caller's own writes.
+ * Events of one call belong to one workspace; a caller that publishes to several workspaces in one
+ * transaction must do so in sorted workspace order so counter row locks are taken in one order.
+ */
+export async function publishInTransaction(
+  trx: Knex.Transaction,
+  workspaceId: string,
+  inputs: EmitEventRequest[],
+  now: Date,
+): Promise<PublishedEvent[]> {
+  const prepared = inputs.map((input) => prepare(workspaceId, input, now));
+  const clientIds = prepared.filter((event) => event.idempotencyHash !== null).map((event) => event.id);
+  if (new Set(prepared.map((event) => event.id)).size !== prepared.length) {
+    throw invalidArgument('the same event id appears twice in one publish call');
+  }
+  const stored = new Map((await findByIds(trx, workspaceId, clientIds)).map((row) => [row.id, row]));
+
+  const fresh: NewEvent[] = [];
+  const results = prepared.map((event): PublishedEvent => {
+    const existing = stored.get(event.id);
+    if (!existing) {
+      fresh.push(event);
+      return { envelope: event.envelope, created: true };
+    }
+    if (existing.idempotency_hash !== event.idempotencyHash) {
+      throw invalidArgument(`event id ${event.id} was already used for an event with other content`);
+    }
+    return { envelope: existing.envelope, created: false };
+  });
+  if (fresh.length > 0) await appendEvents(trx, workspaceId, fresh, now.getTime());
+  return results;
+}
+
+function prepare(workspaceId: string, input: EmitEventRequest, now: Date): NewEvent {
+  const id = input.id ?? newEventId(now.getTime());
+  const occurredAt = input.occurred_at === undefined ? now.toISOString() : toUtc(input.occurred_at);
+  // Field order is the envelope's documented order; this text is what every reader and webhook gets.
+  const envelope = JSON.stringify({
+    id,
+    type: input.type,
+    occurred_at: occurredAt,
+    account: workspaceId,
+    subject: input.subject,
+    data: input.data,
+    v: 1,
+  });
+  return {
+    id,
+    type: input.type,
+    mailboxId: input.subject.refs.mailbox_id ?? null,
+    envelope,
+    idempotencyHash: input.id === undefined ? null : contentHash(input, occurredAt),
+  };
+}
+
+/** What makes two emits with one client id "the same event": everything the client said. */
+function contentHash(input: EmitEventRequest, occurredAt: string): string {
+  const content = { type: input.type, subject: input.subject, data: input.data, occurred_at: input.occurred_at === undefined ? null : occurredAt };
+  return createHash('sha256').update(stringify(content)!).digest('hex');
+}
+
+/** RFC 3339 with any offset → UTC with milliseconds and `Z`, the envelope's one form. */
+function toUtc(timestamp: string): string {
+  const date = new Date(timestamp);
+  const ms = date.getTime();
+  // Valid RFC 3339 that a Date cannot hold (a leap second, say) is refused, not turned into a 500.
+  if (Number.isNaN(ms) || ms < 0 || ms > 253402300799999) {
+    throw invalidArgument(`occurred_at "${timestamp.slice(0, 40)}" is not a representable UTC date-time`);
+  }
+  return date.toISOString();
+}

@@ -1,0 +1,27 @@
+import express, { type Express } from 'express';
+import type { Logger } from '../log.ts';
+import type { Services } from '../operations/context.ts';
+import { createApiRouter } from './api-router.ts';
+import { jsonObjectBody } from './json-body.ts';
+import { requestContext } from './request-context.ts';
+import { errorHandler } from './send-error.ts';
+import { siteRouter } from './site.ts';
+
+/** The HTTP service: contract and probes, the `/v1` operations. */
+export async function createApp(services: Services, log: Logger): Promise<Express> {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.use((_req, res, next) => {
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    next();
+  });
+  app.use(requestContext(log));
+  app.use(siteRouter(services.db));
+  app.get('/', (_req, res) => void res.redirect('/docs'));
+  app.use('/v1', jsonObjectBody);
+  const api = await createApiRouter(services, log);
+  app.use('/v1', (req, res) => api(req, res));
+  app.use(errorHandler(log));
+  return app;
+}

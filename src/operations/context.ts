@@ -1,0 +1,23 @@
+import type { Principal, Permission } from '../auth/principal.ts';
+import type { Clock } from '../clock.ts';
+import { forbidden } from '../errors.ts';
+import type { CursorCodec } from '../feed/cursor.ts';
+import type { Db } from '../store/db.ts';
+
+/** What every operation may use; built once per process. */
+export interface Services {
+  db: Db;
+  cursors: CursorCodec;
+  clock: Clock;
+}
+
+/** One call: the services plus who is calling. */
+export interface OperationContext extends Services {
+  principal: Principal;
+}
+
+export function requirePermission(principal: Principal, permission: Permission): void {
+  if (!principal.permissions.has(permission)) {
+    throw forbidden(`this key lacks the "${permission}" permission`);
+  }
+}

@@ -1,0 +1,24 @@
+import type { EmitEventRequest } from '../../generated/types.ts';
+import { forbidden } from '../errors.ts';
+import { publishInTransaction, type PublishedEvent } from '../feed/publish.ts';
+import { writeTransaction } from '../store/write-transaction.ts';
+import { requirePermission, type OperationContext } from './context.ts';
+
+/** emit_event: appends one event to the caller's workspace feed; idempotent on a client-supplied id. */
+export async function emitEvent(ctx: OperationContext, input: EmitEventRequest): Promise<PublishedEvent> {
+  requirePermission(ctx.principal, 'write');
+  const { mailboxes, workspaceId } = ctx.principal;
+  if (mailboxes !== null) {
+    const mailbox = input.subject.refs.mailbox_id;
+    if (mailbox === undefined || !mailboxes.includes(mailbox)) {
+      throw forbidden('this key is restricted to some mailboxes: subject.refs.mailbox_id must be one of them');
+    }
+  }
+  const [published] = await writeTransaction(ctx.db, (trx) =>
+    publishInTransaction(trx, workspaceId, [input], ctx.clock.now()),
+  );
+  return published!;
+}
+
+/** The response body `{ "event": <envelope> }`, spliced from the stored text. */
+export const emitEventJson = (published: PublishedEvent) => `{"event":${published.envelope}}`;

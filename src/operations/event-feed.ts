@@ -1,0 +1,27 @@
+import type { EventFeedRequest } from '../../generated/types.ts';
+import type { FeedPage } from '../feed/page.ts';
+import { readPage } from '../store/events.ts';
+import { requirePermission, type OperationContext } from './context.ts';
+
+export const DEFAULT_LIMIT = 100;
+
+/**
+ * event_feed: the events after a cursor, in emission order. Reads only: no row written, no event emitted.
+ * Works whether or not the workspace is verified (the feed never looks at it).
+ */
+export async function eventFeed(ctx: OperationContext, input: EventFeedRequest): Promise<FeedPage> {
+  requirePermission(ctx.principal, 'read');
+  const { workspaceId, mailboxes } = ctx.principal;
+  const limit = input.limit ?? DEFAULT_LIMIT;
+  const afterSeq = input.after === undefined ? 0 : ctx.cursors.decode(workspaceId, input.after);
+
+  const rows = await readPage(ctx.db, { workspaceId, afterSeq, limit, mailboxes });
+
+  const last = rows.at(-1);
+  // Nothing new: hand back the caller's own cursor, byte for byte. A restricted key's cursor
+  // follows the last event it was given, so it echoes even while other mailboxes move on.
+  const next_cursor = last
+    ? ctx.cursors.encode(workspaceId, last.seq)
+    : (input.after ?? ctx.cursors.encode(workspaceId, afterSeq));
+  return { events: rows.map((row) => row.envelope), next_cursor };
+}

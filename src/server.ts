@@ -1,0 +1,61 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Config } from './config.ts';
+import { seedDemoWorkspace } from './demo/seed.ts';
+import { createApp } from './http/app.ts';
+import type { Logger } from './log.ts';
+import { createServices } from './services.ts';
+import { openDatabase } from './store/db.ts';
+import { migrateLatest } from './store/migrate.ts';
+import { countWorkspaces } from './store/workspaces.ts';
+
+export interface RunningServer {
+  url: string;
+  server: Server;
+  close(): Promise<void>;
+}
+
+/** Opens the database, migrates it, optionally seeds the demo, and listens. */
+export async function startServer(config: Config, log: Logger, options: { seedDemo?: boolean } = {}): Promise<RunningServer> {
+  const db = openDatabase(config.databaseUrl);
+  const applied = await migrateLatest(db);
+  if (applied.length) log.info({ migrations: applied }, 'database migrated');
+  const services = await createServices(db, config);
+  const demo = options.seedDemo && (await countWorkspaces(db)) === 0 ? await seedDemoWorkspace(db, services.clock) : undefined;
+
+  const app = await createApp(services, log);
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(config.port, config.host, () => resolve(s));
+    s.once('error', reject);
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  log.info({ url }, 'event-feed listening');
+
+  if (demo) process.stdout.write(demoBanner(url, demo.readKey, demo.eventCount));
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      // Stop accepting, let in-flight requests finish, then release the database.
+      await new Promise<void>((done) => {
+        server.close(() => done());
+        server.closeIdleConnections();
+      });
+      await db.destroy();
+    })());
+  return { url, server, close };
+}
+
+function demoBanner(url: string, readKey: string, count: number): string {
+  return `
+Demo workspace seeded with ${count} mail events. Read them again by cursor:
+
+  curl -s -X POST ${url}/v1/event_feed \\
+    -H 'Authorization: Bearer ${readKey}' \\
+    -H 'Content-Type: application/json' \\
+    -d '{"limit": 5}'
+
+API reference: ${url}/docs
+`;
+}

@@ -1,0 +1,62 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import knexFactory, { type Knex } from 'knex';
+import pg from 'pg';
+
+export type Db = Knex;
+export type DbKind = 'sqlite' | 'postgres';
+
+// int8 (bigint) columns hold sequence numbers and epoch milliseconds, far below 2^53: read them as numbers.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
+
+export function databaseKind(url: string): DbKind {
+  if (url.startsWith('sqlite:')) return 'sqlite';
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) return 'postgres';
+  throw new Error(`DATABASE_URL must start with "sqlite:" or "postgres://" (got scheme "${url.split(':')[0]}")`);
+}
+
+/** `sqlite:data/x.sqlite`, `sqlite:///abs/x.sqlite` or `sqlite::memory:` → a file name for better-sqlite3. */
+function sqliteFilename(url: string): string {
+  const rest = url.slice('sqlite:'.length).replace(/^\/\//, '');
+  if (rest === ':memory:') return rest;
+  const file = resolve(rest);
+  mkdirSync(dirname(file), { recursive: true });
+  return file;
+}
+
+export function openDatabase(url: string): Db {
+  if (databaseKind(url) === 'sqlite') {
+    return knexFactory({
+      client: 'better-sqlite3',
+      connection: { filename: sqliteFilename(url) },
+      useNullAsDefault: true,
+      pool: {
+        afterCreate(conn: { pragma(sql: string): unknown }, done: (err: Error | null, conn: unknown) => void) {
+          // WAL: readers never block the writer; NORMAL sync survives a process crash (kill -9).
+          // busy_timeout: several processes may share one file.
+          conn.pragma('journal_mode = WAL');
+          conn.pragma('synchronous = NORMAL');
+          conn.pragma('busy_timeout = 5000');
+          conn.pragma('foreign_keys = ON');
+          done(null, conn);
+        },
+      },
+    });
+  }
+  return knexFactory({
+    client: 'pg',
+    connection: {
+      connectionString: url,
+      // Fail fast when the database is unreachable instead of hanging requests.
+      connectionTimeoutMillis: 3000,
+      // A writer waits at most this long for a workspace's counter row (see store/events.ts).
+      options: '-c lock_timeout=5000 -c statement_timeout=15000',
+    },
+    pool: { min: 0, max: 10 },
+    acquireConnectionTimeout: 5000,
+  });
+}
+
+export function dbKind(db: Db): DbKind {
+  return db.client.config.client === 'pg' ? 'postgres' : 'sqlite';
+}

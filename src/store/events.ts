@@ -1,0 +1,127 @@
+import type { Knex } from 'knex';
+import type { Db } from './db.ts';
+
+/** An event ready to append: its envelope is final JSON text. */
+export interface NewEvent {
+  id: string;
+  type: string;
+  mailboxId: string | null;
+  envelope: string;
+  idempotencyHash: string | null;
+}
+
+export interface StoredEvent {
+  seq: number;
+  envelope: string;
+}
+
+const INSERT_CHUNK = 500;
+
+/**
+ * Appends events to a workspace's feed inside the caller's transaction and returns the seq of the last one.
+ *
+ * Why this cannot leave a gap a reader could skip: seq values come from the workspace's row in
+ * `feed_counters`, incremented here. The UPDATE takes that row's lock and keeps it until the
+ * transaction commits or rolls back, so a second writer of the same workspace waits here, then
+ * reads the committed counter. Seq values are therefore handed out in commit order: when a reader
+ * can see seq N, every seq below N is already committed and visible, and no later commit can land
+ * at or below N. A rollback also undoes the increment, so there are no holes either.
+ * (A plain sequence or autoincrement hands ids out at insert time, before commit: the write that
+ * took 41 can commit after the one that took 42 and a reader past 42 never sees it.)
+ *
+ * The counter is touched by the last statements of the transaction, so its lock is held only for
+ * the insert that follows. On SQLite the single writer gives the same order through the same code.
+ */
+export async function appendEvents(
+  trx: Knex.Transaction,
+  workspaceId: string,
+  events: NewEvent[],
+  storedAt: number,
+): Promise<number> {
+  if (events.length === 0) throw new Error('appendEvents needs at least one event');
+  const rows = (await trx('feed_counters')
+    .where({ workspace_id: workspaceId })
+    .update({ last_seq: trx.raw('last_seq + ?', [events.length]) })
+    .returning('last_seq')) as Array<{ last_seq: number | string }>;
+  if (rows.length === 0) throw new Error(`workspace ${workspaceId} has no feed counter`);
+  const lastSeq = Number(rows[0]!.last_seq);
+  const firstSeq = lastSeq - events.length + 1;
+  const records = events.map((event, i) => ({
+    workspace_id: workspaceId,
+    seq: firstSeq + i,
+    id: event.id,
+    type: event.type,
+    mailbox_id: event.mailboxId,
+    stored_at: storedAt,
+    idempotency_hash: event.idempotencyHash,
+    envelope: event.envelope,
+  }));
+  for (let i = 0; i < records.length; i += INSERT_CHUNK) {
+    await trx('events').insert(records.slice(i, i + INSERT_CHUNK));
+  }
+  return lastSeq;
+}
+
+export interface PageQuery {
+  workspaceId: string;
+  afterSeq: number;
+  limit: number;
+  /** null: every event; otherwise only events of these mailboxes (events without a mailbox excluded). */
+  mailboxes: readonly string[] | null;
+}
+
+// Up to this many mailboxes, take the first `limit` of each mailbox from the (workspace, mailbox, seq)
+// index and merge: cost follows what the key can see, not how many other events lie in between.
+// Past it, one filtered scan of the feed is cheaper.
+const PER_MAILBOX_MERGE_MAX = 32;
+
+/** One page of the feed by keyset: seq > afterSeq, in seq order. */
+export async function readPage(db: Db | Knex.Transaction, q: PageQuery): Promise<StoredEvent[]> {
+  if (q.mailboxes === null) {
+    return db('events')
+      .select('seq', 'envelope')
+      .where('workspace_id', q.workspaceId)
+      .andWhere('seq', '>', q.afterSeq)
+      .orderBy('seq')
+      .limit(q.limit);
+  }
+  if (q.mailboxes.length === 0) return [];
+  if (q.mailboxes.length > PER_MAILBOX_MERGE_MAX) {
+    return db('events')
+      .select('seq', 'envelope')
+      .where('workspace_id', q.workspaceId)
+      .whereIn('mailbox_id', q.mailboxes as string[])
+      .andWhere('seq', '>', q.afterSeq)
+      .orderBy('seq')
+      .limit(q.limit);
+  }
+  const perMailbox = q.mailboxes
+    .map(
+      (_, i) =>
+        `SELECT seq FROM (SELECT seq FROM events WHERE workspace_id = ? AND mailbox_id = ? AND seq > ? ORDER BY seq LIMIT ?) m${i}`,
+    )
+    .join(' UNION ALL ');
+  const bindings = q.mailboxes.flatMap((mailbox) => [q.workspaceId, mailbox, q.afterSeq, q.limit]);
+  const rows = await db.raw(
+    `SELECT e.seq, e.envelope FROM events e
+       JOIN (${perMailbox} ORDER BY seq LIMIT ?) picked ON e.seq = picked.seq
+      WHERE e.workspace_id = ?
+      ORDER BY e.seq`,
+    [...bindings, q.limit, q.workspaceId],
+  );
+  // knex.raw answers differently per driver: pg gives { rows }, better-sqlite3 the rows themselves.
+  return (Array.isArray(rows) ? rows : rows.rows) as StoredEvent[];
+}
+
+/** Events with these client-supplied ids already stored in the workspace. */
+export async function findByIds(
+  db: Db | Knex.Transaction,
+  workspaceId: string,
+  ids: string[],
+): Promise<Array<{ id: string; envelope: string; idempotency_hash: string | null }>> {
+  if (ids.length === 0) return [];
+  return db('events')
+    .select('id', 'envelope', 'idempotency_hash')
+    .where('workspace_id', workspaceId)
+    .whereIn('id', ids);
+}

@@ -1,0 +1,27 @@
+import type { Db } from './db.ts';
+import { newWorkspaceId } from '../ids.ts';
+
+export interface Workspace {
+  id: string;
+  name: string;
+  verified: boolean;
+}
+
+export async function createWorkspace(db: Db, name: string, verified: boolean, now: number): Promise<Workspace> {
+  const workspace = { id: newWorkspaceId(), name, verified };
+  await db.transaction(async (trx) => {
+    await trx('workspaces').insert({ ...workspace, created_at: now });
+    await trx('feed_counters').insert({ workspace_id: workspace.id, last_seq: 0 });
+  });
+  return workspace;
+}
+
+export async function findWorkspace(db: Db, id: string): Promise<Workspace | undefined> {
+  const row = await db('workspaces').select('id', 'name', 'verified').where({ id }).first();
+  return row ? { id: row.id, name: row.name, verified: Boolean(row.verified) } : undefined;
+}
+
+export async function countWorkspaces(db: Db): Promise<number> {
+  const row = await db('workspaces').count({ n: '*' }).first();
+  return Number(row?.n ?? 0);
+}

@@ -1,0 +1,56 @@
+import { createKey } from '../../src/auth/api-keys.ts';
+import type { Permission } from '../../src/auth/principal.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createLogger } from '../../src/log.ts';
+import { startServer, type RunningServer } from '../../src/server.ts';
+import { openDatabase, type Db } from '../../src/store/db.ts';
+import { createWorkspace } from '../../src/store/workspaces.ts';
+import type { TestDatabase } from './databases.ts';
+
+export interface TestServer extends RunningServer {
+  /** A second connection to the same database, for provisioning and for looking behind the API. */
+  db: Db;
+  database: TestDatabase;
+  workspace(options?: { verified?: boolean; name?: string }): Promise<string>;
+  key(workspaceId: string, permissions: Permission[], mailboxes?: string[] | null): Promise<{ id: string; key: string }>;
+  post(path: string, body: unknown, key?: string, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; text: string; json: any }>;
+  stop(): Promise<void>;
+}
+
+/** The real server on port 0 over a test database. */
+export async function startTestServer(database: TestDatabase, env: Record<string, string> = {}): Promise<TestServer> {
+  const config = loadConfig({ DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'silent', ...env });
+  const running = await startServer(config, createLogger('silent'));
+  const db = openDatabase(database.url);
+  return {
+    ...running,
+    db,
+    database,
+    workspace: async (options = {}) =>
+      (await createWorkspace(db, options.name ?? 'Test workspace', options.verified ?? false, Date.now())).id,
+    key: (workspaceId, permissions, mailboxes = null) => createKey(db, { workspaceId, permissions, mailboxes }, Date.now()),
+    post: async (path, body, key, headers = {}) => {
+      const response = await fetch(running.url + path, {
+        method: 'POST',
+        headers: {
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(key ? { authorization: `Bearer ${key}` } : {}),
+          ...headers,
+        },
+        body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+      });
+      const text = await response.text();
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+      return { status: response.status, headers: response.headers, text, json };
+    },
+    stop: async () => {
+      await running.close();
+      await db.destroy();
+    },
+  };
+}
