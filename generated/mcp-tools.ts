@@ -856,9 +856,6 @@ export const mcpTools = [
       "idempotentHint": true,
       "destructiveHint": false,
       "openWorldHint": false
-    },
-    "_meta": {
-      "permission": "read"
     }
   }
 ] as const;

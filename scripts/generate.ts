@@ -121,7 +121,6 @@ function mcpToolsModule(doc: JsonObject): string {
         inputSchema: dereference(doc, requestSchema as Json, strip),
         outputSchema: dereference(doc, responseSchema as Json, strip),
         annotations: { title: mcp.title as string, ...(mcp.annotations as JsonObject) },
-        _meta: { permission: operation['x-permission'] as string },
       });
     }
   }

@@ -1,5 +1,6 @@
 import express, { type Express } from 'express';
 import type { Logger } from '../log.ts';
+import { mcpRouter } from '../mcp/router.ts';
 import type { Services } from '../operations/context.ts';
 import { createApiRouter } from './api-router.ts';
 import { jsonObjectBody } from './json-body.ts';
@@ -7,7 +8,7 @@ import { requestContext } from './request-context.ts';
 import { errorHandler } from './send-error.ts';
 import { siteRouter } from './site.ts';
 
-/** The HTTP service: contract and probes, the `/v1` operations. */
+/** The HTTP service: contract and probes, MCP at `/mcp`, the `/v1` operations. */
 export async function createApp(services: Services, log: Logger): Promise<Express> {
   const app = express();
   app.disable('x-powered-by');
@@ -19,6 +20,7 @@ export async function createApp(services: Services, log: Logger): Promise<Expres
   app.use(requestContext(log));
   app.use(siteRouter(services.db));
   app.get('/', (_req, res) => void res.redirect('/docs'));
+  app.use(mcpRouter(services, log));
   app.use('/v1', jsonObjectBody);
   const api = await createApiRouter(services, log);
   app.use('/v1', (req, res) => api(req, res));
