@@ -300,12 +300,14 @@ for (const { kind, create, skip } of await databaseKinds()) {
           cursor.slice(1),
           `${cursor}A`,
           `${cursor}=`,
-          Buffer.from(cursor, 'base64url').toString('base64'),
           'garbage',
           ' ',
           'c1.AAAAAAAAAAI.3kTq9xQf',
           'x'.repeat(512),
         ];
+        // the standard-base64 spelling, when it differs (the cursor has a - or _)
+        const standard = Buffer.from(cursor, 'base64url').toString('base64');
+        if (standard !== cursor) bad.push(standard);
         for (const after of bad) {
           assertError(await server.post(FEED, { after, limit: 3 }, readKey), 400, 'invalid_argument', /after|cursor/, after);
         }
@@ -356,16 +358,15 @@ for (const { kind, create, skip } of await databaseKinds()) {
           ['array body', '[]', {}],
           ['wrong content type', '{}', { 'content-type': 'text/plain' }],
         ];
+        const wrong: string[] = [];
         for (const [label, body, headers] of bodies) {
-          assertError(await server.post(FEED, body, undefined, headers), 401, 'unauthorized', undefined, `no key + ${label}`);
-          assertError(
-            await server.post(FEED, body, undefined, { authorization: 'Bearer nope', ...headers }),
-            401,
-            'unauthorized',
-            undefined,
-            `bad key + ${label}`,
-          );
+          for (const [who, auth] of [['no key', {}], ['bad key', { authorization: 'Bearer nope' }]] as const) {
+            const res = await server.post(FEED, body, undefined, { ...auth, ...headers });
+            if (res.status !== 401) wrong.push(`${who} + ${label} → ${res.status} ${res.text}`);
+            else assertError(res, 401, 'unauthorized', undefined, `${who} + ${label}`);
+          }
         }
+        assert.deepEqual(wrong, []);
       });
     });
 

@@ -1,6 +1,5 @@
 import type { Request, Response } from 'express';
 import { OpenAPIBackend, type Context } from 'openapi-backend';
-import { authenticate } from '../auth/api-keys.ts';
 import type { Principal } from '../auth/principal.ts';
 import { createAjv } from '../contract/ajv.ts';
 import { loadSpec } from '../contract/spec.ts';
@@ -9,13 +8,11 @@ import { ApiError, invalidArgument, unauthorized } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Services } from '../operations/context.ts';
 import { operations } from '../operations/registry.ts';
-import { bearerToken } from './bearer.ts';
 import { sendError } from './send-error.ts';
 
 /**
- * Routes and validates `/v1/*` against the contract, then calls the operation. Order per request
- * (openapi-backend): route → bearer auth → validation → operation, so a caller without a valid key
- * learns nothing about the body it sent.
+ * Routes and validates `/v1/*` against the contract, then calls the operation. The caller is
+ * already authenticated (authenticate.ts) and the body parsed (json-body.ts).
  */
 export async function createApiRouter(services: Services, log: Logger) {
   const api = new OpenAPIBackend({
@@ -27,23 +24,11 @@ export async function createApiRouter(services: Services, log: Logger) {
     validate: true,
     customizeAjv: (_draft07, options) => createAjv(options) as never,
     securityHandlers: {
-      bearerAuth: async (_c, _req, res: Response) => {
-        const token = bearerToken(_req.headers.authorization);
-        if (!token) return false;
-        try {
-          const principal = await authenticate(services.db, token);
-          if (principal) res.locals.principal = principal;
-          return principal !== undefined;
-        } catch (err) {
-          // A database failure is not the caller's fault: remember it, answer 500, not 401.
-          res.locals.authFailure = err;
-          return false;
-        }
-      },
+      // The key was resolved before the body was read (authenticate.ts); here it only gates routing.
+      bearerAuth: (_c, _req, res: Response) => res.locals.principal !== undefined,
     },
     handlers: {
-      unauthorizedHandler: (_c, _req, res: Response) =>
-        sendError(res, res.locals.authFailure ?? unauthorized(), log),
+      unauthorizedHandler: (_c, _req, res: Response) => sendError(res, unauthorized(), log),
       validationFail: (c: Context, _req, res: Response) =>
         sendError(res, invalidArgument(describeValidationErrors(c.validation.errors as never, c.operation.operationId ?? '')), log),
       notFound: (c: Context, _req, res: Response) =>

@@ -3,10 +3,12 @@ import type { Logger } from '../log.ts';
 import { mcpRouter } from '../mcp/router.ts';
 import type { Services } from '../operations/context.ts';
 import { createApiRouter } from './api-router.ts';
+import { authenticateBearer } from './authenticate.ts';
 import { jsonObjectBody } from './json-body.ts';
 import { requestContext } from './request-context.ts';
 import { errorHandler } from './send-error.ts';
 import { siteRouter } from './site.ts';
+import { viewRouter } from './view-router.ts';
 
 /** The HTTP service: contract and probes, MCP at `/mcp`, the `/v1` operations. */
 export async function createApp(services: Services, log: Logger): Promise<Express> {
@@ -19,9 +21,9 @@ export async function createApp(services: Services, log: Logger): Promise<Expres
   });
   app.use(requestContext(log));
   app.use(siteRouter(services.db));
-  app.get('/', (_req, res) => void res.redirect('/docs'));
+  app.use(viewRouter());
   app.use(mcpRouter(services, log));
-  app.use('/v1', jsonObjectBody);
+  app.use('/v1', authenticateBearer(services.db), jsonObjectBody);
   const api = await createApiRouter(services, log);
   app.use('/v1', (req, res) => api(req, res));
   app.use(errorHandler(log));

@@ -1,0 +1,49 @@
+import { expect, test } from '@playwright/test';
+import { env, feed, missing, readFeed } from '../support/deployment.ts';
+import { seedOnce } from '../support/seed.ts';
+
+const expectInvalidArgument = (page: { status: number; body: any; text: string }, what: string) => {
+  expect(page.status, `${what}: ${page.text.slice(0, 200)}`).toBe(400);
+  expect(page.body?.error?.code, what).toBe('invalid_argument');
+  expect(typeof page.body?.error?.message, what).toBe('string');
+};
+
+test.describe('limits', () => {
+  test.beforeAll(seedOnce);
+  test.skip(!env.key, missing('EVENT_FEED_KEY', 'every feed check'));
+
+  test('the default limit is 100', async ({ request }) => {
+    const total = await readFeed(request, env.key!, 500, { max: 101 });
+    test.skip(total.events.length <= 100, 'the feed holds 100 events or fewer and no EVENT_FEED_WRITE_KEY to add some');
+    const page = await feed(request, env.key, {});
+    expect(page.status).toBe(200);
+    expect(page.body.events).toHaveLength(100);
+  });
+
+  test('limits 1 and 500 are accepted', async ({ request }) => {
+    for (const limit of [1, 500]) {
+      const page = await feed(request, env.key, { limit });
+      expect(page.status, `limit ${limit}`).toBe(200);
+      expect(page.body.events.length).toBeLessThanOrEqual(limit);
+    }
+  });
+
+  test('limits 0, 501, -1, 1.5, "10", null, true are refused with invalid_argument', async ({ request }) => {
+    for (const limit of ['0', '501', '-1', '1.5', '"10"', 'null', 'true']) {
+      expectInvalidArgument(await feed(request, env.key, `{"limit":${limit}}`), `limit ${limit}`);
+    }
+  });
+
+  test('an unknown parameter is refused with invalid_argument', async ({ request }) => {
+    for (const body of [{ foo: 1 }, { limit: 5, cursor: 'x' }, { after_id: 'evt_x' }]) {
+      const page = await feed(request, env.key, body);
+      expectInvalidArgument(page, JSON.stringify(body));
+    }
+  });
+
+  test('a body that is not a JSON object is refused with invalid_argument', async ({ request }) => {
+    for (const body of ['[]', '"limit"', '42', 'null', '{"limit":', 'limit=5']) {
+      expectInvalidArgument(await feed(request, env.key, body), body);
+    }
+  });
+});

@@ -1,0 +1,61 @@
+import { expect, test } from '@playwright/test';
+import { publishedContract } from '../support/contract.ts';
+import { env, feed, mcp, missing } from '../support/deployment.ts';
+import { seedOnce } from '../support/seed.ts';
+
+test.describe('mcp', () => {
+  test.beforeAll(seedOnce);
+  test.skip(!env.key, missing('EVENT_FEED_KEY', 'every MCP check'));
+
+  test("tools/list shows event_feed with the contract's schemas and read-only annotations", async ({ request }) => {
+    const listed = await mcp(request, env.key, 'tools/list');
+    expect(listed.status).toBe(200);
+    const tool = listed.body.result.tools.find((t: { name: string }) => t.name === 'event_feed');
+    expect(tool, 'event_feed is listed').toBeTruthy();
+    const contract = await publishedContract(request);
+    expect(tool.inputSchema).toEqual(contract.inlined('EventFeedRequest'));
+    expect(tool.outputSchema).toEqual(contract.inlined('EventFeedResponse'));
+    expect(tool.annotations).toMatchObject({ readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false });
+  });
+
+  test('tools/call returns French text and the same object as HTTP', async ({ request }) => {
+    let after: string | undefined;
+    for (const limit of [3, 50]) {
+      const args = after === undefined ? { limit } : { after, limit };
+      const http = await feed(request, env.key, args);
+      const called = await mcp(request, env.key, 'tools/call', { name: 'event_feed', arguments: args });
+      expect(called.status).toBe(200);
+      const result = called.body.result;
+      expect(result.isError ?? false).toBe(false);
+      expect(result.structuredContent).toEqual(http.body);
+      const text: string = result.content.find((c: { type: string }) => c.type === 'text')?.text ?? '';
+      expect(text, 'a French text').toMatch(/événement/);
+      expect(text).toContain(http.body.next_cursor);
+      after = http.body.next_cursor;
+    }
+  });
+
+  test('MCP refuses a missing or invalid key with 401, and a key without read as a forbidden tool error', async ({ request }) => {
+    for (const key of [undefined, 'garbage']) {
+      const refused = await mcp(request, key, 'tools/list');
+      expect(refused.status, `key ${key}`).toBe(401);
+      expect(refused.headers['www-authenticate'] ?? '').toMatch(/^Bearer/i);
+    }
+    test.skip(!env.noReadKey, missing('EVENT_FEED_NOREAD_KEY', 'the MCP permission check'));
+    const denied = await mcp(request, env.noReadKey, 'tools/call', { name: 'event_feed', arguments: {} });
+    expect(denied.status).toBe(200);
+    expect(denied.body.result.isError).toBe(true);
+    expect(JSON.stringify(denied.body.result.content)).toContain('forbidden');
+  });
+
+  test('MCP refuses bad arguments with the same message as HTTP', async ({ request }) => {
+    for (const args of [{ limit: 0 }, { foo: 1 }, { after: 'garbage' }]) {
+      const http = await feed(request, env.key, args);
+      const called = await mcp(request, env.key, 'tools/call', { name: 'event_feed', arguments: args });
+      expect(called.body.result.isError, JSON.stringify(args)).toBe(true);
+      const text = JSON.stringify(called.body.result.content);
+      expect(text).toContain('invalid_argument');
+      expect(text).toContain(JSON.stringify(http.body.error.message).slice(1, -1));
+    }
+  });
+});

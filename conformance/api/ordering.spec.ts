@@ -1,0 +1,41 @@
+import { expect, test } from '@playwright/test';
+import { emit, env, missing, readFeed } from '../support/deployment.ts';
+import { seedOnce } from '../support/seed.ts';
+
+test.describe('ordering', () => {
+  test.beforeAll(seedOnce);
+  test.skip(!env.key, missing('EVENT_FEED_KEY', 'every feed check'));
+
+  test('ids are unique across the feed', async ({ request }) => {
+    const { events } = await readFeed(request, env.key!, 500);
+    const ids = events.map((e) => e.id);
+    expect(new Set(ids).size, 'duplicate event ids in the feed').toBe(ids.length);
+  });
+
+  test('pages read with limits 1, 7, 100 and 500 concatenate to the same sequence', async ({ request }) => {
+    // Limit 1 costs one request per event: compare the first 300 events of each reading.
+    const window = 300;
+    const readings = new Map<number, string[]>();
+    for (const limit of [500, 100, 7, 1]) {
+      const read = await readFeed(request, env.key!, limit, { max: window });
+      readings.set(limit, read.events.slice(0, window).map((e) => e.id));
+    }
+    const reference = readings.get(500)!;
+    expect(reference.length, 'the feed is empty: nothing to compare').toBeGreaterThan(0);
+    for (const limit of [100, 7, 1]) {
+      expect(readings.get(limit), `pages of ${limit} differ from pages of 500`).toEqual(reference);
+    }
+  });
+
+  test('events emitted one after another come back in that order', async ({ request }) => {
+    test.skip(!env.writeKey, missing('EVENT_FEED_WRITE_KEY', 'emitting events'));
+    const head = await readFeed(request, env.key!, 500);
+    test.skip(!head.complete, `the feed holds over ${env.maxEvents} events (EVENT_FEED_MAX_EVENTS): head not reached`);
+    const emitted: string[] = [];
+    for (let i = 0; i < 5; i++) emitted.push((await emit(request, env.restrictedMailboxes[0])).id);
+    const after = await readFeed(request, env.key!, 2, { after: head.cursor });
+    // Other writers may interleave on a live deployment: our five must appear once each, in order.
+    const ours = after.events.map((e) => e.id).filter((id) => emitted.includes(id));
+    expect(ours).toEqual(emitted);
+  });
+});
