@@ -353,9 +353,10 @@ describe('gap-free ordering on postgres', { skip: !(await postgresAvailable()) &
     };
 
     const readers = [reader(), reader()];
-    await Promise.all(Array.from({ length: 8 }, writer));
-    writersDone = true;
+    const writes = await Promise.allSettled(Array.from({ length: 8 }, writer));
+    writersDone = true; // let the readers drain and stop even when a writer failed
     const results = await Promise.all(readers);
+    for (const write of writes) if (write.status === 'rejected') throw write.reason;
 
     // The run exercised what it claims to.
     assert.ok(committedTx.length >= 50, `only ${committedTx.length} committed transactions`);
