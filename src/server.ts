@@ -1,9 +1,10 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config.ts';
-import { seedDemoWorkspace } from './demo/seed.ts';
+import { seedDemoWorkspace, type DemoWorkspace } from './demo/seed.ts';
 import { createApp } from './http/app.ts';
 import type { Logger } from './log.ts';
+import type { Services } from './operations/context.ts';
 import { createServices } from './services.ts';
 import { openDatabase } from './store/db.ts';
 import { migrateLatest } from './store/migrate.ts';
@@ -18,16 +19,22 @@ export interface RunningServer {
 /** Opens the database, migrates it, optionally seeds the demo, and listens. */
 export async function startServer(config: Config, log: Logger, options: { seedDemo?: boolean } = {}): Promise<RunningServer> {
   const db = openDatabase(config.databaseUrl);
-  const applied = await migrateLatest(db);
-  if (applied.length) log.info({ migrations: applied }, 'database migrated');
-  const services = await createServices(db, config);
-  const demo = options.seedDemo && (await countWorkspaces(db)) === 0 ? await seedDemoWorkspace(db, services.clock) : undefined;
-
-  const app = await createApp(services, log);
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(config.port, config.host, () => resolve(s));
-    s.once('error', reject);
-  });
+  let services: Services, demo: DemoWorkspace | undefined, server: Server;
+  try {
+    const applied = await migrateLatest(db);
+    if (applied.length) log.info({ migrations: applied }, 'database migrated');
+    services = await createServices(db, config);
+    demo = options.seedDemo && (await countWorkspaces(db)) === 0 ? await seedDemoWorkspace(db, services.clock) : undefined;
+    const app = await createApp(services, log);
+    server = await new Promise<Server>((resolve, reject) => {
+      const s = app.listen(config.port, config.host, () => resolve(s));
+      s.once('error', reject);
+    });
+  } catch (err) {
+    // Do not leave a pool open behind a failed start: the process would linger.
+    await db.destroy();
+    throw err;
+  }
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   log.info({ url }, 'event-feed listening');

@@ -14,11 +14,11 @@ const MAILBOX_ID = /^mbx_[A-Za-z0-9_-]{1,64}$/;
 
 class CliError extends Error {}
 
-/** Runs a command against the migrated database of DATABASE_URL, then closes it. */
-async function withDatabase<T>(work: (db: Db) => Promise<T>): Promise<T> {
+/** Runs a command against the database of DATABASE_URL (migrated first, unless told not to), then closes it. */
+async function withDatabase<T>(work: (db: Db) => Promise<T>, options: { migrate: boolean } = { migrate: true }): Promise<T> {
   const db = openDatabase(loadConfig().databaseUrl);
   try {
-    await migrateLatest(db);
+    if (options.migrate) await migrateLatest(db);
     return await work(db);
   } finally {
     await db.destroy();
@@ -72,7 +72,7 @@ program
     withDatabase(async (db) => {
       const applied = await migrateLatest(db);
       console.error(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
-    }),
+    }, { migrate: false }),
   );
 
 program

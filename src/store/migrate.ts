@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Db } from './db.ts';
+import { dbKind, type Db } from './db.ts';
 import * as initial from './migrations/001_initial.ts';
 
 // Migrations are imported modules (no loader needed for the knex CLI); names are stable forever.
@@ -13,8 +13,24 @@ const source: Knex.MigrationSource<string> = {
   getMigration: async (name) => migrations[name]!,
 };
 
-/** Applies pending migrations; returns the names applied. Safe to run from several instances at once (knex locks). */
+// Arbitrary, fixed: the advisory lock every event-feed instance takes around migrations.
+const MIGRATION_LOCK = 0x65766e74;
+
+/**
+ * Applies pending migrations; returns the names applied. Safe when several instances start at
+ * once: knex's own lock is taken only after it creates its bookkeeping tables, which races on a
+ * fresh database, so on Postgres the whole run is serialized by an advisory lock. (SQLite's
+ * single writer needs no help: its one pooled connection is used by knex itself.)
+ */
 export async function migrateLatest(db: Db): Promise<string[]> {
+  if (dbKind(db) === 'sqlite') return runMigrations(db);
+  return db.transaction(async (trx) => {
+    await trx.raw('select pg_advisory_xact_lock(?)', [MIGRATION_LOCK]);
+    return runMigrations(db);
+  });
+}
+
+async function runMigrations(db: Db): Promise<string[]> {
   const [, applied] = (await db.migrate.latest({ migrationSource: source })) as [number, string[]];
   return applied;
 }
