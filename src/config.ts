@@ -6,7 +6,16 @@ export interface Config {
   /** Cursor HMAC secret; when absent, one is generated once and shared through the database. */
   cursorSecret: string | undefined;
   logLevel: string;
+  /** Events are kept at least this long (the contract promises 30 days). */
+  retentionDays: number;
+  pruneIntervalSeconds: number;
+  pruneBatchSize: number;
+  /** Token bucket per API key; 0 disables rate limiting. */
+  rateLimitPerSecond: number;
+  rateLimitBurst: number;
 }
+
+export const MIN_RETENTION_DAYS = 30;
 
 export const DEFAULT_DATABASE_URL = 'sqlite:data/event-feed.sqlite';
 
@@ -22,11 +31,35 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // Never echo the value itself: it is a secret even when it is a bad one.
     throw new ConfigError('EVENT_FEED_SECRET must be at least 32 characters long');
   }
+  const retentionDays = number(env, 'RETENTION_DAYS', 30);
+  if (retentionDays < MIN_RETENTION_DAYS) {
+    throw new ConfigError(`RETENTION_DAYS must be at least ${MIN_RETENTION_DAYS}: the feed promises clients ${MIN_RETENTION_DAYS} days of events (got ${retentionDays})`);
+  }
+  const rateLimitPerSecond = number(env, 'RATE_LIMIT_PER_SECOND', 100);
   return {
+    retentionDays,
+    pruneIntervalSeconds: positive(env, 'PRUNE_INTERVAL_SECONDS', 3600),
+    pruneBatchSize: positive(env, 'PRUNE_BATCH_SIZE', 1000),
+    rateLimitPerSecond,
+    rateLimitBurst: positive(env, 'RATE_LIMIT_BURST', Math.max(1, Math.ceil(rateLimitPerSecond * 2))),
     host: env.HOST || '127.0.0.1',
     port,
     databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
     cursorSecret: secret,
     logLevel: env.LOG_LEVEL || 'info',
   };
+}
+
+function number(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new ConfigError(`${name} must be a non-negative number (got "${raw.slice(0, 40)}")`);
+  return value;
+}
+
+function positive(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = number(env, name, fallback);
+  if (value <= 0) throw new ConfigError(`${name} must be greater than 0`);
+  return value;
 }

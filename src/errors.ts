@@ -16,6 +16,8 @@ export class ApiError extends Error {
     message: string,
     /** Overrides the code's default status (413 for an oversized body, 503 when the database is down). */
     readonly status: number = ERROR_STATUS[code],
+    /** Response headers that go with it over HTTP (Retry-After on rate_limited). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
     this.name = 'ApiError';
@@ -31,14 +33,15 @@ export interface ErrorBody {
 }
 
 /** The body a transport sends for any thrown value: client errors verbatim, anything else generic. */
-export function toErrorBody(err: unknown, requestId: string): { status: number; body: ErrorBody } {
+export function toErrorBody(err: unknown, requestId: string): { status: number; body: ErrorBody; headers: Record<string, string> } {
   if (err instanceof ApiError) {
     const body: ErrorBody = { error: { code: err.code, message: err.message } };
     if (err.code === 'internal') body.error.request_id = requestId;
-    return { status: err.status, body };
+    return { status: err.status, body, headers: err.headers };
   }
   return {
     status: 500,
+    headers: {},
     body: { error: { code: 'internal', message: `internal error; quote request id ${requestId} to support`, request_id: requestId } },
   };
 }

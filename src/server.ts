@@ -1,10 +1,12 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { seedDemoWorkspace, type DemoWorkspace } from './demo/seed.ts';
 import { createApp } from './http/app.ts';
 import type { Logger } from './log.ts';
-import type { Services } from './operations/context.ts';
+import type { AppServices } from './operations/context.ts';
+import { schedulePruning } from './retention-schedule.ts';
 import { createServices } from './services.ts';
 import { openDatabase } from './store/db.ts';
 import { migrateLatest } from './store/migrate.ts';
@@ -12,18 +14,19 @@ import { countWorkspaces } from './store/workspaces.ts';
 
 export interface RunningServer {
   url: string;
+  services: AppServices;
   server: Server;
   close(): Promise<void>;
 }
 
 /** Opens the database, migrates it, optionally seeds the demo, and listens. */
-export async function startServer(config: Config, log: Logger, options: { seedDemo?: boolean } = {}): Promise<RunningServer> {
+export async function startServer(config: Config, log: Logger, options: { seedDemo?: boolean; clock?: Clock } = {}): Promise<RunningServer> {
   const db = openDatabase(config.databaseUrl);
-  let services: Services, demo: DemoWorkspace | undefined, server: Server;
+  let services: AppServices, demo: DemoWorkspace | undefined, server: Server;
   try {
     const applied = await migrateLatest(db);
     if (applied.length) log.info({ migrations: applied }, 'database migrated');
-    services = await createServices(db, config);
+    services = await createServices(db, config, options.clock);
     demo = options.seedDemo && (await countWorkspaces(db)) === 0 ? await seedDemoWorkspace(db, services.clock) : undefined;
     const app = await createApp(services, log);
     server = await new Promise<Server>((resolve, reject) => {
@@ -41,6 +44,8 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
 
   if (demo) process.stdout.write(demoBanner(url, demo.readKey, demo.eventCount));
 
+  const pruning = schedulePruning(services, config, log);
+
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
@@ -49,9 +54,10 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
         server.close(() => done());
         server.closeIdleConnections();
       });
+      await pruning.stop();
       await db.destroy();
     })());
-  return { url, server, close };
+  return { url, server, services, close };
 }
 
 function demoBanner(url: string, readKey: string, count: number): string {

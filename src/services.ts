@@ -1,11 +1,16 @@
 import type { Config } from './config.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { CursorCodec } from './feed/cursor.ts';
-import type { Services } from './operations/context.ts';
+import type { AppServices } from './operations/context.ts';
+import { RateLimiter } from './limits/rate-limiter.ts';
 import type { Db } from './store/db.ts';
 import { sharedCursorSecret } from './store/settings.ts';
 
-export async function createServices(db: Db, config: Pick<Config, 'cursorSecret'>, clock: Clock = systemClock): Promise<Services> {
+export async function createServices(
+  db: Db,
+  config: Pick<Config, 'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst'>,
+  clock: Clock = systemClock,
+): Promise<AppServices> {
   const secret = config.cursorSecret ?? (await sharedCursorSecret(db));
-  return { db, cursors: new CursorCodec(secret), clock };
+  return { db, cursors: new CursorCodec(secret), clock, rateLimiter: new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst) };
 }

@@ -4,7 +4,9 @@ import type { Permission } from '../auth/principal.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { seedDemoWorkspace } from '../demo/seed.ts';
 import { createLogger } from '../log.ts';
+import { pruneExpired } from '../retention-schedule.ts';
 import { startServer } from '../server.ts';
+import { createServices } from '../services.ts';
 import { systemClock } from '../clock.ts';
 import { openDatabase, type Db } from '../store/db.ts';
 import { migrateLatest } from '../store/migrate.ts';
@@ -73,6 +75,19 @@ program
       const applied = await migrateLatest(db);
       console.error(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
     }, { migrate: false }),
+  );
+
+program
+  .command('prune')
+  .description('delete events older than RETENTION_DAYS now, in bounded batches (the server also does it on a schedule)')
+  .action(() =>
+    withDatabase(async (db) => {
+      const config = loadConfig();
+      const services = await createServices(db, config);
+      const results = await pruneExpired(services, config);
+      const deleted = results.reduce((n, r) => n + r.deleted, 0);
+      console.log(JSON.stringify({ retention_days: config.retentionDays, deleted, workspaces: results.filter((r) => r.deleted > 0) }, null, 2));
+    }),
   );
 
 program

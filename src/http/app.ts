@@ -1,7 +1,7 @@
 import express, { type Express } from 'express';
 import type { Logger } from '../log.ts';
 import { mcpRouter } from '../mcp/router.ts';
-import type { Services } from '../operations/context.ts';
+import type { AppServices } from '../operations/context.ts';
 import { createApiRouter } from './api-router.ts';
 import { authenticateBearer } from './authenticate.ts';
 import { jsonObjectBody } from './json-body.ts';
@@ -11,7 +11,7 @@ import { siteRouter } from './site.ts';
 import { viewRouter } from './view-router.ts';
 
 /** The HTTP service: contract and probes, MCP at `/mcp`, the `/v1` operations. */
-export async function createApp(services: Services, log: Logger): Promise<Express> {
+export async function createApp(services: AppServices, log: Logger): Promise<Express> {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -23,7 +23,7 @@ export async function createApp(services: Services, log: Logger): Promise<Expres
   app.use(siteRouter(services.db));
   app.use(viewRouter());
   app.use(mcpRouter(services, log));
-  app.use('/v1', authenticateBearer(services.db), jsonObjectBody);
+  app.use('/v1', authenticateBearer(services), jsonObjectBody);
   const api = await createApiRouter(services, log);
   app.use('/v1', (req, res) => api(req, res));
   app.use(errorHandler(log));

@@ -5,10 +5,11 @@ import { ApiError, toErrorBody } from '../errors.ts';
 
 export function sendError(res: Response, err: unknown, log: Logger): void {
   const requestId = String(res.locals.requestId);
-  const { status, body } = toErrorBody(err, requestId);
+  const { status, body, headers } = toErrorBody(err, requestId);
   if (!(err instanceof ApiError)) log.error({ ...safeErrorFields(err), request_id: requestId }, 'unhandled error');
   if (status === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="event-feed"');
   if (res.headersSent) return void res.end();
+  res.set(headers);
   res.status(status).json(body);
 }
 

@@ -9,7 +9,7 @@ import { authenticate } from '../auth/api-keys.ts';
 import type { Principal } from '../auth/principal.ts';
 import { RequestValidator } from '../contract/request-validator.ts';
 import type { Logger } from '../log.ts';
-import type { Services } from '../operations/context.ts';
+import type { AppServices } from '../operations/context.ts';
 import { MAX_BODY_BYTES } from '../http/json-body.ts';
 import { callTool } from './tools.ts';
 
@@ -37,7 +37,7 @@ function argumentsAsSent(body: unknown, id: string | number): unknown {
  * request (the SDK's stateless transport cannot be reused); the bearer key is checked before any
  * JSON-RPC is read.
  */
-export function mcpRouter(services: Services, log: Logger): Router {
+export function mcpRouter(services: AppServices, log: Logger): Router {
   const validator = new RequestValidator();
   const router = Router();
   const verifier = {

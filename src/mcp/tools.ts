@@ -6,7 +6,7 @@ import type { RequestValidator } from '../contract/request-validator.ts';
 import { ApiError, invalidArgument, toErrorBody } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
-import type { Services } from '../operations/context.ts';
+import type { AppServices } from '../operations/context.ts';
 import { DEFAULT_LIMIT } from '../operations/event-feed.ts';
 import { operations } from '../operations/registry.ts';
 import { summarizeFeedPage } from './french-summary.ts';
@@ -24,7 +24,7 @@ const knownTools = new Set<string>(mcpTools.map((tool) => tool.name));
  * Failures are tool results with isError (the code leads the text), never protocol errors.
  */
 export async function callTool(
-  services: Services,
+  services: AppServices,
   validator: RequestValidator,
   principal: Principal,
   name: string,
@@ -33,6 +33,7 @@ export async function callTool(
   log: Logger,
 ): Promise<CallToolResult> {
   try {
+    services.rateLimiter.take(principal.keyId);
     if (!knownTools.has(name)) throw invalidArgument(`unknown tool "${name.slice(0, 60)}"; tools/list gives the available tools`);
     const input = validator.check<any>(name, args ?? {});
     const outcome = await operations[name]!({ ...services, principal }, input);

@@ -2,6 +2,7 @@ import type { Principal, Permission } from '../auth/principal.ts';
 import type { Clock } from '../clock.ts';
 import { forbidden } from '../errors.ts';
 import type { CursorCodec } from '../feed/cursor.ts';
+import type { RateLimiter } from '../limits/rate-limiter.ts';
 import type { Db } from '../store/db.ts';
 
 /** What every operation may use; built once per process. */
@@ -9,6 +10,11 @@ export interface Services {
   db: Db;
   cursors: CursorCodec;
   clock: Clock;
+}
+
+/** What the transports hold: the operations' services plus the per-key request budget they both enforce. */
+export interface AppServices extends Services {
+  rateLimiter: RateLimiter;
 }
 
 /** One call: the services plus who is calling. */

@@ -1,10 +1,12 @@
 import type { Knex } from 'knex';
 import { dbKind, type Db } from './db.ts';
 import * as initial from './migrations/001_initial.ts';
+import * as retention from './migrations/002_retention.ts';
 
 // Migrations are imported modules (no loader needed for the knex CLI); names are stable forever.
 const migrations: Record<string, Knex.Migration> = {
   '001_initial': initial,
+  '002_retention': retention,
 };
 
 const source: Knex.MigrationSource<string> = {

@@ -1,7 +1,8 @@
 import { createKey } from '../../src/auth/api-keys.ts';
 import type { Permission } from '../../src/auth/principal.ts';
 import { loadConfig } from '../../src/config.ts';
-import { createLogger } from '../../src/log.ts';
+import type { Clock } from '../../src/clock.ts';
+import { createLogger, type Logger } from '../../src/log.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
 import { openDatabase, type Db } from '../../src/store/db.ts';
 import { createWorkspace } from '../../src/store/workspaces.ts';
@@ -17,10 +18,13 @@ export interface TestServer extends RunningServer {
   stop(): Promise<void>;
 }
 
-/** The real server on port 0 over a test database. */
-export async function startTestServer(database: TestDatabase, env: Record<string, string> = {}): Promise<TestServer> {
-  const config = loadConfig({ DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'silent', ...env });
-  const running = await startServer(config, createLogger('silent'));
+/**
+ * The real server on port 0 over a test database. Rate limiting is off unless `env` sets it:
+ * suites send hundreds of requests per key; test/rate-limit.test.ts covers the limiter.
+ */
+export async function startTestServer(database: TestDatabase, env: Record<string, string> = {}, options: { clock?: Clock; log?: Logger } = {}): Promise<TestServer> {
+  const config = loadConfig({ DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'silent', RATE_LIMIT_PER_SECOND: '0', ...env });
+  const running = await startServer(config, options.log ?? createLogger('silent'), { clock: options.clock });
   const db = openDatabase(database.url);
   return {
     ...running,

@@ -1,0 +1,83 @@
+import type { Knex } from 'knex';
+import { dbKind, type Db } from './db.ts';
+
+type Reader = Db | Knex.Transaction;
+
+/** The highest seq pruned from a workspace's feed (0 when nothing was): every seq up to it is gone. */
+export async function prunedThrough(db: Reader, workspaceId: string): Promise<number> {
+  const row = await db('feed_retention').select('pruned_through').where({ workspace_id: workspaceId }).first();
+  return Number(row?.pruned_through ?? 0);
+}
+
+/** The highest seq pruned among these mailboxes' events: what a restricted key may have missed. */
+export async function prunedThroughMailboxes(db: Reader, workspaceId: string, mailboxes: readonly string[]): Promise<number> {
+  if (mailboxes.length === 0) return 0;
+  const row = await db('feed_retention_mailboxes')
+    .max({ through: 'pruned_through' })
+    .where({ workspace_id: workspaceId })
+    .whereIn('mailbox_id', mailboxes as string[])
+    .first();
+  return Number(row?.through ?? 0);
+}
+
+export interface PruneResult {
+  workspaceId: string;
+  deleted: number;
+  prunedThrough: number;
+}
+
+/**
+ * Deletes a workspace's events stored before `cutoffMs`, oldest first, in batches of `batchSize`,
+ * each in its own short transaction, so writers and readers are never held up for long. Only a
+ * prefix of the feed is ever deleted, and the watermarks move in the same transaction as the rows,
+ * so "pruned through N" always means "every seq ≤ N is gone and every seq > N is still there".
+ */
+export async function pruneWorkspace(db: Db, workspaceId: string, cutoffMs: number, batchSize: number): Promise<PruneResult> {
+  let deleted = 0;
+  for (;;) {
+    const batch = await db.transaction(async (trx) => {
+      const from = await prunedThrough(trx, workspaceId);
+      const rows: Array<{ seq: number; mailbox_id: string | null; stored_at: number }> = await trx('events')
+        .select('seq', 'mailbox_id', 'stored_at')
+        .where('workspace_id', workspaceId)
+        .andWhere('seq', '>', from)
+        .orderBy('seq')
+        .limit(batchSize);
+      const expired = rows.slice(0, firstNotBefore(rows, cutoffMs));
+      if (expired.length === 0) return { count: 0, through: from, full: false };
+      const through = Number(expired.at(-1)!.seq);
+      await trx('events').where('workspace_id', workspaceId).andWhere('seq', '>', from).andWhere('seq', '<=', through).del();
+      await raiseWatermark(trx, 'feed_retention', { workspace_id: workspaceId }, ['workspace_id'], through);
+      const perMailbox = new Map<string, number>();
+      for (const row of expired) if (row.mailbox_id !== null) perMailbox.set(row.mailbox_id, Number(row.seq));
+      for (const [mailbox, seq] of perMailbox) {
+        await raiseWatermark(trx, 'feed_retention_mailboxes', { workspace_id: workspaceId, mailbox_id: mailbox }, ['workspace_id', 'mailbox_id'], seq);
+      }
+      return { count: expired.length, through, full: expired.length === batchSize };
+    });
+    deleted += batch.count;
+    if (!batch.full) return { workspaceId, deleted, prunedThrough: batch.through };
+  }
+}
+
+/** Prunes every workspace; returns what was deleted where. */
+export async function pruneAll(db: Db, cutoffMs: number, batchSize: number): Promise<PruneResult[]> {
+  const workspaces: Array<{ id: string }> = await db('workspaces').select('id').orderBy('id');
+  const results: PruneResult[] = [];
+  for (const { id } of workspaces) results.push(await pruneWorkspace(db, id, cutoffMs, batchSize));
+  return results;
+}
+
+const firstNotBefore = (rows: Array<{ stored_at: number }>, cutoffMs: number) => {
+  const index = rows.findIndex((row) => Number(row.stored_at) >= cutoffMs);
+  return index === -1 ? rows.length : index;
+};
+
+/** Upserts a watermark, never lowering it (two pruners may race; the higher one wins). */
+async function raiseWatermark(trx: Knex.Transaction, table: string, key: Record<string, string>, conflict: string[], seq: number) {
+  const greatest = dbKind(trx as unknown as Db) === 'postgres' ? 'GREATEST' : 'MAX';
+  await trx(table)
+    .insert({ ...key, pruned_through: seq })
+    .onConflict(conflict)
+    .merge({ pruned_through: trx.raw(`${greatest}(${table}.pruned_through, excluded.pruned_through)`) });
+}
