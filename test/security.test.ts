@@ -102,7 +102,7 @@ describe('property: scoping never leaks', () => {
             const full = await readAll((await server.key(ws, ['read'])).key, limit);
             const restricted = await readAll((await server.key(ws, ['read'], restriction)).key, limit);
             assert.ok(full.every((e) => e.account === ws), 'a workspace sees only its own events');
-            assert.deepEqual(restricted, full.filter((e) => e.mailbox !== undefined && restriction.includes(e.mailbox)));
+            assert.deepEqual(restricted, full.filter((e) => e.mailbox !== undefined && (restriction as string[]).includes(e.mailbox)));
           }
         },
       ),
