@@ -76,6 +76,117 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/list_events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List events
+         * @description Lists the key's workspace events **newest first**, with filters: `types`
+         *     (exact types or `mail.*` prefixes), `mailbox_ids`, `occurred_after` /
+         *     `occurred_before` (on the event's `occurred_at`), `limit` (1..500, default
+         *     100) and an opaque `page_token` to get the next, older page (the token is
+         *     bound to the filters it was issued with). Unknown parameters are refused.
+         *
+         *     A key restricted to mailboxes sees only their events, and asking for a
+         *     mailbox outside its set is `forbidden`. Needs the `read` permission. For
+         *     reading *everything, in order, and resuming* use `event_feed` instead.
+         */
+        post: operations["list_events"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/set_webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a webhook endpoint
+         * @description Creates the workspace's webhook endpoint for `url`, or updates the one that
+         *     exists for that URL (`event_types`, `enabled`, `rotate_secret`), or removes
+         *     it (`remove: true`). Needs the `admin` permission; a key restricted to
+         *     mailboxes is refused (`forbidden`).
+         *
+         *     Every event emitted afterwards that matches an enabled endpoint is POSTed to
+         *     it following the Standard Webhooks specification: the body is the event
+         *     envelope, byte for byte as `event_feed` returns it; headers `webhook-id`
+         *     (the event id), `webhook-timestamp` and `webhook-signature`
+         *     (`v1,<base64 HMAC-SHA256 of "id.timestamp.body">` keyed with the secret).
+         *     Delivery is at least once, oldest first; failures are retried with
+         *     exponential backoff and jitter for about three days (see the README); a
+         *     `Retry-After` on 429/503 is honoured; 410 Gone disables the endpoint;
+         *     redirects are not followed.
+         *
+         *     The signing secret (`whsec_…`) appears in full only in the answer that
+         *     created the endpoint or rotated its secret. Not exposed as an MCP tool: it
+         *     writes, and its answer can carry a secret that has no place in an
+         *     assistant's conversation.
+         */
+        post: operations["set_webhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/list_webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List webhook endpoints
+         * @description Every webhook endpoint of the workspace with its number of pending
+         *     deliveries and its 20 most recent attempts (status, latency, error, next
+         *     retry). Never shows a signing secret, only its last characters. Needs the
+         *     `admin` permission.
+         */
+        post: operations["list_webhooks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/redeliver_webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Redeliver events to a webhook
+         * @description Schedules the events after an `event_feed` cursor for delivery again to the
+         *     endpoint for `url` (those matching its types), oldest first, at most `limit`
+         *     per call; continue with `next_cursor`. Needs the `admin` permission.
+         */
+        post: operations["redeliver_webhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 };
 export type webhooks = Record<string, never>;
 export type components = {
@@ -703,6 +814,245 @@ export type components = {
                 request_id?: string;
             };
         };
+        /**
+         * EventTypeFilter
+         * @description An event type (`mail.bounced`) or a prefix ending in `.*` (`mail.*`) that matches every type starting with it.
+         * @example mail.bounced
+         * @example mail.*
+         */
+        EventTypeFilter: string;
+        /**
+         * ListEventsRequest
+         * @description Parameters of `list_events`: filters, newest first. All optional; no other parameter is accepted.
+         * @example {
+         *       "types": [
+         *         "mail.bounced"
+         *       ],
+         *       "limit": 20
+         *     }
+         * @example {
+         *       "mailbox_ids": [
+         *         "mbx_contact"
+         *       ],
+         *       "occurred_after": "2026-11-20T00:00:00Z"
+         *     }
+         */
+        ListEventsRequest: {
+            /** @description Only these types (or `mail.*` prefixes). */
+            types?: components["schemas"]["EventTypeFilter"][];
+            /** @description Only events of these mailboxes. With a key restricted to mailboxes, each must be one of them (`forbidden` otherwise); omitted means all the key may see. */
+            mailbox_ids?: components["schemas"]["MailboxId"][];
+            /**
+             * Format: date-time
+             * @description Only events whose `occurred_at` is at or after this time (RFC 3339).
+             */
+            occurred_after?: string;
+            /**
+             * Format: date-time
+             * @description Only events whose `occurred_at` is before this time (RFC 3339).
+             */
+            occurred_before?: string;
+            /**
+             * @description Maximum number of events to return.
+             * @default 100
+             */
+            limit?: number;
+            /** @description Opaque token from `next_page_token`, with the same filters, to get the next (older) page. */
+            page_token?: string;
+        };
+        /**
+         * ListEventsResponse
+         * @description A page of events, newest first.
+         */
+        ListEventsResponse: {
+            /** @description Events matching the filters, newest first (by emission). */
+            events: components["schemas"]["EventEnvelope"][];
+            /** @description Token for the next (older) page, or null when there is none. */
+            next_page_token: string | null;
+        };
+        /**
+         * WebhookEndpointId
+         * @description Identifier of a webhook endpoint: `whe_` followed by a ULID.
+         * @example whe_01JD4S3QW1Y9V5K2M8N7P6R4T3
+         */
+        WebhookEndpointId: string;
+        /**
+         * WebhookEndpoint
+         * @description A URL of the workspace that receives its events as Standard Webhooks POSTs (`webhook-id`, `webhook-timestamp`, `webhook-signature` headers; the body is the event envelope exactly as `event_feed` returns it).
+         * @example {
+         *       "id": "whe_01JD4S3QW1Y9V5K2M8N7P6R4T3",
+         *       "url": "https://hooks.atelier-lumiere.fr/event-feed",
+         *       "event_types": [
+         *         "mail.bounced",
+         *         "mail.complained"
+         *       ],
+         *       "enabled": true,
+         *       "disabled_reason": null,
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+         *       "secret_hint": "LaSw",
+         *       "created_at": "2026-11-21T09:00:00.000Z",
+         *       "updated_at": "2026-11-21T09:00:00.000Z"
+         *     }
+         */
+        WebhookEndpoint: {
+            id: components["schemas"]["WebhookEndpointId"];
+            /**
+             * Format: uri
+             * @description Where events are POSTed.
+             */
+            url: string;
+            /** @description The types (or `mail.*` prefixes) delivered; an empty list means every type. */
+            event_types: components["schemas"]["EventTypeFilter"][];
+            /** @description Whether events are delivered. An endpoint that answers 410 Gone is disabled by the service. */
+            enabled: boolean;
+            /** @description Why the service disabled the endpoint (e.g. it answered 410 Gone); null when enabled or disabled by an admin. */
+            disabled_reason: string | null;
+            /** @description The signing secret, `whsec_` + base64. Present only in the answer that created the endpoint or rotated its secret: store it then. */
+            secret?: string;
+            /** @description The last four characters of the signing secret, to tell secrets apart. */
+            secret_hint: string;
+            /**
+             * Format: date-time
+             * @description When the endpoint was created (RFC 3339, UTC).
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When the endpoint was last changed (RFC 3339, UTC).
+             */
+            updated_at: string;
+        };
+        /**
+         * WebhookAttempt
+         * @description One delivery attempt of one event to one endpoint.
+         */
+        WebhookAttempt: {
+            event_id: components["schemas"]["EventId"];
+            /** @description 1 for the first attempt of this event, 2 for the first retry, and so on. */
+            attempt: number;
+            /**
+             * Format: date-time
+             * @description When the attempt started (RFC 3339, UTC).
+             */
+            started_at: string;
+            /** @description The HTTP status the endpoint answered, or null when there was no answer (timeout, refused connection, blocked address). */
+            status: number | null;
+            /** @description Time from sending to the end of the answer, in milliseconds. */
+            latency_ms: number;
+            /** @description What went wrong, or null on success. */
+            error: string | null;
+            /**
+             * @description `delivered` (2xx), `retry` (another attempt is scheduled), `failed` (no attempt left), `disabled` (410 Gone: the endpoint was disabled).
+             * @enum {string}
+             */
+            outcome: "delivered" | "retry" | "failed" | "disabled";
+            /**
+             * Format: date-time
+             * @description When the next attempt is due, when outcome is `retry`.
+             */
+            next_retry_at: string | null;
+        };
+        /**
+         * WebhookStatus
+         * @description An endpoint with its delivery backlog and its most recent attempts.
+         */
+        WebhookStatus: {
+            endpoint: components["schemas"]["WebhookEndpoint"];
+            /** @description Events waiting to be delivered (first attempts and retries). */
+            pending_deliveries: number;
+            /** @description Up to the 20 most recent attempts, newest first. */
+            recent_attempts: components["schemas"]["WebhookAttempt"][];
+        };
+        /**
+         * SetWebhookRequest
+         * @description Parameters of `set_webhook`: creates the workspace's endpoint for `url`, or updates it when one exists for that URL.
+         * @example {
+         *       "url": "https://hooks.atelier-lumiere.fr/event-feed",
+         *       "event_types": [
+         *         "mail.bounced",
+         *         "mail.complained"
+         *       ]
+         *     }
+         * @example {
+         *       "url": "https://hooks.atelier-lumiere.fr/event-feed",
+         *       "remove": true
+         *     }
+         */
+        SetWebhookRequest: {
+            /**
+             * Format: uri
+             * @description The endpoint URL. `https` only, to a public address (plain http and private or loopback targets only when the service runs with `WEBHOOKS_ALLOW_INSECURE=1`).
+             */
+            url: string;
+            /** @description Deliver only these types (or `mail.*` prefixes); omit or pass `[]` for every type. On update, omitted means unchanged. */
+            event_types?: components["schemas"]["EventTypeFilter"][];
+            /** @description Enable or disable delivery (default true on creation; on update, omitted means unchanged). Re-enabling an endpoint the service disabled clears `disabled_reason`. */
+            enabled?: boolean;
+            /**
+             * @description Replace the signing secret; the answer carries the new one in full.
+             * @default false
+             */
+            rotate_secret?: boolean;
+            /**
+             * @description Delete the endpoint for this URL and its pending deliveries.
+             * @default false
+             */
+            remove?: boolean;
+        };
+        /**
+         * SetWebhookResponse
+         * @description The endpoint after the call, and what the call did.
+         */
+        SetWebhookResponse: {
+            endpoint: components["schemas"]["WebhookEndpoint"];
+            /**
+             * @description `created`, `updated` or `removed` (then `endpoint` is what was deleted).
+             * @enum {string}
+             */
+            outcome: "created" | "updated" | "removed";
+        };
+        /**
+         * ListWebhooksRequest
+         * @description Parameters of `list_webhooks`: none.
+         * @example {}
+         */
+        ListWebhooksRequest: Record<string, unknown>;
+        /**
+         * ListWebhooksResponse
+         * @description Every endpoint of the workspace, with its recent attempts.
+         */
+        ListWebhooksResponse: {
+            /** @description The endpoints, oldest first. */
+            webhooks: components["schemas"]["WebhookStatus"][];
+        };
+        /**
+         * RedeliverWebhookRequest
+         * @description Parameters of `redeliver_webhook`: schedules the events after a cursor for delivery again to one endpoint (those matching its types), oldest first, a bounded number per call.
+         */
+        RedeliverWebhookRequest: {
+            /**
+             * Format: uri
+             * @description The endpoint's URL.
+             */
+            url: string;
+            /** @description An `event_feed` cursor: redeliver the events after it. Omit to start at the oldest retained event. */
+            after?: string;
+            /**
+             * @description The most events to schedule in this call.
+             * @default 1000
+             */
+            limit?: number;
+        };
+        /**
+         * RedeliverWebhookResponse
+         * @description How many deliveries were scheduled, and where to continue.
+         */
+        RedeliverWebhookResponse: {
+            /** @description Events scheduled for delivery by this call. */
+            scheduled: number;
+            /** @description Pass as `after` to schedule the following events; equal to `after` when there were none. */
+            next_cursor: string;
+        };
     };
     responses: {
         /** @description The request is malformed, has an unknown parameter, or a parameter has an invalid value (`invalid_argument`). */
@@ -914,6 +1264,154 @@ export interface operations {
             500: components["responses"]["Internal"];
         };
     };
+    list_events: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "types": [
+                 *         "mail.bounced"
+                 *       ],
+                 *       "limit": 20
+                 *     }
+                 */
+                "application/json": components["schemas"]["ListEventsRequest"];
+            };
+        };
+        responses: {
+            /** @description A page of events, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListEventsResponse"];
+                };
+            };
+            400: components["responses"]["InvalidArgument"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    set_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.atelier-lumiere.fr/event-feed",
+                 *       "event_types": [
+                 *         "mail.bounced",
+                 *         "mail.complained"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["SetWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint after the change. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SetWebhookResponse"];
+                };
+            };
+            400: components["responses"]["InvalidArgument"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    list_webhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /** @example {} */
+                "application/json": components["schemas"]["ListWebhooksRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoints and their recent attempts. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListWebhooksResponse"];
+                };
+            };
+            400: components["responses"]["InvalidArgument"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    redeliver_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.atelier-lumiere.fr/event-feed",
+                 *       "limit": 1000
+                 *     }
+                 */
+                "application/json": components["schemas"]["RedeliverWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description How many deliveries were scheduled. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RedeliverWebhookResponse"];
+                };
+            };
+            400: components["responses"]["InvalidArgument"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+        };
+    };
 }
 
 // One alias per schema component.
@@ -937,3 +1435,16 @@ export type EventFeedResponse = components['schemas']['EventFeedResponse'];
 export type EmitEventRequest = components['schemas']['EmitEventRequest'];
 export type EmitEventResponse = components['schemas']['EmitEventResponse'];
 export type Error = components['schemas']['Error'];
+export type EventTypeFilter = components['schemas']['EventTypeFilter'];
+export type ListEventsRequest = components['schemas']['ListEventsRequest'];
+export type ListEventsResponse = components['schemas']['ListEventsResponse'];
+export type WebhookEndpointId = components['schemas']['WebhookEndpointId'];
+export type WebhookEndpoint = components['schemas']['WebhookEndpoint'];
+export type WebhookAttempt = components['schemas']['WebhookAttempt'];
+export type WebhookStatus = components['schemas']['WebhookStatus'];
+export type SetWebhookRequest = components['schemas']['SetWebhookRequest'];
+export type SetWebhookResponse = components['schemas']['SetWebhookResponse'];
+export type ListWebhooksRequest = components['schemas']['ListWebhooksRequest'];
+export type ListWebhooksResponse = components['schemas']['ListWebhooksResponse'];
+export type RedeliverWebhookRequest = components['schemas']['RedeliverWebhookRequest'];
+export type RedeliverWebhookResponse = components['schemas']['RedeliverWebhookResponse'];

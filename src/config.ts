@@ -13,6 +13,10 @@ export interface Config {
   /** Token bucket per API key; 0 disables rate limiting. */
   rateLimitPerSecond: number;
   rateLimitBurst: number;
+  /** Lets webhooks go to plain http and private or loopback addresses: development and tests only. */
+  webhooksAllowInsecure: boolean;
+  webhookTimeoutMs: number;
+  webhookDispatchIntervalMs: number;
 }
 
 export const MIN_RETENTION_DAYS = 30;
@@ -41,6 +45,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     pruneIntervalSeconds: positive(env, 'PRUNE_INTERVAL_SECONDS', 3600),
     pruneBatchSize: positive(env, 'PRUNE_BATCH_SIZE', 1000),
     rateLimitPerSecond,
+    webhooksAllowInsecure: env.WEBHOOKS_ALLOW_INSECURE === '1',
+    webhookTimeoutMs: positive(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
+    webhookDispatchIntervalMs: positive(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 500),
     rateLimitBurst: positive(env, 'RATE_LIMIT_BURST', Math.max(1, Math.ceil(rateLimitPerSecond * 2))),
     host: env.HOST || '127.0.0.1',
     port,

@@ -8,6 +8,8 @@ import type { Logger } from './log.ts';
 import type { AppServices } from './operations/context.ts';
 import { schedulePruning } from './retention-schedule.ts';
 import { createServices } from './services.ts';
+import { WebhookDispatcher } from './webhooks/dispatcher.ts';
+import { WebhookSender } from './webhooks/send.ts';
 import { openDatabase } from './store/db.ts';
 import { migrateLatest } from './store/migrate.ts';
 import { countWorkspaces } from './store/workspaces.ts';
@@ -15,6 +17,7 @@ import { countWorkspaces } from './store/workspaces.ts';
 export interface RunningServer {
   url: string;
   services: AppServices;
+  webhooks: WebhookDispatcher;
   server: Server;
   close(): Promise<void>;
 }
@@ -45,6 +48,13 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
   if (demo) process.stdout.write(demoBanner(url, demo.readKey, demo.eventCount));
 
   const pruning = schedulePruning(services, config, log);
+  const webhooks = new WebhookDispatcher(db, new WebhookSender(services.webhookPolicy!, config.webhookTimeoutMs), services.clock, log, {
+    intervalMs: config.webhookDispatchIntervalMs,
+    leaseMs: Math.max(60_000, config.webhookTimeoutMs * 3),
+    endpointsPerTick: 16,
+    deliveriesPerEndpoint: 100,
+  });
+  webhooks.start();
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -55,9 +65,10 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
         server.closeIdleConnections();
       });
       await pruning.stop();
+      await webhooks.stop();
       await db.destroy();
     })());
-  return { url, server, services, close };
+  return { url, server, services, webhooks, close };
 }
 
 function demoBanner(url: string, readKey: string, count: number): string {

@@ -8,9 +8,15 @@ import { sharedCursorSecret } from './store/settings.ts';
 
 export async function createServices(
   db: Db,
-  config: Pick<Config, 'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst'>,
+  config: Pick<Config, 'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'webhooksAllowInsecure'>,
   clock: Clock = systemClock,
 ): Promise<AppServices> {
   const secret = config.cursorSecret ?? (await sharedCursorSecret(db));
-  return { db, cursors: new CursorCodec(secret), clock, rateLimiter: new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst) };
+  return {
+    db,
+    cursors: new CursorCodec(secret),
+    clock,
+    rateLimiter: new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst),
+    webhookPolicy: { allowInsecure: config.webhooksAllowInsecure },
+  };
 }

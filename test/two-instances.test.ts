@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CursorCodec } from '../src/feed/cursor.ts';
 import { migrateLatest, openDatabase } from '../src/library.ts';
+import { migrationSource } from '../src/store/migrate.ts';
 import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase, type TestDatabase } from './support/databases.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
@@ -123,7 +124,7 @@ describe('two instances on one postgres database', { skip: !(await postgresAvail
         ['fulfilled', 'fulfilled'],
       );
       const applied = outcomes.flatMap((o) => (o.status === 'fulfilled' ? o.value : []));
-      assert.deepEqual(applied, ['001_initial'], 'the migration is applied once, by one of them');
+      assert.deepEqual(applied.sort(), (await migrationSource.getMigrations([])).sort(), 'each migration is applied once, by one of them');
     } finally {
       await Promise.all(dbs.map((db) => db.destroy()));
       await database.drop();

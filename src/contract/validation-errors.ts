@@ -35,6 +35,11 @@ export function describeValidationErrors(errors: readonly ErrorObject[] | null |
       return `${field} must be one of ${((error.params as { allowedValues: unknown[] }).allowedValues ?? []).map((v) => JSON.stringify(v)).join(', ')}`;
     case 'format':
       return `${field} must be a valid ${(error.params as { format: string }).format}`;
+    case 'uniqueItems': {
+      // Ajv names the pair in an order that depends on how the schema was compiled: fix it.
+      const { i, j } = error.params as { i: number; j: number };
+      return `${field} must not repeat an item (items ${Math.min(i, j)} and ${Math.max(i, j)} are the same)`;
+    }
     case 'pattern':
       return `${field} is not in the expected form (${(error.params as { pattern: string }).pattern})`;
     default:

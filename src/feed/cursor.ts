@@ -56,6 +56,15 @@ export class CursorCodec {
     return Number(seq);
   }
 
+  /**
+   * Full HMAC-SHA256 of `bytes` with the server secret, for the other tokens the service issues
+   * (list_events page tokens, src/feed/page-token.ts). Callers put their own domain label first in
+   * `bytes`, so a MAC made for one kind of token can never authenticate another kind.
+   */
+  sign(bytes: Buffer): Buffer {
+    return createHmac('sha256', this.#secret).update(bytes).digest();
+  }
+
   #mac(body: Buffer): Buffer {
     return createHmac('sha256', this.#secret).update(body).digest().subarray(0, MAC_LENGTH);
   }

@@ -5,6 +5,7 @@ import type { EmitEventRequest } from '../../generated/types.ts';
 import { invalidArgument } from '../errors.ts';
 import { newEventId } from '../ids.ts';
 import { appendEvents, findByIds, type NewEvent } from '../store/events.ts';
+import { enabledEndpoints, enqueueDeliveries } from '../webhooks/store.ts';
 
 export interface PublishedEvent {
   /** The envelope's JSON text, as stored and as every reader will get it. */
@@ -15,7 +16,8 @@ export interface PublishedEvent {
 
 /**
  * The one append path: `emit_event` and the in-process library both come through here, inside a
- * transaction the caller owns, so events commit (or vanish) with the caller's own writes.
+ * transaction the caller owns, so events commit (or vanish) with the caller's own writes, and so
+ * do their webhook deliveries (the outbox rows are written in the same transaction).
  * Events of one call belong to one workspace; a caller that publishes to several workspaces in one
  * transaction must do so in sorted workspace order so counter row locks are taken in one order.
  */
@@ -44,7 +46,13 @@ export async function publishInTransaction(
     }
     return { envelope: existing.envelope, created: false };
   });
-  if (fresh.length > 0) await appendEvents(trx, workspaceId, fresh, now.getTime());
+  if (fresh.length > 0) {
+    // Read before the append, so the counter row lock (taken by the append) covers only the inserts.
+    const endpoints = await enabledEndpoints(trx, workspaceId);
+    const lastSeq = await appendEvents(trx, workspaceId, fresh, now.getTime());
+    const firstSeq = lastSeq - fresh.length + 1;
+    await enqueueDeliveries(trx, endpoints, fresh.map((event, i) => ({ seq: firstSeq + i, id: event.id, type: event.type })), now.getTime());
+  }
   return results;
 }
 
@@ -65,6 +73,7 @@ function prepare(workspaceId: string, input: EmitEventRequest, now: Date): NewEv
     id,
     type: input.type,
     mailboxId: input.subject.refs.mailbox_id ?? null,
+    occurredAtMs: Date.parse(occurredAt),
     envelope,
     idempotencyHash: input.id === undefined ? null : contentHash(input, occurredAt),
   };

@@ -1,6 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { mcpTools } from '../../generated/mcp-tools.ts';
-import type { EventFeedResponse, EventFeedRequest } from '../../generated/types.ts';
+import type { EventFeedResponse, EventFeedRequest, ListEventsRequest, ListEventsResponse } from '../../generated/types.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { RequestValidator } from '../contract/request-validator.ts';
 import { ApiError, invalidArgument, toErrorBody } from '../errors.ts';
@@ -10,10 +10,12 @@ import type { AppServices } from '../operations/context.ts';
 import { DEFAULT_LIMIT } from '../operations/event-feed.ts';
 import { operations } from '../operations/registry.ts';
 import { summarizeFeedPage } from './french-summary.ts';
+import { summarizeListPage } from './list-events-summary.ts';
 
 // Per tool: the French text for a person, from the same object the HTTP call answers.
 const describers: Record<string, (result: any, input: any) => string> = {
   event_feed: (result: EventFeedResponse, input: EventFeedRequest) => summarizeFeedPage(result, input.limit ?? DEFAULT_LIMIT),
+  list_events: (result: ListEventsResponse, input: ListEventsRequest) => summarizeListPage(result, input),
 };
 
 const knownTools = new Set<string>(mcpTools.map((tool) => tool.name));

@@ -4,12 +4,15 @@ import { forbidden } from '../errors.ts';
 import type { CursorCodec } from '../feed/cursor.ts';
 import type { RateLimiter } from '../limits/rate-limiter.ts';
 import type { Db } from '../store/db.ts';
+import type { TargetPolicy } from '../webhooks/target-policy.ts';
 
 /** What every operation may use; built once per process. */
 export interface Services {
   db: Db;
   cursors: CursorCodec;
   clock: Clock;
+  /** Where webhooks may point; secure (public https only) when absent. */
+  webhookPolicy?: TargetPolicy;
 }
 
 /** What the transports hold: the operations' services plus the per-key request budget they both enforce. */
@@ -26,4 +29,10 @@ export function requirePermission(principal: Principal, permission: Permission):
   if (!principal.permissions.has(permission)) {
     throw forbidden(`this key lacks the "${permission}" permission`);
   }
+}
+
+/** Managing webhooks takes `admin`, and a key restricted to mailboxes may not: endpoints see every mailbox. */
+export function requireWorkspaceAdmin(principal: Principal): void {
+  requirePermission(principal, 'admin');
+  if (principal.mailboxes !== null) throw forbidden('a key restricted to mailboxes cannot manage webhooks');
 }

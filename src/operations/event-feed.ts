@@ -1,8 +1,8 @@
 import type { EventFeedRequest } from '../../generated/types.ts';
-import { invalidArgument } from '../errors.ts';
+import { assertCursorNotExpired } from '../feed/expiry.ts';
 import type { FeedPage } from '../feed/page.ts';
 import { readPage } from '../store/events.ts';
-import { prunedThrough, prunedThroughMailboxes } from '../store/retention.ts';
+import { prunedThrough } from '../store/retention.ts';
 import { requirePermission, type OperationContext } from './context.ts';
 
 export const DEFAULT_LIMIT = 100;
@@ -20,14 +20,7 @@ export async function eventFeed(ctx: OperationContext, input: EventFeedRequest):
 
   const rows = await readPage(ctx.db, { workspaceId, afterSeq, limit, mailboxes });
 
-  // Checked after the read: watermarks only rise, so if none passes the cursor now, none had when
-  // the page was read, and the page skipped nothing. Never serve a page with a silent hole.
-  if (input.after !== undefined) {
-    const pruned = mailboxes === null ? await prunedThrough(ctx.db, workspaceId) : await prunedThroughMailboxes(ctx.db, workspaceId, mailboxes);
-    if (pruned > afterSeq) {
-      throw invalidArgument('after has expired: events after this cursor are past the retention period and were deleted; restart without "after" to read from the oldest retained event');
-    }
-  }
+  if (input.after !== undefined) await assertCursorNotExpired(ctx.db, workspaceId, mailboxes, afterSeq);
 
   const last = rows.at(-1);
   // Nothing new: hand back the caller's own cursor, byte for byte. A restricted key's cursor

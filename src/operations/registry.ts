@@ -1,8 +1,12 @@
-import type { EmitEventRequest, EventFeedRequest } from '../../generated/types.ts';
+import type { EmitEventRequest, EventFeedRequest, ListEventsRequest, RedeliverWebhookRequest, SetWebhookRequest } from '../../generated/types.ts';
 import { feedPageJson } from '../feed/page.ts';
 import type { OperationContext } from './context.ts';
 import { emitEvent, emitEventJson } from './emit-event.ts';
 import { eventFeed } from './event-feed.ts';
+import { listEvents, listPageJson } from './list-events.ts';
+import { listWebhooks } from './list-webhooks.ts';
+import { redeliverWebhook } from './redeliver-webhook.ts';
+import { setWebhook } from './set-webhook.ts';
 
 /** What an operation answers: its response body as JSON text, and whether it created something. */
 export interface OperationOutcome {
@@ -15,8 +19,13 @@ export type OperationRunner = (ctx: OperationContext, input: any) => Promise<Ope
 /** Every operation of the contract by operationId: the only thing the transports call. */
 export const operations: Record<string, OperationRunner> = {
   event_feed: async (ctx, input: EventFeedRequest) => ({ json: feedPageJson(await eventFeed(ctx, input)), created: false }),
+  // 200 whatever the outcome (the body says it): the contract documents no 201 for set_webhook.
+  set_webhook: async (ctx, input: SetWebhookRequest) => ({ json: JSON.stringify(await setWebhook(ctx, input)), created: false }),
+  list_webhooks: async (ctx) => ({ json: JSON.stringify(await listWebhooks(ctx)), created: false }),
+  redeliver_webhook: async (ctx, input: RedeliverWebhookRequest) => ({ json: JSON.stringify(await redeliverWebhook(ctx, input)), created: false }),
   emit_event: async (ctx, input: EmitEventRequest) => {
     const published = await emitEvent(ctx, input);
     return { json: emitEventJson(published), created: published.created };
   },
+  list_events: async (ctx, input: ListEventsRequest) => ({ json: listPageJson(await listEvents(ctx, input)), created: false }),
 };

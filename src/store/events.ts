@@ -6,6 +6,7 @@ export interface NewEvent {
   id: string;
   type: string;
   mailboxId: string | null;
+  occurredAtMs: number;
   envelope: string;
   idempotencyHash: string | null;
 }
@@ -52,6 +53,7 @@ export async function appendEvents(
     id: event.id,
     type: event.type,
     mailbox_id: event.mailboxId,
+    occurred_at_ms: event.occurredAtMs,
     stored_at: storedAt,
     idempotency_hash: event.idempotencyHash,
     envelope: event.envelope,

@@ -2,14 +2,18 @@ import type { Knex } from 'knex';
 import { dbKind, type Db } from './db.ts';
 import * as initial from './migrations/001_initial.ts';
 import * as retention from './migrations/002_retention.ts';
+import * as webhooksAndSearch from './migrations/003_webhooks_and_search.ts';
+import * as listEventsIndex from './migrations/004_list_events_index.ts';
 
 // Migrations are imported modules (no loader needed for the knex CLI); names are stable forever.
 const migrations: Record<string, Knex.Migration> = {
   '001_initial': initial,
   '002_retention': retention,
+  '003_webhooks_and_search': webhooksAndSearch,
+  '004_list_events_index': listEventsIndex,
 };
 
-const source: Knex.MigrationSource<string> = {
+export const migrationSource: Knex.MigrationSource<string> = {
   getMigrations: async () => Object.keys(migrations).sort(),
   getMigrationName: (name) => name,
   getMigration: async (name) => migrations[name]!,
@@ -33,6 +37,6 @@ export async function migrateLatest(db: Db): Promise<string[]> {
 }
 
 async function runMigrations(db: Db): Promise<string[]> {
-  const [, applied] = (await db.migrate.latest({ migrationSource: source })) as [number, string[]];
+  const [, applied] = (await db.migrate.latest({ migrationSource })) as [number, string[]];
   return applied;
 }

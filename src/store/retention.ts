@@ -65,6 +65,8 @@ export async function pruneAll(db: Db, cutoffMs: number, batchSize: number): Pro
   const workspaces: Array<{ id: string }> = await db('workspaces').select('id').orderBy('id');
   const results: PruneResult[] = [];
   for (const { id } of workspaces) results.push(await pruneWorkspace(db, id, cutoffMs, batchSize));
+  // Webhook attempt history follows the same retention.
+  await db('webhook_attempts').where('started_at', '<', cutoffMs).del();
   return results;
 }
 

@@ -1,5 +1,8 @@
 import type { Knex } from 'knex';
-import type { Db } from './db.ts';
+import { dbKind, type Db } from './db.ts';
+
+// A write that changes nothing: it makes SQLite take the database's write lock now.
+const TAKE_SQLITE_WRITE_LOCK = "UPDATE settings SET value = value WHERE key = ''";
 
 // Transient conflicts whose transaction rolled back whole, so running it again is safe:
 // SQLite writers of other processes (busy), Postgres serialization failures and deadlocks, and a
@@ -13,10 +16,20 @@ export function isRetryable(err: unknown): boolean {
   return typeof code === 'string' && (RETRYABLE.has(code) || code.startsWith('SQLITE_CONSTRAINT_UNIQUE'));
 }
 
+/**
+ * Runs `work` in a transaction, again when it hit a transient conflict. On SQLite the write lock
+ * is taken first: a transaction that reads and then writes would otherwise ask for it mid-way,
+ * and SQLite refuses that upgrade at once when another process writes (SQLITE_BUSY without
+ * waiting busy_timeout). Taking it up front waits for it like any other lock.
+ */
 export async function writeTransaction<T>(db: Db, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  const sqlite = dbKind(db) === 'sqlite';
   for (let attempt = 1; ; attempt++) {
     try {
-      return await db.transaction(work);
+      return await db.transaction(async (trx) => {
+        if (sqlite) await trx.raw(TAKE_SQLITE_WRITE_LOCK);
+        return work(trx);
+      });
     } catch (err) {
       if (attempt >= ATTEMPTS || !isRetryable(err)) throw err;
       await new Promise((done) => setTimeout(done, Math.random() * 10 * attempt));

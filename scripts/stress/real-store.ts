@@ -1,0 +1,33 @@
+/** The store under test: the real append path (publishInTransaction) and the real read operation (eventFeed). */
+import { systemClock } from '../../src/clock.ts';
+import { CursorCodec } from '../../src/feed/cursor.ts';
+import { publishInTransaction } from '../../src/feed/publish.ts';
+import { eventFeed } from '../../src/operations/event-feed.ts';
+import { seenFromEnvelope, type FeedStore } from './model.ts';
+
+const codec = new CursorCodec('stress-harness-secret-0123456789abcdef');
+
+export const realStore: FeedStore = {
+  name: 'feed_counters (src)',
+  gapFree: true,
+  async setup() {},
+  async append(trx, ws, events) {
+    await publishInTransaction(trx, ws, events, new Date());
+  },
+  async read(db, principal, after, limit) {
+    const page = await eventFeed(
+      { db, cursors: codec, clock: systemClock, principal },
+      after === undefined ? { limit } : { after, limit },
+    );
+    return { events: page.events.map(seenFromEnvelope), nextCursor: page.next_cursor };
+  },
+  cursorKey: (ws, cursor) => codec.decode(ws, cursor),
+  async truth(db) {
+    const rows = await db('events').select('workspace_id', 'id', 'seq', 'mailbox_id');
+    return rows.map((r) => ({ ws: r.workspace_id, id: r.id, key: Number(r.seq), mailbox: r.mailbox_id ?? null }));
+  },
+  async counters(db) {
+    const rows = await db('feed_counters').select('workspace_id', 'last_seq');
+    return new Map(rows.map((r) => [r.workspace_id as string, Number(r.last_seq)]));
+  },
+};

@@ -1,0 +1,56 @@
+import type { SetWebhookRequest, SetWebhookResponse } from '../../generated/types.ts';
+import { invalidArgument } from '../errors.ts';
+import { newWebhookEndpointId } from '../ids.ts';
+import { writeTransaction } from '../store/write-transaction.ts';
+import { newSigningSecret } from '../webhooks/signature.ts';
+import { endpointView, findEndpoint, type EndpointRow } from '../webhooks/store.ts';
+import { urlProblem } from '../webhooks/target-policy.ts';
+import { requireWorkspaceAdmin, type OperationContext } from './context.ts';
+
+export const MAX_ENDPOINTS_PER_WORKSPACE = 20;
+
+/** set_webhook: creates, updates or removes the workspace's endpoint for a URL. */
+export async function setWebhook(ctx: OperationContext, input: SetWebhookRequest): Promise<SetWebhookResponse> {
+  requireWorkspaceAdmin(ctx.principal);
+  const { workspaceId } = ctx.principal;
+  const now = ctx.clock.now().getTime();
+
+  return writeTransaction(ctx.db, async (trx) => {
+    const existing = await findEndpoint(trx, workspaceId, input.url);
+    if (input.remove) {
+      if (!existing) throw invalidArgument('no webhook endpoint has this url in this workspace');
+      await trx('webhook_endpoints').where({ id: existing.id }).del();
+      return { endpoint: endpointView(existing), outcome: 'removed' };
+    }
+    const problem = urlProblem(input.url, ctx.webhookPolicy ?? { allowInsecure: false });
+    if (problem) throw invalidArgument(problem);
+
+    if (!existing) {
+      const counted = await trx('webhook_endpoints').count({ n: '*' }).where({ workspace_id: workspaceId }).first();
+      if (Number(counted?.n ?? 0) >= MAX_ENDPOINTS_PER_WORKSPACE) throw invalidArgument(`a workspace has at most ${MAX_ENDPOINTS_PER_WORKSPACE} webhook endpoints`);
+      const row: EndpointRow = {
+        id: newWebhookEndpointId(),
+        workspace_id: workspaceId,
+        url: input.url,
+        event_types: JSON.stringify(input.event_types ?? []),
+        enabled: input.enabled ?? true,
+        disabled_reason: null,
+        secret: newSigningSecret(),
+        created_at: now,
+        updated_at: now,
+      };
+      await trx('webhook_endpoints').insert(row);
+      return { endpoint: endpointView(row, true), outcome: 'created' };
+    }
+
+    const changes: Partial<EndpointRow> = { updated_at: now };
+    if (input.event_types !== undefined) changes.event_types = JSON.stringify(input.event_types);
+    if (input.enabled !== undefined) {
+      changes.enabled = input.enabled;
+      if (input.enabled) changes.disabled_reason = null;
+    }
+    if (input.rotate_secret) changes.secret = newSigningSecret();
+    await trx('webhook_endpoints').where({ id: existing.id }).update(changes);
+    return { endpoint: endpointView({ ...existing, ...changes }, Boolean(input.rotate_secret)), outcome: 'updated' };
+  });
+}

@@ -1,0 +1,17 @@
+import { createHmac, randomBytes } from 'node:crypto';
+
+const PREFIX = 'whsec_';
+
+/** A new signing secret in the Standard Webhooks form: `whsec_` + base64 of 24 random bytes. */
+export const newSigningSecret = () => PREFIX + randomBytes(24).toString('base64');
+
+/**
+ * The Standard Webhooks signature header value: `v1,` + base64 HMAC-SHA256, keyed with the
+ * secret's decoded bytes, over `<webhook-id>.<webhook-timestamp>.<body>`.
+ */
+export function signWebhook(secret: string, id: string, timestampSeconds: number, body: string): string {
+  const key = Buffer.from(secret.slice(PREFIX.length), 'base64');
+  return `v1,${createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`).digest('base64')}`;
+}
+
+export const secretHint = (secret: string) => secret.slice(-4);

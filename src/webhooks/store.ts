@@ -1,0 +1,173 @@
+import type { Knex } from 'knex';
+import type { WebhookAttempt, WebhookEndpoint } from '../../generated/types.ts';
+import { matchesTypes } from '../feed/type-filter.ts';
+import { dbKind, type Db } from '../store/db.ts';
+import { secretHint } from './signature.ts';
+
+type Reader = Db | Knex.Transaction;
+
+export interface EndpointRow {
+  id: string;
+  workspace_id: string;
+  url: string;
+  event_types: string;
+  enabled: boolean | number;
+  disabled_reason: string | null;
+  secret: string;
+  created_at: number;
+  updated_at: number;
+}
+
+const iso = (ms: number | string) => new Date(Number(ms)).toISOString();
+
+/** The contract's view of an endpoint; the secret in full only when asked (creation, rotation). */
+export function endpointView(row: EndpointRow, withSecret = false): WebhookEndpoint {
+  return {
+    id: row.id,
+    url: row.url,
+    event_types: JSON.parse(row.event_types) as WebhookEndpoint['event_types'],
+    enabled: Boolean(row.enabled),
+    disabled_reason: row.disabled_reason,
+    ...(withSecret ? { secret: row.secret } : {}),
+    secret_hint: secretHint(row.secret),
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+export const findEndpoint = (db: Reader, workspaceId: string, url: string): Promise<EndpointRow | undefined> =>
+  db('webhook_endpoints').where({ workspace_id: workspaceId, url }).first();
+
+export const listEndpoints = (db: Reader, workspaceId: string): Promise<EndpointRow[]> =>
+  db('webhook_endpoints').where({ workspace_id: workspaceId }).orderBy('created_at').orderBy('id');
+
+/**
+ * The outbox write, inside the transaction that appends the events: one delivery row per
+ * (enabled endpoint, matching event). Same commit, so an event is delivered if and only if it is in the feed.
+ */
+export async function enqueueDeliveries(
+  trx: Knex.Transaction,
+  endpoints: EndpointRow[],
+  events: Array<{ seq: number; id: string; type: string }>,
+  now: number,
+): Promise<number> {
+  const rows = endpoints.flatMap((endpoint) =>
+    events
+      .filter((event) => matchesTypes(JSON.parse(endpoint.event_types), event.type))
+      .map((event) => ({ endpoint_id: endpoint.id, workspace_id: endpoint.workspace_id, event_seq: event.seq, event_id: event.id, attempts: 0, next_attempt_at: now, created_at: now })),
+  );
+  for (let i = 0; i < rows.length; i += 500) await trx('webhook_deliveries').insert(rows.slice(i, i + 500));
+  return rows.length;
+}
+
+export const enabledEndpoints = (trx: Reader, workspaceId: string): Promise<EndpointRow[]> =>
+  trx('webhook_endpoints').where({ workspace_id: workspaceId, enabled: true });
+
+/**
+ * Leases up to `max` enabled endpoints that have deliveries due and no live lease. On Postgres the
+ * candidates are locked with FOR UPDATE SKIP LOCKED, so instances racing for work each take
+ * different endpoints without waiting; the lease then keeps an endpoint to one instance while it
+ * sends, so no attempt goes out twice. A crashed instance's lease simply runs out.
+ */
+export async function leaseEndpoints(db: Db, owner: string, now: number, leaseMs: number, max: number): Promise<EndpointRow[]> {
+  const skipLocked = dbKind(db) === 'postgres' ? 'FOR UPDATE SKIP LOCKED' : '';
+  const result = await db.raw(
+    `UPDATE webhook_endpoints SET lease_owner = ?, lease_until = ?
+      WHERE id IN (
+        SELECT e.id FROM webhook_endpoints e
+         WHERE e.enabled = ? AND (e.lease_until IS NULL OR e.lease_until < ?)
+           AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.next_attempt_at <= ?)
+         ORDER BY e.id LIMIT ? ${skipLocked})
+      RETURNING id, workspace_id, url, event_types, enabled, disabled_reason, secret, created_at, updated_at`,
+    [owner, now + leaseMs, true, now, now, max],
+  );
+  return (Array.isArray(result) ? result : result.rows) as EndpointRow[];
+}
+
+/** Extends a lease this owner holds; false when it was lost (expired and taken by another instance). */
+export async function renewLease(db: Db, endpointId: string, owner: string, until: number): Promise<boolean> {
+  return (await db('webhook_endpoints').where({ id: endpointId, lease_owner: owner }).update({ lease_until: until })) > 0;
+}
+
+export async function releaseLease(db: Db, endpointId: string, owner: string): Promise<void> {
+  await db('webhook_endpoints').where({ id: endpointId, lease_owner: owner }).update({ lease_owner: null, lease_until: null });
+}
+
+export interface DueDelivery {
+  id: number;
+  endpoint_id: string;
+  workspace_id: string;
+  event_seq: number;
+  event_id: string;
+  attempts: number;
+  envelope: string | null;
+}
+
+/** An endpoint's due deliveries, oldest event first, with the stored envelope text (null if pruned). */
+export async function dueDeliveries(db: Db, endpointId: string, now: number, max: number): Promise<DueDelivery[]> {
+  return db('webhook_deliveries as d')
+    .leftJoin('events as e', function () {
+      this.on('e.workspace_id', '=', 'd.workspace_id').andOn('e.seq', '=', 'd.event_seq');
+    })
+    .select('d.id', 'd.endpoint_id', 'd.workspace_id', 'd.event_seq', 'd.event_id', 'd.attempts', 'e.envelope')
+    .where('d.endpoint_id', endpointId)
+    .andWhere('d.next_attempt_at', '<=', now)
+    .orderBy('d.event_seq')
+    .orderBy('d.id')
+    .limit(max);
+}
+
+export interface AttemptRecord {
+  delivery: DueDelivery;
+  startedAt: number;
+  status: number | null;
+  latencyMs: number;
+  error: string | null;
+  outcome: WebhookAttempt['outcome'];
+  nextAttemptAt: number | null;
+}
+
+/** Records an attempt and moves its delivery on (done, rescheduled or dropped), in one transaction. */
+export async function recordAttempt(db: Db, record: AttemptRecord): Promise<void> {
+  const { delivery } = record;
+  await db.transaction(async (trx) => {
+    await trx('webhook_attempts').insert({
+      endpoint_id: delivery.endpoint_id,
+      event_id: delivery.event_id,
+      attempt: delivery.attempts + 1,
+      started_at: record.startedAt,
+      status: record.status,
+      latency_ms: record.latencyMs,
+      error: record.error,
+      outcome: record.outcome,
+      next_retry_at: record.outcome === 'retry' ? record.nextAttemptAt : null,
+    });
+    if (record.outcome === 'retry') {
+      await trx('webhook_deliveries').where({ id: delivery.id }).update({ attempts: delivery.attempts + 1, next_attempt_at: record.nextAttemptAt });
+    } else if (record.outcome === 'disabled') {
+      // Kept, not counted: delivered if an admin re-enables the endpoint.
+      await trx('webhook_endpoints').where({ id: delivery.endpoint_id }).update({ enabled: false, disabled_reason: 'the endpoint answered 410 Gone', updated_at: record.startedAt });
+    } else {
+      await trx('webhook_deliveries').where({ id: delivery.id }).del();
+    }
+  });
+}
+
+export async function pendingCount(db: Reader, endpointId: string): Promise<number> {
+  const row = await db('webhook_deliveries').count({ n: '*' }).where({ endpoint_id: endpointId }).first();
+  return Number(row?.n ?? 0);
+}
+
+export async function recentAttempts(db: Reader, endpointId: string, max = 20): Promise<WebhookAttempt[]> {
+  const rows = await db('webhook_attempts').where({ endpoint_id: endpointId }).orderBy('id', 'desc').limit(max);
+  return rows.map((row) => ({
+    event_id: row.event_id,
+    attempt: Number(row.attempt),
+    started_at: iso(row.started_at),
+    status: row.status === null ? null : Number(row.status),
+    latency_ms: Number(row.latency_ms),
+    error: row.error,
+    outcome: row.outcome,
+    next_retry_at: row.next_retry_at === null ? null : iso(row.next_retry_at),
+  }));
+}
