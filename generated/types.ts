@@ -612,7 +612,7 @@ export type components = {
          * @description Parameters of `event_feed`. Both are optional; no other parameter is accepted.
          * @example {}
          * @example {
-         *       "after": "c1.AAAAAAAAAAI.3kTq9xQf",
+         *       "after": "AQAAAAAAAAACMDFNNkRNQkUwMEtLTlM3MEQwMk1ISFMwS0HQDpSgBovSzveUug9-8YIn",
          *       "limit": 500
          *     }
          */
@@ -702,7 +702,7 @@ export type components = {
          *           "v": 1
          *         }
          *       ],
-         *       "next_cursor": "c1.AAAAAAAAAAQ.Vb7nR2kd"
+         *       "next_cursor": "AQAAAAAAAAAEMDFNNkRNQkUwMEtLTlM3MEQwMk1ISFMwS0GZNk-2hCje0Aag-VQxTmBx"
          *     }
          */
         EventFeedResponse: {
