@@ -9,8 +9,8 @@ import { safeErrorFields } from '../log.ts';
 import type { AppServices } from '../operations/context.ts';
 import { DEFAULT_LIMIT } from '../operations/event-feed.ts';
 import { operations } from '../operations/registry.ts';
-import { summarizeFeedPage } from './french-summary.ts';
-import { summarizeListPage } from './list-events-summary.ts';
+import { summarizeFeedPage } from './text/feed-summary.ts';
+import { summarizeListPage } from './text/list-events-summary.ts';
 
 // Per tool: the French text for a person, from the same object the HTTP call answers.
 const describers: Record<string, (result: any, input: any) => string> = {

@@ -1,8 +1,5 @@
-import type { EventType, ListEventsRequest, ListEventsResponse } from '../../generated/types.ts';
-import { FRENCH_TYPE_LABELS } from './french-summary.ts';
-
-const dateFormat = new Intl.DateTimeFormat('fr-FR', { dateStyle: 'long', timeStyle: 'medium', timeZone: 'UTC' });
-const count = (n: number, one: string, many: string) => `${n.toLocaleString('fr-FR')} ${n > 1 ? many : one}`;
+import type { ListEventsRequest, ListEventsResponse } from '../../../generated/types.ts';
+import { frenchCount, timeBounds, typeBreakdown } from './french.ts';
 
 /**
  * The French text an assistant shows a person for one page of list_events: how many events, the
@@ -16,15 +13,7 @@ export function summarizeListPage(page: ListEventsResponse, input: ListEventsReq
     const none = input.page_token === undefined ? 'Aucun événement ne correspond' : 'Aucun événement plus ancien ne correspond';
     return `${none}${filters ? ` aux filtres (${filters})` : ''}.`;
   }
-  const counts = new Map<string, number>();
-  for (const event of events) counts.set(event.type, (counts.get(event.type) ?? 0) + 1);
-  const breakdown = [...counts]
-    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
-    .map(([type, n]) => `- ${type} (${FRENCH_TYPE_LABELS[type as EventType] ?? type}) : ${n.toLocaleString('fr-FR')}`)
-    .join('\n');
-  const times = events.map((event) => Date.parse(event.occurred_at));
-  const newest = dateFormat.format(Math.max(...times));
-  const oldest = dateFormat.format(Math.min(...times));
+  const { newest, oldest } = timeBounds(events);
   const when =
     newest !== oldest
       ? `Le plus récent est survenu le ${newest}, le plus ancien le ${oldest} (UTC).`
@@ -36,10 +25,10 @@ export function summarizeListPage(page: ListEventsResponse, input: ListEventsReq
     : `Il n’y a pas d’événement plus ancien${filters ? ' correspondant à ces filtres' : ''}.`;
   const order = events.length > 1 ? ', du plus récent au plus ancien' : '';
   return [
-    `${count(events.length, 'événement', 'événements')}${filters ? ` (${filters})` : ''}${order}.`,
+    `${frenchCount(events.length, 'événement', 'événements')}${filters ? ` (${filters})` : ''}${order}.`,
     when,
     'Par type :',
-    breakdown,
+    typeBreakdown(events),
     more,
   ].join('\n');
 }
