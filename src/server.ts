@@ -24,11 +24,10 @@ export interface RunningServer {
 
 /** Opens the database, migrates it, optionally seeds the demo, and listens. */
 export async function startServer(config: Config, log: Logger, options: { seedDemo?: boolean; clock?: Clock } = {}): Promise<RunningServer> {
+  await migrateDatabase(config.databaseUrl, log);
   const db = openDatabase(config.databaseUrl);
   let services: AppServices, demo: DemoWorkspace | undefined, server: Server;
   try {
-    const applied = await migrateLatest(db);
-    if (applied.length) log.info({ migrations: applied }, 'database migrated');
     services = await createServices(db, config, options.clock);
     demo = options.seedDemo && (await countWorkspaces(db)) === 0 ? await seedDemoWorkspace(db, services.clock) : undefined;
     const app = await createApp(services, log);
@@ -69,6 +68,17 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
       await db.destroy();
     })());
   return { url, server, services, webhooks, close };
+}
+
+/** Migrations on a handle of their own, without the query timeout: building an index on a big table takes time. */
+async function migrateDatabase(url: string, log: Logger): Promise<void> {
+  const db = openDatabase(url, { queryTimeoutMs: 0 });
+  try {
+    const applied = await migrateLatest(db);
+    if (applied.length) log.info({ migrations: applied }, 'database migrated');
+  } finally {
+    await db.destroy();
+  }
 }
 
 function demoBanner(url: string, readKey: string, count: number): string {

@@ -18,7 +18,7 @@ class CliError extends Error {}
 
 /** Runs a command against the database of DATABASE_URL (migrated first, unless told not to), then closes it. */
 async function withDatabase<T>(work: (db: Db) => Promise<T>, options: { migrate: boolean } = { migrate: true }): Promise<T> {
-  const db = openDatabase(loadConfig().databaseUrl);
+  const db = openDatabase(loadConfig().databaseUrl, { queryTimeoutMs: 0 });
   try {
     if (options.migrate) await migrateLatest(db);
     return await work(db);

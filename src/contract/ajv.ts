@@ -9,7 +9,9 @@ const addFormats = ajvFormats.default;
  * validates HTTP requests with it, the MCP tools and the library with the same options, so every
  * entry point gives the same verdict and the same message.
  */
-export const AJV_OPTIONS: Options = { strict: false, allErrors: false, verbose: true };
+// strictNumbers: JSON.parse turns 1e400 into Infinity, which plain Ajv accepts as a number and JSON.stringify
+// then stores as null: refuse it like any other non-finite value.
+export const AJV_OPTIONS: Options = { strict: false, allErrors: false, verbose: true, strictNumbers: true };
 
 export function createAjv(options: Options = AJV_OPTIONS): Ajv2020 {
   const ajv = new Ajv2020({ ...options, ...AJV_OPTIONS });

@@ -10,6 +10,7 @@ import type { Principal } from '../auth/principal.ts';
 import { RequestValidator } from '../contract/request-validator.ts';
 import type { Logger } from '../log.ts';
 import type { AppServices } from '../operations/context.ts';
+import { bearerToken } from '../http/bearer.ts';
 import { MAX_BODY_BYTES } from '../http/json-body.ts';
 import { callTool } from './tools.ts';
 
@@ -21,15 +22,32 @@ const INSTRUCTIONS =
 // Tool descriptors exactly as generated from the contract.
 const TOOLS = mcpTools as unknown as Array<Record<string, unknown>>;
 
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const toolCalls = (body: unknown): Array<Record<string, any>> =>
+  (Array.isArray(body) ? body : [body]).filter((m) => isPlainObject(m) && m.method === 'tools/call' && isPlainObject(m.params));
+
 /**
- * The `arguments` of a tools/call exactly as the client sent them. The SDK re-parses params with
- * zod, which rebuilds objects and drops an own `__proto__` key: the tool would then accept what
- * HTTP refuses as an unknown parameter.
+ * The `arguments` of a tools/call exactly as the client sent them (undefined when absent). The
+ * SDK re-parses params with zod, which rebuilds objects and drops an own `__proto__` key: the tool
+ * would then accept what HTTP refuses as an unknown parameter.
  */
 function argumentsAsSent(body: unknown, id: string | number): unknown {
-  const messages = Array.isArray(body) ? body : [body];
-  const message = messages.find((m) => m && typeof m === 'object' && m.id === id && m.method === 'tools/call');
-  return message?.params?.arguments;
+  return toolCalls(body).find((m) => m.id === id)?.params.arguments;
+}
+
+/**
+ * The body as the SDK gets it: a tools/call whose `arguments` is not an object fails the SDK's own
+ * parameter check with a bare "Internal error". It gets `{}` instead, and the tool, which reads
+ * the arguments as sent, refuses them as HTTP refuses a body that is not a JSON object.
+ */
+function withObjectArguments(body: unknown): unknown {
+  const fix = (m: unknown) =>
+    toolCalls([m]).length && 'arguments' in (m as any).params && !isPlainObject((m as any).params.arguments)
+      ? { ...(m as object), params: { ...(m as any).params, arguments: {} } }
+      : m;
+  return Array.isArray(body) ? body.map(fix) : fix(body);
 }
 
 /**
@@ -61,13 +79,22 @@ export function mcpRouter(services: AppServices, log: Logger): Router {
       });
     });
 
-  router.post('/mcp', requireBearerAuth({ verifier }), jsonRpcBody, async (req: Request, res: Response) => {
+  // The SDK takes the second space-separated word as the token and ignores the rest: hold the
+  // header to the same form HTTP requires, so both transports refuse `Bearer <key> <junk>`.
+  const sameHeaderRuleAsHttp = (req: Request, res: Response, next: () => void) => {
+    const header = req.headers.authorization;
+    if (header === undefined || bearerToken(header) !== undefined) return next();
+    res.set('WWW-Authenticate', 'Bearer error="invalid_token", error_description="malformed Authorization header"');
+    res.status(401).json({ error: 'invalid_token', error_description: 'malformed Authorization header' });
+  };
+
+  router.post('/mcp', sameHeaderRuleAsHttp, requireBearerAuth({ verifier }), jsonRpcBody, async (req: Request, res: Response) => {
     const principal = (req as Request & { auth: { extra: { principal: Principal } } }).auth.extra.principal;
     const requestId = String(res.locals.requestId);
     const server = new Server(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOLS as never }));
     server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-      callTool(services, validator, principal, request.params.name, argumentsAsSent(req.body, extra.requestId) ?? request.params.arguments, requestId, log),
+      callTool(services, validator, principal, request.params.name, argumentsAsSent(req.body, extra.requestId), requestId, log),
     );
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => {
@@ -75,7 +102,7 @@ export function mcpRouter(services: AppServices, log: Logger): Router {
       void server.close();
     });
     await server.connect(transport);
-    await transport.handleRequest(req, res, req.body);
+    await transport.handleRequest(req, res, withObjectArguments(req.body));
   });
 
   router.all('/mcp', (_req, res) => {

@@ -37,7 +37,8 @@ export async function callTool(
   try {
     services.rateLimiter.take(principal.keyId);
     if (!knownTools.has(name)) throw invalidArgument(`unknown tool "${name.slice(0, 60)}"; tools/list gives the available tools`);
-    const input = validator.check<any>(name, args ?? {});
+    // Omitted arguments mean none; anything else that is not an object is refused, as over HTTP.
+    const input = validator.check<any>(name, args === undefined ? {} : args);
     const outcome = await operations[name]!({ ...services, principal }, input);
     const structuredContent = JSON.parse(outcome.json) as Record<string, unknown>;
     return { content: [{ type: 'text', text: describers[name]!(structuredContent, input) }], structuredContent };

@@ -24,7 +24,39 @@ function sqliteFilename(url: string): string {
   return file;
 }
 
-export function openDatabase(url: string): Db {
+/** How long a Postgres query may go unanswered before the connection is given up (a partition, not a slow query). */
+export const QUERY_TIMEOUT_MS = 5000;
+
+interface PgConnection {
+  query: (...args: unknown[]) => unknown;
+  connection: { stream: { destroy(): void } };
+}
+
+/**
+ * pg's query_timeout rejects a query that got no answer but leaves its connection waiting for
+ * it, so whatever is queued behind (a transaction's ROLLBACK) would hang as long as the network
+ * does. Dropping the socket fails those at once; knex then sees the connection end and the pool
+ * replaces it.
+ */
+function dropConnectionOnTimeout(conn: PgConnection): void {
+  const query = conn.query;
+  conn.query = function (this: unknown, ...args: unknown[]) {
+    const callback = args.at(-1);
+    if (typeof callback === 'function') {
+      args[args.length - 1] = (err: Error | null, ...rest: unknown[]) => {
+        if (err?.message === 'Query read timeout') conn.connection.stream.destroy();
+        return callback(err, ...rest);
+      };
+    }
+    return query.apply(this, args);
+  };
+}
+
+/**
+ * A knex instance for DATABASE_URL. `queryTimeoutMs` (Postgres only) bounds how long a query may
+ * wait for an answer; 0 lifts it, for migrations that may legitimately run long.
+ */
+export function openDatabase(url: string, options: { queryTimeoutMs?: number } = {}): Db {
   if (databaseKind(url) === 'sqlite') {
     return knexFactory({
       client: 'better-sqlite3',
@@ -43,6 +75,7 @@ export function openDatabase(url: string): Db {
       },
     });
   }
+  const queryTimeoutMs = options.queryTimeoutMs ?? QUERY_TIMEOUT_MS;
   return knexFactory({
     client: 'pg',
     connection: {
@@ -51,8 +84,17 @@ export function openDatabase(url: string): Db {
       connectionTimeoutMillis: 3000,
       // A writer waits at most this long for a workspace's counter row (see store/events.ts).
       options: '-c lock_timeout=5000 -c statement_timeout=15000',
+      ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}),
+      keepAlive: true,
     },
-    pool: { min: 0, max: 10 },
+    pool: {
+      min: 0,
+      max: 10,
+      afterCreate(conn: PgConnection, done: (err: Error | null, conn: unknown) => void) {
+        dropConnectionOnTimeout(conn);
+        done(null, conn);
+      },
+    },
     acquireConnectionTimeout: 5000,
   });
 }
