@@ -257,6 +257,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
         }
         const message = assertError(await server.post(FEED, { limit: 5, mailbox_id: 'mbx_a' }, readKey), 400, 'invalid_argument');
         assert.ok(message.includes('mailbox_id'), message);
+        // Parameters live in the body: a query string is refused, not ignored.
+        for (const query of ['?limit=5', '?after=x', '?foo']) {
+          const refused = assertError(await server.post(FEED + query, {}, readKey), 400, 'invalid_argument', /query string/, query);
+          assert.ok(refused.includes(`"${query.slice(1).split('=')[0]}"`), refused);
+        }
       });
 
       it('refuses bodies that are not JSON objects, malformed JSON and wrong content types with 400', async () => {

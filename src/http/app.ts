@@ -4,7 +4,7 @@ import { mcpRouter } from '../mcp/router.ts';
 import type { AppServices } from '../operations/context.ts';
 import { createApiRouter } from './api-router.ts';
 import { authenticateBearer } from './authenticate.ts';
-import { jsonObjectBody } from './json-body.ts';
+import { jsonObjectBody, noQueryParameters } from './json-body.ts';
 import { requestContext } from './request-context.ts';
 import { errorHandler } from './send-error.ts';
 import { siteRouter } from './site.ts';
@@ -23,7 +23,7 @@ export async function createApp(services: AppServices, log: Logger): Promise<Exp
   app.use(siteRouter(services.db));
   app.use(viewRouter());
   app.use(mcpRouter(services, log));
-  app.use('/v1', authenticateBearer(services), jsonObjectBody);
+  app.use('/v1', authenticateBearer(services), noQueryParameters, jsonObjectBody);
   const api = await createApiRouter(services, log);
   app.use('/v1', (req, res) => api(req, res));
   app.use(errorHandler(log));

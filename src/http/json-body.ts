@@ -8,6 +8,13 @@ const parseJson = express.json({ limit: MAX_BODY_BYTES, strict: false, type: () 
 const hasBody = (req: Request) =>
   req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 
+/** Operations take their parameters in the JSON body only: a query string would otherwise be ignored in silence. */
+export const noQueryParameters: RequestHandler = (req: Request, _res: Response, next: NextFunction) => {
+  const names = Object.keys(req.query as object);
+  if (names.length === 0) return next();
+  next(invalidArgument(`unknown parameter "${names[0]!.slice(0, 60)}" in the query string: parameters go in the JSON body`));
+};
+
 /**
  * Operation bodies: JSON objects of at most 64 KiB. An empty body means "all defaults".
  * Every way a body can be wrong ends as invalid_argument with a message saying which way.
