@@ -11,7 +11,8 @@ const hasBody = (req: Request) =>
 /** Operations take their parameters in the JSON body only: a query string would otherwise be ignored in silence. */
 export const noQueryParameters: RequestHandler = (req: Request, _res: Response, next: NextFunction) => {
   const names = Object.keys(req.query as object);
-  if (names.length === 0) return next();
+  // Another method is refused as such (405) by the router: that is the more useful answer.
+  if (names.length === 0 || req.method !== 'POST') return next();
   next(invalidArgument(`unknown parameter "${names[0]!.slice(0, 60)}" in the query string: parameters go in the JSON body`));
 };
 
