@@ -3,6 +3,7 @@ import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { after, before, describe, it } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { inline } from '../conformance/support/contract.ts';
 import { mcpTools } from '../generated/mcp-tools.ts';
 import { loadSpec } from '../src/contract/spec.ts';
 import { publish } from '../src/library.ts';
@@ -13,18 +14,6 @@ import { mcpClient, rawToolCall } from './support/mcp.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 
 const inspectorCli = createRequire(import.meta.url).resolve('@modelcontextprotocol/inspector/cli/build/cli.js');
-
-/** A contract component with refs inlined and without `$schema`/examples, as the tool descriptors carry it. */
-function inlined(value: any, components: Record<string, any>): any {
-  if (Array.isArray(value)) return value.map((v) => inlined(v, components));
-  if (value === null || typeof value !== 'object') return value;
-  if (typeof value.$ref === 'string') return inlined(components[value.$ref.split('/').pop()], components);
-  return Object.fromEntries(
-    Object.entries(value)
-      .filter(([k]) => !['$schema', 'examples', 'example'].includes(k))
-      .map(([k, v]) => [k, inlined(v, components)]),
-  );
-}
 
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`MCP on ${kind}`, { skip: skip && 'Postgres unreachable (see notice above)' }, () => {
@@ -55,8 +44,8 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const spec = loadSpec();
       assert.equal(tool.title, 'Flux des événements');
       assert.match(tool.description ?? '', /curseur|after/i);
-      assert.deepEqual(tool.inputSchema, inlined(spec.components.schemas.EventFeedRequest, spec.components.schemas));
-      assert.deepEqual(tool.outputSchema, inlined(spec.components.schemas.EventFeedResponse, spec.components.schemas));
+      assert.deepEqual(tool.inputSchema, inline(spec.components.schemas.EventFeedRequest, spec.components.schemas));
+      assert.deepEqual(tool.outputSchema, inline(spec.components.schemas.EventFeedResponse, spec.components.schemas));
       assert.deepEqual(Object.keys(tool.inputSchema.properties ?? {}).sort(), ['after', 'limit']);
       assert.equal(tool.inputSchema.additionalProperties, false);
       assert.deepEqual(

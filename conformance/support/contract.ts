@@ -18,7 +18,8 @@ export async function publishedContract(request: APIRequestContext) {
   };
 }
 
-function inline(value: any, components: Record<string, any>): any {
+/** A schema with refs to `components` inlined, without `$schema` and examples. */
+export function inline(value: any, components: Record<string, any>): any {
   if (Array.isArray(value)) return value.map((v) => inline(v, components));
   if (value === null || typeof value !== 'object') return value;
   if (typeof value.$ref === 'string') return inline(components[value.$ref.split('/').pop()], components);
