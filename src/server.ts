@@ -14,6 +14,8 @@ import { openDatabase } from './store/db.ts';
 import { migrateLatest } from './store/migrate.ts';
 import { countWorkspaces } from './store/workspaces.ts';
 
+const SHUTDOWN_GRACE_MS = 10_000;
+
 export interface RunningServer {
   url: string;
   services: AppServices;
@@ -58,9 +60,17 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
-      // Stop accepting, let in-flight requests finish, then release the database.
+      // Stop accepting, let in-flight requests finish, then release the database. A keep-alive
+      // connection that goes idle after close() would otherwise linger until its timeout: close
+      // idle ones as they appear, and give in-flight requests at most SHUTDOWN_GRACE_MS.
       await new Promise<void>((done) => {
-        server.close(() => done());
+        const sweep = setInterval(() => server.closeIdleConnections(), 50);
+        const deadline = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+        server.close(() => {
+          clearInterval(sweep);
+          clearTimeout(deadline);
+          done();
+        });
         server.closeIdleConnections();
       });
       await pruning.stop();
