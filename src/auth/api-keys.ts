@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ulid } from 'ulidx';
-import type { Db } from '../store/db.ts';
+import { dbKind, type Db } from '../store/db.ts';
 import { PERMISSIONS, type Permission, type Principal } from './principal.ts';
 
 // A key is `efk_<26-char key id>_<43-char secret>`; only the id and a hash of the secret are stored.
@@ -46,23 +46,56 @@ export async function createKey(db: Db, spec: NewKey, now: number): Promise<{ id
   return { id, key: `efk_${idPart}_${secret}` };
 }
 
+/*
+ * Verified keys, by key id, kept for a short while on Postgres only: there the lookup is a network
+ * round trip on every request. Revocation stays effective: revokeKey() forgets the key at once in
+ * this process, and another process (another instance, the CLI) sees it refused within
+ * VERIFIED_KEY_TTL_MS, the longest a revoked key can still be accepted there. Only keys found
+ * valid are kept (an unknown or revoked key is looked up every time, so a new key works at once),
+ * and the secret is still checked against the stored hash on every request.
+ * On SQLite the lookup is an in-process read of the same file, and a revocation by another process
+ * (the CLI) must take effect at once: nothing is kept.
+ */
+export const VERIFIED_KEY_TTL_MS = 1000;
+const VERIFIED_KEYS_KEPT = 10_000;
+const verifiedKeys = new Map<string, { db: Db; principal: Principal; secretSha256: Buffer; until: number }>();
+// Bumped around every revocation here: a lookup that overlapped one is not kept.
+let revocations = 0;
+
 /** The principal behind a bearer token, or undefined for a malformed, unknown or revoked key. */
 export async function authenticate(db: Db, token: string): Promise<Principal | undefined> {
   const match = KEY_PATTERN.exec(token);
   if (!match) return undefined;
+  const id = `key_${match[1]}`;
+  const secretSha256 = sha256(match[2]!);
+  const kept = verifiedKeys.get(id);
+  if (kept && kept.db === db && kept.until > Date.now()) {
+    return timingSafeEqual(secretSha256, kept.secretSha256) ? kept.principal : undefined;
+  }
+  const revocationsBefore = revocations;
   const row = await db('api_keys')
     .select('id', 'workspace_id', 'secret_sha256', 'permissions', 'mailboxes', 'revoked_at')
-    .where({ id: `key_${match[1]}` })
+    .where({ id })
     .first();
-  if (!row || row.revoked_at !== null) return undefined;
+  if (!row || row.revoked_at !== null) {
+    verifiedKeys.delete(id);
+    return undefined;
+  }
+  const stored = Buffer.from(row.secret_sha256, 'hex');
   // Hashes have a fixed length, so the comparison time says nothing about the secret.
-  if (!timingSafeEqual(sha256(match[2]!), Buffer.from(row.secret_sha256, 'hex'))) return undefined;
-  return {
+  if (!timingSafeEqual(secretSha256, stored)) return undefined;
+  const principal: Principal = {
     keyId: row.id,
     workspaceId: row.workspace_id,
     permissions: new Set(parsePermissions(row.permissions)),
     mailboxes: row.mailboxes ? (JSON.parse(row.mailboxes) as string[]) : null,
   };
+  if (dbKind(db) === 'postgres' && revocations === revocationsBefore) {
+    verifiedKeys.delete(id);
+    if (verifiedKeys.size >= VERIFIED_KEYS_KEPT) verifiedKeys.delete(verifiedKeys.keys().next().value!);
+    verifiedKeys.set(id, { db, principal, secretSha256: stored, until: Date.now() + VERIFIED_KEY_TTL_MS });
+  }
+  return principal;
 }
 
 export async function listKeys(db: Db, workspaceId: string): Promise<KeyInfo[]> {
@@ -83,7 +116,11 @@ export async function listKeys(db: Db, workspaceId: string): Promise<KeyInfo[]> 
 
 /** Revokes a key; false when no active key has this id. */
 export async function revokeKey(db: Db, keyId: string, now: number): Promise<boolean> {
+  revocations++;
+  verifiedKeys.delete(keyId);
   const count = await db('api_keys').where({ id: keyId }).whereNull('revoked_at').update({ revoked_at: now });
+  revocations++;
+  verifiedKeys.delete(keyId);
   return count > 0;
 }
 

@@ -44,7 +44,8 @@ export async function createApiRouter(services: Services, log: Logger) {
             try {
               const principal = res.locals.principal as Principal;
               const outcome = await run({ ...services, principal }, c.request.requestBody);
-              res.status(outcome.created ? 201 : 200).type('application/json').send(outcome.json);
+              // Encoded once here: given a string, express measures its UTF-8 length and Node then encodes it again.
+              res.status(outcome.created ? 201 : 200).type('application/json').send(Buffer.from(outcome.json));
             } catch (err) {
               sendError(res, err, log);
             }
@@ -54,6 +55,10 @@ export async function createApiRouter(services: Services, log: Logger) {
     },
   });
   await api.init();
+  // openapi-backend rebuilds its flat list of operations from the definition (a lodash chain over
+  // every path) on each request it routes; the definition never changes after init, so build it once.
+  const routes = api.router.getOperations();
+  api.router.getOperations = () => routes;
 
   return (req: Request, res: Response) =>
     api.handleRequest(

@@ -24,6 +24,36 @@ function sqliteFilename(url: string): string {
   return file;
 }
 
+interface SqliteConnection {
+  pragma(sql: string): unknown;
+  prepare(sql: string): unknown;
+}
+
+const PREPARED_STATEMENTS_KEPT = 256;
+
+/**
+ * knex's better-sqlite3 client prepares every statement anew (`connection.prepare(sql)` per query),
+ * and compiling SQL is a good part of a small query's cost. The statements of this service are a
+ * few fixed texts, so keep the most recently used prepared statements of the connection. Safe
+ * because better-sqlite3 runs a statement to completion synchronously (`all`/`run`) and resets it,
+ * and SQLite re-prepares a statement by itself when the schema changes.
+ */
+function cachePreparedStatements(conn: SqliteConnection): void {
+  const prepare = conn.prepare.bind(conn);
+  const kept = new Map<string, unknown>();
+  conn.prepare = (sql: string) => {
+    let statement = kept.get(sql);
+    if (statement !== undefined) {
+      kept.delete(sql); // most recently used goes last
+    } else {
+      statement = prepare(sql);
+      if (kept.size >= PREPARED_STATEMENTS_KEPT) kept.delete(kept.keys().next().value!);
+    }
+    kept.set(sql, statement);
+    return statement;
+  };
+}
+
 /** How long a Postgres query may go unanswered before the connection is given up (a partition, not a slow query). */
 export const QUERY_TIMEOUT_MS = 5000;
 
@@ -63,13 +93,14 @@ export function openDatabase(url: string, options: { queryTimeoutMs?: number } =
       connection: { filename: sqliteFilename(url) },
       useNullAsDefault: true,
       pool: {
-        afterCreate(conn: { pragma(sql: string): unknown }, done: (err: Error | null, conn: unknown) => void) {
+        afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: unknown) => void) {
           // WAL: readers never block the writer; NORMAL sync survives a process crash (kill -9).
           // busy_timeout: several processes may share one file.
           conn.pragma('journal_mode = WAL');
           conn.pragma('synchronous = NORMAL');
           conn.pragma('busy_timeout = 5000');
           conn.pragma('foreign_keys = ON');
+          cachePreparedStatements(conn);
           done(null, conn);
         },
       },

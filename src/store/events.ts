@@ -77,8 +77,73 @@ export interface PageQuery {
 // Past it, one filtered scan of the feed is cheaper.
 const PER_MAILBOX_MERGE_MAX = 32;
 
-/** One page of the feed by keyset: seq > afterSeq, in seq order. */
+/**
+ * One page of the feed by keyset: seq > afterSeq, in seq order.
+ *
+ * Read-ahead for readers catching up: after a full page, the next one (same key scope, same limit,
+ * after the last seq) is read as soon as the event loop is free, i.e. while this page is on its way
+ * to the client and the client parses it; the reader's next call then takes it instead of reading.
+ * A reader that catches up sequentially alternates with its client, so this overlaps the two.
+ * Only a full prefetched page is ever served: seq values are handed out in commit order (see
+ * appendEvents), so the `limit` events after a position never change once visible; a page still
+ * short of `limit` may grow, and is read again. Retention only deletes a prefix and the caller
+ * checks the watermarks after reading (feed/expiry.ts), exactly as for a fresh read. At most
+ * READ_AHEAD_KEPT pages are held per database, none for longer than READ_AHEAD_TTL_MS, none in a
+ * transaction; a prefetch that the reader overtakes is cancelled before it runs.
+ */
 export async function readPage(db: Db | Knex.Transaction, q: PageQuery): Promise<StoredEvent[]> {
+  if ((db as Knex.Transaction).isTransaction) return queryPage(db, q);
+  const key = pageKey(q);
+  const pending = readAhead.get(db);
+  const ahead = pending?.get(key);
+  let rows: StoredEvent[] | undefined;
+  if (ahead) {
+    pending!.delete(key);
+    ahead.cancelled = true;
+    if (ahead.rows && performance.now() - ahead.startedMs <= READ_AHEAD_TTL_MS) {
+      const prefetched = await ahead.rows.catch(() => undefined);
+      if (prefetched?.length === q.limit) rows = prefetched;
+    }
+  }
+  rows ??= await queryPage(db, q);
+  if (rows.length === q.limit && q.limit > 1) scheduleReadAhead(db, { ...q, afterSeq: Number(rows.at(-1)!.seq) });
+  return rows;
+}
+
+const READ_AHEAD_KEPT = 8;
+const READ_AHEAD_TTL_MS = 2000;
+interface ReadAhead {
+  startedMs: number;
+  cancelled: boolean;
+  rows?: Promise<StoredEvent[]>;
+}
+const readAhead = new WeakMap<object, Map<string, ReadAhead>>();
+const pageKey = (q: PageQuery) => `${q.workspaceId} ${q.afterSeq} ${q.limit} ${q.mailboxes === null ? '*' : q.mailboxes.join(',')}`;
+
+function scheduleReadAhead(db: Db, q: PageQuery): void {
+  let pending = readAhead.get(db);
+  if (!pending) readAhead.set(db, (pending = new Map()));
+  const key = pageKey(q);
+  if (pending.has(key)) return;
+  const ahead: ReadAhead = { startedMs: performance.now(), cancelled: false };
+  pending.set(key, ahead);
+  if (pending.size > READ_AHEAD_KEPT) {
+    const oldest = pending.keys().next().value!;
+    pending.get(oldest)!.cancelled = true;
+    pending.delete(oldest);
+  }
+  setImmediate(() => {
+    if (ahead.cancelled) return;
+    ahead.startedMs = performance.now();
+    ahead.rows = queryPage(db, q);
+    // A failed read-ahead is forgotten: the reader's own read will report the error, if any.
+    ahead.rows.catch(() => {
+      if (pending.get(key) === ahead) pending.delete(key);
+    });
+  });
+}
+
+async function queryPage(db: Db | Knex.Transaction, q: PageQuery): Promise<StoredEvent[]> {
   if (q.mailboxes === null) {
     return db('events')
       .select('seq', 'envelope')

@@ -1,0 +1,388 @@
+/**
+ * npm run bench -- [--events N] [--quick] [--db sqlite|postgres|both] [--phases a,b,…] [--out FILE]
+ *                  [--profile DIR] [--no-redis] [--no-postgres] [--wait-quiet SECONDS]
+ *
+ * Seeds each database, starts the real server (`node bin/event-feed.js serve`) on it and measures,
+ * from load processes of their own: replay throughput, the in-process ceiling, the Redis Streams
+ * peer, depth, sparse scope, tailing under load, ingestion, MCP overhead and the server's memory.
+ * Prints a table and writes bench/results.json (or --out). Phases: ceiling, redis, replay, depth,
+ * sparse, mcp, tail, ingest (default all). --profile writes the server's `--cpu-prof` profiles
+ * there (read them with bench/cpuprofile-summary.ts). See bench/README.md.
+ */
+import { cpus, loadavg, release, totalmem, tmpdir } from 'node:os';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import knexFactory from 'knex';
+import { CursorCodec } from '../src/feed/cursor.ts';
+import { openDatabase, type Db } from '../src/store/db.ts';
+import { feedPageJson } from '../src/feed/page.ts';
+import { readPage } from '../src/store/events.ts';
+import { migrateLatest } from '../src/store/migrate.ts';
+import { sharedCursorSecret } from '../src/store/settings.ts';
+import { cpuSecondsOf, machineLoad, memoryOf, ROOT, runClient, sampleLoad, sampleMemory, startFloorServer, startServer, type MemoryPhase } from './processes.ts';
+import { seed, SPARSE_MAILBOXES, type Seeded } from './seed.ts';
+import { median, round, type Latency } from './stats.ts';
+import { evaluateTargets, printTable } from './report.ts';
+
+const { values } = parseArgs({
+  options: {
+    events: { type: 'string' },
+    quick: { type: 'boolean', default: false },
+    db: { type: 'string', default: 'both' },
+    out: { type: 'string' },
+    profile: { type: 'string' },
+    'no-redis': { type: 'boolean', default: false },
+    'no-postgres': { type: 'boolean', default: false },
+    'wait-quiet': { type: 'string' },
+    phases: { type: 'string', default: 'all' },
+  },
+});
+const PHASES = ['ceiling', 'redis', 'replay', 'depth', 'sparse', 'mcp', 'tail', 'ingest'] as const;
+const wanted = new Set(values.phases === 'all' ? PHASES : values.phases!.split(','));
+const want = (phase: (typeof PHASES)[number]) => wanted.has(phase);
+
+const quick = values.quick!;
+const events = values.events !== undefined ? Number(values.events) : quick ? 20_000 : 1_000_000;
+if (!Number.isInteger(events) || events < 1000) throw new Error('--events must be an integer ≥ 1000');
+const outFile = values.out ?? join(ROOT, 'bench', 'results.json');
+const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://root@127.0.0.1:5432/postgres';
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const runId = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
+
+// Phase sizes: the full run takes ~15-20 minutes at 1M events; --quick well under a minute.
+const P = quick
+  ? { replayRuns: 1, warmupPages: 3, depthRounds: 40, sparseRounds: 20, mcpRounds: 40, tailSeconds: 1.5, tailDrain: 1, ingestSeconds: 1, ingestWarmup: 0.5 }
+  : { replayRuns: 3, warmupPages: 20, depthRounds: 300, sparseRounds: 60, mcpRounds: 300, tailSeconds: 30, tailDrain: 2, ingestSeconds: 10, ingestWarmup: 2 };
+const TAIL_CLIENTS = 200;
+// Each tailing client polls again this long after an answer that was not a full page. At 100 ms
+// about half the answers are "nothing new" (the writer's 500 events/s are spread over 100 feeds):
+// the target's load. Once a second is how feed consumers usually poll: reported alongside.
+const TAIL_POLLS_MS = [100, 1000];
+const WRITER_RATE = 500;
+const INGEST_CONCURRENCY = 16;
+const INGEST_WORKSPACES = 100;
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+const cleanups: Array<() => Promise<void>> = [];
+const onSignal = async () => {
+  log('interrupted: cleaning up');
+  for (const c of cleanups.reverse()) await c().catch(() => {});
+  process.exit(130);
+};
+process.once('SIGINT', onSignal);
+process.once('SIGTERM', onSignal);
+
+async function reachable(kind: 'postgres' | 'redis'): Promise<string | undefined> {
+  try {
+    if (kind === 'postgres') {
+      const admin = knexFactory({ client: 'pg', connection: { connectionString: POSTGRES_ADMIN_URL, connectionTimeoutMillis: 2000 } });
+      try {
+        await admin.raw('select 1');
+      } finally {
+        await admin.destroy();
+      }
+    } else {
+      const r = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      try {
+        await r.connect();
+        await r.ping();
+      } finally {
+        r.disconnect();
+      }
+    }
+    return undefined;
+  } catch (err) {
+    const reason = `${kind} unreachable (${kind === 'postgres' ? POSTGRES_ADMIN_URL : REDIS_URL}): ${(err as Error).message}`;
+    if (process.env.CI) throw new Error(`CI=true but ${reason}`);
+    log(`\n*** ${reason}: its part of the benchmark is SKIPPED ***\n`);
+    return reason;
+  }
+}
+
+interface Database {
+  kind: 'sqlite' | 'postgres';
+  url: string;
+  drop(): Promise<void>;
+}
+
+async function createDatabase(kind: 'sqlite' | 'postgres'): Promise<Database> {
+  if (kind === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'event-feed-bench-'));
+    return { kind, url: `sqlite:${join(dir, 'bench.sqlite')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const name = `event_feed_bench_${runId}`;
+  const admin = knexFactory({ client: 'pg', connection: POSTGRES_ADMIN_URL });
+  await admin.raw(`create database ${name}`);
+  await admin.destroy();
+  const url = new URL(POSTGRES_ADMIN_URL);
+  url.pathname = `/${name}`;
+  return {
+    kind,
+    url: url.toString(),
+    drop: async () => {
+      const a = knexFactory({ client: 'pg', connection: POSTGRES_ADMIN_URL });
+      await a.raw(`drop database if exists ${name} with (force)`);
+      await a.destroy();
+    },
+  };
+}
+
+/** The last seq of each of these workspaces now (0 for an empty feed). */
+async function lastSeqs(url: string, workspaceIds: string[]): Promise<Map<string, number>> {
+  const db = openDatabase(url);
+  try {
+    const rows = await db('feed_counters').select('workspace_id', 'last_seq').whereIn('workspace_id', workspaceIds);
+    return new Map(rows.map((r: { workspace_id: string; last_seq: number }) => [r.workspace_id, Number(r.last_seq)]));
+  } finally {
+    await db.destroy();
+  }
+}
+
+type Run = { events: number; seconds: number; eventsPerSecond: number; mbPerSecond: number; cpuMsPerPage?: number; clientCpuMsPerPage?: number };
+const medianOf = (runs: Run[], field: keyof Run) => (runs.every((r) => typeof r[field] === 'number') ? round(median(runs.map((r) => r[field] as number))) : undefined);
+const medianRun = (runs: Run[]) => ({
+  eventsPerSecond: Math.round(median(runs.map((r) => r.eventsPerSecond))),
+  mbPerSecond: round(median(runs.map((r) => r.mbPerSecond)), 1),
+  cpuMsPerPage: medianOf(runs, 'cpuMsPerPage'),
+  clientCpuMsPerPage: medianOf(runs, 'clientCpuMsPerPage'),
+  runs,
+});
+
+/** The Redis peer: the measured workspace's envelopes, in feed order, into a stream of a run-unique key. */
+async function redisPeer(db: Db, seeded: Seeded) {
+  const key = `event-feed-bench:${runId}:stream`;
+  const redis = new Redis(REDIS_URL, { lazyConnect: true });
+  await redis.connect();
+  const drop = async () => void (await redis.unlink(key));
+  cleanups.push(async () => {
+    await drop();
+    redis.disconnect();
+  });
+  try {
+    const t0 = performance.now();
+    let after = 0;
+    let loaded = 0;
+    for (;;) {
+      const rows = await readPage(db, { workspaceId: seeded.workspaceId, afterSeq: after, limit: 5000, mailboxes: null });
+      if (rows.length === 0) break;
+      const pipeline = redis.pipeline();
+      for (const row of rows) pipeline.xadd(key, '*', 'e', row.envelope);
+      await pipeline.exec();
+      loaded += rows.length;
+      after = Number(rows.at(-1)!.seq);
+    }
+    const loadSeconds = (performance.now() - t0) / 1000;
+    const memory = Number(await redis.memory('USAGE', key, 'SAMPLES', '0'));
+    // The Redis server's own CPU per page, when it runs on this machine (its pid is then readable).
+    const redisPid = Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]);
+    const cpu0 = cpuSecondsOf(redisPid);
+    const runs = await runClient<Run[]>('client-direct.ts', { mode: 'redis', redisUrl: REDIS_URL, key, count: 500, warmupPages: P.warmupPages, expectEvents: loaded, runs: P.replayRuns });
+    const pages = runs.reduce((n, r) => n + Math.ceil(r.events / 500) + 1, P.warmupPages);
+    const serverCpuMsPerPage = Number.isFinite(cpu0) ? round(((cpuSecondsOf(redisPid) - cpu0) * 1000) / pages) : undefined;
+    return { key, loaded, loadSeconds: round(loadSeconds, 1), streamMb: round(memory / 1e6, 1), ...medianRun(runs), serverCpuMsPerPage };
+  } finally {
+    await drop();
+    redis.disconnect();
+  }
+}
+
+async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
+  const database = await createDatabase(kind);
+  cleanups.push(database.drop);
+  const result: Record<string, unknown> = { databaseUrl: database.url.replace(/\/\/[^@]*@/, '//') };
+  const load = sampleLoad();
+  try {
+    const db = openDatabase(database.url);
+    let seeded: Seeded;
+    let codec: CursorCodec;
+    let sparseSeqs: number[];
+    try {
+      await migrateLatest(db);
+      codec = new CursorCodec(await sharedCursorSecret(db));
+      log(`[${kind}] seeding ${events.toLocaleString('en')} events (+20% in neighbour workspaces)…`);
+      seeded = await seed(db, { events, ingestWorkspaces: INGEST_WORKSPACES, readKeysPerWorkspace: Math.ceil(TAIL_CLIENTS / INGEST_WORKSPACES), log });
+      if (kind === 'postgres') await db.raw('analyze');
+      result.seed = { events: seeded.events, otherEvents: seeded.otherEvents, sparseEvents: seeded.sparseEvents, seconds: round(seeded.seconds, 1), eventsPerSecond: Math.round(seeded.eventsPerSecond), envelopeBytesMean: Math.round(seeded.envelopeBytes.mean) };
+      log(`[${kind}] seeded in ${seeded.seconds.toFixed(1)} s (${Math.round(seeded.eventsPerSecond)} events/s)`);
+      sparseSeqs = (await db('events').select('seq').where('workspace_id', seeded.workspaceId).whereIn('mailbox_id', SPARSE_MAILBOXES).orderBy('seq')).map((r: { seq: number }) => Number(r.seq));
+      if (withRedis && want('redis')) {
+        log(`[${kind}] Redis Streams peer…`);
+        result.redis = await redisPeer(db, seeded);
+      }
+    } finally {
+      await db.destroy();
+    }
+
+    if (want('ceiling')) {
+      log(`[${kind}] ceiling (in-process readPage)…`);
+      const ceiling = await runClient<{ runs: Run[]; parseMsPerPage: number }>('client-direct.ts', { mode: 'ceiling', databaseUrl: database.url, workspaceId: seeded.workspaceId, limit: 500, warmupPages: P.warmupPages, expectEvents: seeded.events, runs: P.replayRuns });
+      result.ceiling = { ...medianRun(ceiling.runs), parseMsPerPage: ceiling.parseMsPerPage };
+    }
+
+    const profileDir = values.profile ? join(values.profile, `${kind}-${runId}`) : undefined;
+    if (profileDir) mkdirSync(profileDir, { recursive: true });
+    const server = await startServer(database.url, { cpuProfileDir: profileDir });
+    cleanups.push(server.stop);
+    const memory: Record<string, MemoryPhase | number> = { atStartMb: round(memoryOf(server.pid)!.rssMb, 1) };
+    try {
+      const N = seeded.lastSeq;
+      if (want('replay')) {
+        log(`[${kind}] replay over HTTP (${P.replayRuns} × ${N.toLocaleString('en')} events)…`);
+        const replayMemory = sampleMemory(server.pid);
+        const replays = [];
+        for (let r = 0; r < P.replayRuns; r++) {
+          const cpu0 = cpuSecondsOf(server.pid);
+          const run = await runClient<Run & { pageMs: Latency; pages: number }>('client-http.ts', { mode: 'replay', url: server.url, key: seeded.keys.read, limit: 500, warmupPages: P.warmupPages, expectEvents: seeded.events });
+          replays.push({ ...run, serverCpuMsPerPage: round(((cpuSecondsOf(server.pid) - cpu0) * 1000) / (run.pages + P.warmupPages)) });
+        }
+        memory.replay = replayMemory.stop();
+        result.replay = { ...medianRun(replays), serverCpuMsPerPage: round(median(replays.map((r) => r.serverCpuMsPerPage))) };
+
+        // The floor: the same client against a bare server answering one real page from memory.
+        log(`[${kind}] replay floor (the same client, a bare server with a page in memory)…`);
+        const pageFile = join(mkdtempSync(join(tmpdir(), 'event-feed-bench-page-')), 'page.json');
+        const readDb = openDatabase(database.url);
+        try {
+          const rows = await readPage(readDb, { workspaceId: seeded.workspaceId, afterSeq: Math.floor(N / 2), limit: 500, mailboxes: null });
+          writeFileSync(pageFile, feedPageJson({ events: rows.map((r) => r.envelope), next_cursor: codec.encode(seeded.workspaceId, Number(rows.at(-1)!.seq)) }));
+        } finally {
+          await readDb.destroy();
+        }
+        const floorPages = Math.max(40, Math.min(400, Math.floor(seeded.events / 500)));
+        const floor = await startFloorServer({ pageFile, pages: floorPages });
+        try {
+          const cpu0 = cpuSecondsOf(floor.pid);
+          const run = await runClient<Run & { pages: number }>('client-http.ts', { mode: 'replay', url: floor.url, key: seeded.keys.read, limit: 500, warmupPages: P.warmupPages, expectEvents: floorPages * 500 });
+          result.replayFloor = { ...run, serverCpuMsPerPage: round(((cpuSecondsOf(floor.pid) - cpu0) * 1000) / (run.pages + P.warmupPages)) };
+        } finally {
+          await floor.stop();
+          rmSync(dirname(pageFile), { recursive: true, force: true });
+        }
+      }
+
+      if (want('depth')) {
+        log(`[${kind}] depth…`);
+        const depthCursors = { start: 0, middle: Math.floor(N / 2), end: N - 100 };
+        const depthProbes = Object.entries(depthCursors).map(([label, afterSeq]) => ({ label, via: 'http', key: seeded.keys.read, args: { after: codec.encode(seeded.workspaceId, afterSeq), limit: 100 } }));
+        const depthHttp = await runClient<Record<string, Latency>>('client-http.ts', { mode: 'probe', url: server.url, probes: depthProbes, rounds: P.depthRounds, warmupRounds: 20 });
+        const depthDb = await runClient<Record<string, Latency>>('client-direct.ts', {
+          mode: 'dbprobe', databaseUrl: database.url, workspaceId: seeded.workspaceId, rounds: P.depthRounds, warmupRounds: 20,
+          probes: Object.entries(depthCursors).map(([label, afterSeq]) => ({ label, afterSeq, mailboxes: null, limit: 100 })),
+        });
+        result.depth = { positions: depthCursors, http: depthHttp, db: depthDb, endOverStart: round(depthHttp.end!.p50 / depthHttp.start!.p50, 2) };
+      }
+
+      if (want('sparse')) {
+        log(`[${kind}] sparse scope…`);
+        // The positions a sparse reader's pages start from: its own page boundaries (after 0, after its 100th event, …).
+        const boundaries = [0, ...sparseSeqs.filter((_, i) => (i + 1) % 100 === 0)];
+        const pick = boundaries.filter((_, i) => i % Math.max(1, Math.ceil(boundaries.length / 6)) === 0).slice(0, 6);
+        const sparseProbes = pick.flatMap((afterSeq) => [
+          { label: 'sparse', via: 'http', key: seeded.keys.sparse, args: { after: codec.encode(seeded.workspaceId, afterSeq), limit: 100 } },
+          { label: 'unrestricted', via: 'http', key: seeded.keys.read, args: { after: codec.encode(seeded.workspaceId, afterSeq), limit: 100 } },
+        ]);
+        const sparseHttp = await runClient<Record<string, Latency & { eventsPerPage: number }>>('client-http.ts', { mode: 'probe', url: server.url, probes: sparseProbes, rounds: P.sparseRounds, warmupRounds: 5 });
+        result.sparse = { sparseEvents: sparseSeqs.length, share: round(sparseSeqs.length / seeded.events, 5), positions: pick, http: sparseHttp, ratio: round(sparseHttp.sparse!.p50 / sparseHttp.unrestricted!.p50, 2) };
+      }
+
+      if (want('mcp')) {
+        log(`[${kind}] MCP vs HTTP…`);
+        const mcpProbes = [
+          { label: 'http', via: 'http', key: seeded.keys.read, args: { limit: 100 } },
+          { label: 'mcp', via: 'mcp', key: seeded.keys.read, args: { limit: 100 } },
+        ];
+        const mcp = await runClient<Record<string, Latency>>('client-http.ts', { mode: 'probe', url: server.url, probes: mcpProbes, rounds: P.mcpRounds, warmupRounds: 20 });
+        result.mcp = { ...mcp, overheadMs: round(mcp.mcp!.p50 - mcp.http!.p50, 3), ratio: round(mcp.mcp!.p50 / mcp.http!.p50, 2) };
+      }
+
+      if (want('tail')) {
+        for (const pollMs of TAIL_POLLS_MS) {
+          log(`[${kind}] tailing: ${TAIL_CLIENTS} clients on ${INGEST_WORKSPACES} feeds polling every ${pollMs} ms, writer ${WRITER_RATE} events/s over them, ${P.tailSeconds} s…`);
+          // Client i tails small workspace i % 100 from where it is now; the writer spreads its events over the same workspaces.
+          const heads = await lastSeqs(database.url, seeded.ingest.map((w) => w.workspaceId));
+          const tailClients = Array.from({ length: TAIL_CLIENTS }, (_, i) => {
+            const ws = seeded.ingest[i % seeded.ingest.length]!;
+            return { key: ws.readKeys[Math.floor(i / seeded.ingest.length)]!, cursor: codec.encode(ws.workspaceId, heads.get(ws.workspaceId) ?? 0) };
+          });
+          const tailWarmup = Math.min(3, P.tailSeconds * 0.2);
+          const tailMemory = sampleMemory(server.pid);
+          const tailCpu0 = cpuSecondsOf(server.pid);
+          const [tail, tailWriter] = await Promise.all([
+            runClient<Record<string, any>>('client-http.ts', { mode: 'tail', url: server.url, clients: tailClients, pollMs, seconds: P.tailSeconds, warmupSeconds: tailWarmup, limit: 100, drainSeconds: P.tailDrain }),
+            runClient<Record<string, any>>('client-http.ts', { mode: 'writer', url: server.url, keys: seeded.ingest.map((w) => w.writeKey), rate: WRITER_RATE, seconds: P.tailSeconds + tailWarmup + 0.5, seedChunk: 7_000_001 + pollMs }),
+          ]);
+          const phase = tailMemory.stop();
+          if (!memory.tail || phase.peakMb > (memory.tail as MemoryPhase).peakMb) memory.tail = phase;
+          const serverCpu = cpuSecondsOf(server.pid) - tailCpu0;
+          const undelivered = tailClients.filter((_, i) => tail.received[i] !== tailWriter.okPerKey[i % seeded.ingest.length]).length;
+          delete tail.received;
+          delete tailWriter.okPerKey;
+          result[pollMs === 100 ? 'tail' : 'tailSlow'] = { ...tail, writer: tailWriter, serverCpuSeconds: round(serverCpu, 2), clientsMissingEvents: undelivered, allDelivered: undelivered === 0 };
+        }
+      }
+
+      if (want('ingest')) {
+        log(`[${kind}] ingestion: ${INGEST_CONCURRENCY} clients into 1 workspace, then into ${INGEST_WORKSPACES}…`);
+        // Server CPU per event appended (warm-up included, counted from the feeds' counters): less
+        // sensitive to other load on the machine than events/s.
+        const ingestRun = async (keys: string[], workspaceIds: string[], seedChunk: number) => {
+          const before = [...(await lastSeqs(database.url, workspaceIds)).values()].reduce((a, b) => a + b, 0);
+          const cpu0 = cpuSecondsOf(server.pid);
+          const run = await runClient<Record<string, any>>('client-http.ts', { mode: 'ingest', url: server.url, keys, concurrency: INGEST_CONCURRENCY, seconds: P.ingestSeconds, warmupSeconds: P.ingestWarmup, seedChunk });
+          const appended = [...(await lastSeqs(database.url, workspaceIds)).values()].reduce((a, b) => a + b, 0) - before;
+          return { ...run, serverCpuMsPerEvent: round(((cpuSecondsOf(server.pid) - cpu0) * 1000) / Math.max(1, appended)) };
+        };
+        const ingestOne = await ingestRun([seeded.keys.write], [seeded.workspaceId], 7_000_002);
+        const ingestMany = await ingestRun(seeded.ingest.map((w) => w.writeKey), seeded.ingest.map((w) => w.workspaceId), 7_000_003);
+        result.ingest = { oneWorkspace: ingestOne, manyWorkspaces: ingestMany };
+      }
+      memory.peakHwmMb = round(memoryOf(server.pid)!.hwmMb, 1);
+      result.memory = memory;
+    } finally {
+      await server.stop();
+    }
+    return result;
+  } finally {
+    result.machineLoad = load.stop();
+    await database.drop();
+  }
+}
+
+const machine = {
+  cores: cpus().length,
+  cpu: cpus()[0]?.model ?? 'unknown',
+  memoryGb: round(totalmem() / 2 ** 30, 1),
+  node: process.version,
+  kernel: release(),
+  loadavgAtStart: loadavg().map((x) => round(x, 2)),
+};
+log(`event-feed bench ${runId}: ${events.toLocaleString('en')} events${quick ? ' (quick)' : ''} on ${machine.cores} cores (${machine.cpu}), load ${machine.loadavgAtStart.join(' ')}`);
+if (values['wait-quiet'] !== undefined) {
+  // On a shared machine: wait (up to this many seconds) for the other work to calm down.
+  const deadline = Date.now() + Number(values['wait-quiet']) * 1000;
+  while (machineLoad().cpuPressure > 25 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5000));
+  log(`machine load now: ${JSON.stringify(machineLoad())}`);
+}
+const started = performance.now();
+
+const wantSqlite = values.db === 'both' || values.db === 'sqlite';
+const wantPostgres = (values.db === 'both' || values.db === 'postgres') && !values['no-postgres'];
+const redisSkip = values['no-redis'] ? 'skipped by --no-redis' : await reachable('redis');
+const postgresSkip = !wantPostgres ? 'not requested' : await reachable('postgres');
+
+const results: Record<string, any> = { runId, date: new Date().toISOString(), quick, events, machine, phases: P, tail: { clients: TAIL_CLIENTS, pollsMs: TAIL_POLLS_MS, writerRate: WRITER_RATE }, ingest: { concurrency: INGEST_CONCURRENCY, workspaces: INGEST_WORKSPACES } };
+results.sqlite = wantSqlite ? await benchDatabase('sqlite', redisSkip === undefined) : { skipped: 'not requested' };
+results.redis = redisSkip !== undefined ? { skipped: redisSkip } : (results.sqlite.redis ?? { skipped: 'SQLite not run (the peer holds the SQLite run’s envelopes)' });
+delete results.sqlite.redis;
+results.postgres = postgresSkip !== undefined ? { skipped: postgresSkip } : await benchDatabase('postgres', false);
+results.machine.loadavgAtEnd = loadavg().map((x) => round(x, 2));
+results.seconds = round((performance.now() - started) / 1000, 1);
+results.targets = evaluateTargets(results);
+
+writeFileSync(outFile, `${JSON.stringify(results, null, 2)}\n`);
+process.stdout.write(printTable(results));
+log(`\nwrote ${outFile} in ${results.seconds} s`);
+process.exit(0);

@@ -1,0 +1,209 @@
+/** The server under test and the load processes, each a child process of the orchestrator. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** VmRSS and VmHWM of a process, in MB (undefined once it is gone). */
+export function memoryOf(pid: number): { rssMb: number; hwmMb: number } | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+    return { rssMb: kb('VmRSS') / 1024, hwmMb: kb('VmHWM') / 1024 };
+  } catch {
+    return undefined;
+  }
+}
+
+export interface MemorySeries {
+  samples: Array<{ t: number; rssMb: number }>;
+  stop(): MemoryPhase;
+}
+
+export interface MemoryPhase {
+  startMb: number;
+  peakMb: number;
+  endMb: number;
+  /** Peak of the last quarter of the phase minus peak of the first quarter: growth while it ran. */
+  growthMb: number;
+  /** RSS at each tenth of the phase, to show it flat (or not). */
+  profileMb: number[];
+  samples: number;
+}
+
+/** Polls /proc/<pid>/status every `everyMs` until stopped. */
+export function sampleMemory(pid: number, everyMs = 50): MemorySeries {
+  const samples: Array<{ t: number; rssMb: number }> = [];
+  const take = () => {
+    const m = memoryOf(pid);
+    if (m) samples.push({ t: performance.now(), rssMb: m.rssMb });
+  };
+  take();
+  const timer = setInterval(take, everyMs);
+  return {
+    samples,
+    stop() {
+      clearInterval(timer);
+      take();
+      const rss = samples.map((s) => s.rssMb);
+      const q = Math.max(1, Math.floor(rss.length / 4));
+      const r1 = (x: number) => Math.round(x * 10) / 10;
+      return {
+        startMb: r1(rss[0]!),
+        peakMb: r1(Math.max(...rss)),
+        endMb: r1(rss.at(-1)!),
+        growthMb: r1(Math.max(...rss.slice(-q)) - Math.max(...rss.slice(0, q))),
+        profileMb: Array.from({ length: 11 }, (_, i) => r1(rss[Math.min(rss.length - 1, Math.round((i / 10) * (rss.length - 1)))]!)),
+        samples: rss.length,
+      };
+    },
+  };
+}
+
+export interface ServerProcess {
+  url: string;
+  pid: number;
+  child: ChildProcess;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/** `node bin/event-feed.js serve` on `databaseUrl`, rate limiting off, warn-level logs; waits for /healthz. */
+export async function startServer(databaseUrl: string, options: { cpuProfileDir?: string; root?: string } = {}): Promise<ServerProcess> {
+  const port = await freePort();
+  const args = [...(options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : []), 'bin/event-feed.js', 'serve'];
+  const child = spawn(process.execPath, args, {
+    cwd: options.root ?? ROOT,
+    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  const keep = (chunk: Buffer) => {
+    log += chunk.toString('utf8');
+    if (log.length > 100_000) log = log.slice(-50_000);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  let alive = true;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => ((alive = false), resolve())));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (!alive) throw new Error(`event-feed serve exited before it was ready:\n${log}`);
+    try {
+      const response = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) });
+      await response.arrayBuffer();
+      if (response.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`event-feed serve not ready after 30 s:\n${log}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    url,
+    pid: child.pid!,
+    child,
+    output: () => log,
+    async stop() {
+      if (!alive) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => alive && child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Runs a load process (`bench/<file>` with its config as JSON) and returns the JSON line it prints. */
+export async function runClient<T>(file: string, config: Record<string, unknown>): Promise<T> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join('bench', file), JSON.stringify(config)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
+  child.stderr!.on('data', (c: Buffer) => (err += c.toString('utf8')));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  if (code !== 0) throw new Error(`${file} ${String(config.mode)} exited with ${code}:\n${err.slice(-4000)}`);
+  const last = out.trim().split('\n').at(-1)!;
+  return JSON.parse(last) as T;
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
+export function cpuSplitOf(pid: number): { user: number; sys: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { user: Number(fields[11]) / CLOCK_TICKS, sys: Number(fields[12]) / CLOCK_TICKS };
+}
+
+export function cpuSecondsOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // fields[11] and fields[12] are utime and stime (the 14th and 15th of the whole line), in clock ticks.
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return NaN;
+  }
+}
+const CLOCK_TICKS = 100;
+
+/** How busy the machine is: CPU pressure (share of time some runnable task waited for a CPU, %) and load average. */
+export function machineLoad(): { cpuPressure: number; loadavg1: number } {
+  let cpuPressure = NaN;
+  try {
+    cpuPressure = Number(/some avg10=([\d.]+)/.exec(readFileSync('/proc/pressure/cpu', 'utf8'))?.[1]);
+  } catch {
+    // no PSI on this kernel
+  }
+  return { cpuPressure, loadavg1: Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]) };
+}
+
+/** Samples machineLoad() every few seconds; stop() gives the means (what else ran while we measured). */
+export function sampleLoad(everyMs = 2000) {
+  const samples: Array<{ cpuPressure: number; loadavg1: number }> = [machineLoad()];
+  const timer = setInterval(() => samples.push(machineLoad()), everyMs);
+  timer.unref();
+  return {
+    stop() {
+      clearInterval(timer);
+      samples.push(machineLoad());
+      const mean = (f: (s: (typeof samples)[number]) => number) => Math.round((samples.reduce((a, s) => a + f(s), 0) / samples.length) * 10) / 10;
+      return { cpuPressureMean: mean((s) => s.cpuPressure), loadavg1Mean: mean((s) => s.loadavg1), cpuPressureMax: Math.max(...samples.map((s) => s.cpuPressure)) };
+    },
+  };
+}
+
+/** bench/floor-server.ts in its own process; resolves with its URL and a stop function. */
+export async function startFloorServer(config: { pageFile: string; pages: number }): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join('bench', 'floor-server.ts'), JSON.stringify(config)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`floor server exited with ${code}`)));
+    child.stdout!.once('data', (c: Buffer) => resolve(Number(c.toString('utf8').trim())));
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    url: `http://127.0.0.1:${port}`,
+    pid: child.pid!,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
