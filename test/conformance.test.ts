@@ -80,10 +80,12 @@ describe('the conformance kit fails against broken deployments, naming the broke
     ['scoping-ignored', 'scoping › the restricted key never sees an event of another mailbox'],
     ['unknown-parameter-accepted', 'limits › an unknown parameter is refused with invalid_argument'],
     ['event-dropped-between-pages', 'ordering › pages read with limits 1, 7, 100 and 500 concatenate to the same sequence'],
+    ['extra-response-property', "envelope › every response validates against the deployment's published EventFeedResponse"],
+    ['read-appends-event', 'no side effects › reading adds no event'],
   ];
   for (const [breakage, rule] of cases) {
     it(`catches ${breakage}`, async () => {
-      const proxy = await startBrokenProxy(server.url, breakage, { full: keys.EVENT_FEED_KEY, restricted: keys.EVENT_FEED_RESTRICTED_KEY });
+      const proxy = await startBrokenProxy(server.url, breakage, { full: keys.EVENT_FEED_KEY, restricted: keys.EVENT_FEED_RESTRICTED_KEY, write: keys.EVENT_FEED_WRITE_KEY });
       try {
         const result = await runKit(proxy.url, keys);
         assert.notEqual(result.code, 0, `the kit passed a deployment with ${breakage}`);

@@ -264,6 +264,53 @@ test.describe('French web view', () => {
     expect(await page.evaluate(() => sessionStorage.length), 'the refused key is not kept').toBe(0);
   });
 
+  test('a key without read shows the French 403 message', async ({ page }) => {
+    const noRead = process.env.EVENT_FEED_NOREAD_KEY;
+    test.skip(!noRead, 'EVENT_FEED_NOREAD_KEY not given: the 403 message check skipped');
+    await signIn(page, noRead!);
+    await expect(page.getByRole('alert')).toContainText('Cette clé n’a pas la permission de lecture');
+    await expect(page.getByRole('button', { name: 'Changer de clé' })).toBeVisible();
+  });
+
+  test('429 shows a French message with the wait, then the read is retried', async ({ page }) => {
+    let calls = 0;
+    // The deployment's own rate limit is not ours to exhaust: the first answer is replaced by a 429.
+    await page.route('**/v1/event_feed', (route) =>
+      calls++ === 0
+        ? route.fulfill({ status: 429, headers: { 'retry-after': '2', 'content-type': 'application/json' }, body: '{"error":{"code":"rate_limited","message":"too many requests"}}' })
+        : route.continue(),
+    );
+    await signIn(page, KEY!);
+    await expect(page.getByRole('alert')).toContainText('Trop de requêtes : nouvel essai dans 2 s.');
+    await expect(statusLine(page)).toContainText('affiché', { timeout: 10_000 });
+    await expect(page.locator('#alert')).toHaveText('');
+  });
+
+  test('every event type has its French label; times follow the viewer’s time zone', async ({ browser }) => {
+    const context = await browser.newContext({ locale: 'fr-FR', timezoneId: 'Pacific/Auckland' });
+    const page = await context.newPage();
+    const at = '2026-01-15T10:00:00.000Z';
+    const events = Object.keys(FRENCH_LABELS).map((type, i) => ({
+      id: `evt_01M7Z283CTH2XDMXWGDHGTD7${String(i).padStart(2, '0')}`,
+      type,
+      occurred_at: at,
+      account: 'ws_01M7Z28365AKS7W6KHSDMWTVRZ',
+      subject: { person: { email: `p${i}@example.com` }, refs: { mailbox_id: 'mbx_x' } },
+      data: {},
+      v: 1,
+    }));
+    // The labels are the view's own: serve one page holding every type.
+    await page.route('**/v1/event_feed', (route) => route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ events, next_cursor: 'c' }) }));
+    await signIn(page, 'efk_any');
+    for (const e of events) {
+      await expect(page.locator(`#events > li[data-event-id="${e.id}"] .badge`)).toHaveText(FRENCH_LABELS[e.type]!);
+    }
+    // 10:00 UTC is 23:00 in Auckland (NZDT) on 15 January.
+    await expect(page.locator('#events time').first()).toContainText('23:00:00');
+    await expect(page.locator('#events time').first()).toContainText('janv.');
+    await context.close();
+  });
+
   test('is readable at 375 px without horizontal scrolling', async ({ page }, testInfo) => {
     await page.setViewportSize({ width: 375, height: 812 });
     const noHorizontalScroll = async (where: string) => {
