@@ -134,3 +134,59 @@ for (const { kind, create, skip } of await databaseKinds()) {
     });
   });
 }
+
+describe('pruning actually runs: on its schedule in the server, and with `event-feed prune`', () => {
+  const DAY = 24 * 3600 * 1000;
+  const feedCount = async (server: TestServer, key: string) => (await server.post('/v1/event_feed', { limit: 500 }, key)).json.events.length;
+
+  it('the server prunes on its own timer (first run ~1 s after start, then every PRUNE_INTERVAL_SECONDS)', async () => {
+    const clock = new FakeClock(Date.now());
+    const { sqliteDatabase } = await import('./support/databases.ts');
+    const server = await startTestServer(await sqliteDatabase(), { PRUNE_INTERVAL_SECONDS: '1' }, { clock });
+    try {
+      const ws = await server.workspace();
+      const { key } = await server.key(ws, ['read', 'write']);
+      for (let i = 0; i < 3; i++) assert.equal((await server.post('/v1/emit_event', sampleEvent('mbx_a', i), key)).status, 201);
+      clock.advanceDays(31);
+      const deadline = Date.now() + 5000;
+      while ((await feedCount(server, key)) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      assert.equal(await feedCount(server, key), 0, 'no scheduled prune ran within 5 s');
+    } finally {
+      await server.stop();
+      await server.database.drop();
+    }
+  });
+
+  it('`event-feed prune` deletes what is past RETENTION_DAYS and keeps the rest', async () => {
+    const { sqliteDatabase } = await import('./support/databases.ts');
+    const database = await sqliteDatabase();
+    // Events stored 40 days ago (the server's clock), then one stored now.
+    const clock = new FakeClock(Date.now() - 40 * DAY);
+    const server = await startTestServer(database, { PRUNE_INTERVAL_SECONDS: '3600' }, { clock });
+    const ws = await server.workspace();
+    const { key } = await server.key(ws, ['read', 'write']);
+    try {
+      for (let i = 0; i < 3; i++) assert.equal((await server.post('/v1/emit_event', sampleEvent('mbx_a', i), key)).status, 201);
+      // One stored now (the server's own clock stays 40 days back, so its timer prunes nothing).
+      const { publishInTransaction } = await import('../src/feed/publish.ts');
+      await server.db.transaction((trx) => publishInTransaction(trx, ws, [sampleEvent('mbx_a', 9)], new Date()));
+      assert.equal(await feedCount(server, key), 4);
+      const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: database.url, PRUNE_BATCH_SIZE: '2' };
+      delete env.NODE_OPTIONS;
+      const run = await new Promise<{ code: number; stdout: string; stderr: string }>((done) =>
+        execFile(process.execPath, ['bin/event-feed.js', 'prune'], { env, timeout: 30_000 }, (err, stdout, stderr) => done({ code: err ? Number((err as any).code) : 0, stdout, stderr })),
+      );
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal(JSON.parse(run.stdout).deleted, 3, run.stdout);
+      assert.equal(await feedCount(server, key), 1);
+      const tooShort = await new Promise<{ code: number; stderr: string }>((done) =>
+        execFile(process.execPath, ['bin/event-feed.js', 'prune'], { env: { ...env, RETENTION_DAYS: '7' }, timeout: 30_000 }, (err, _o, stderr) => done({ code: err ? Number((err as any).code) : 0, stderr })),
+      );
+      assert.notEqual(tooShort.code, 0);
+      assert.match(tooShort.stderr, /RETENTION_DAYS must be at least 30/);
+    } finally {
+      await server.stop();
+      await database.drop();
+    }
+  });
+});
