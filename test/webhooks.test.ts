@@ -35,13 +35,59 @@ describe('retry schedule', () => {
     assert.ok(total > 2.9 && total < 3.3, `${total} days`);
     assert.equal(nextDelayMs(1, undefined, 0, () => 0), 4000);
     assert.equal(nextDelayMs(1, undefined, 0, () => 1), 6000);
-    assert.equal(nextDelayMs(3, '7', 0), 7000);
-    assert.equal(nextDelayMs(3, new Date(60_000).toUTCString(), 0), 60_000);
+    assert.equal(nextDelayMs(1, '7', 0, () => 0), 7000, 'Retry-After above the schedule wins');
+    assert.equal(nextDelayMs(1, new Date(60_000).toUTCString(), 0, () => 0), 60_000);
+    assert.equal(nextDelayMs(3, '7', 0, () => 0), 96_000, 'Retry-After below the schedule does not shorten it');
+    // An endpoint answering `Retry-After: 0` every time is still retried for about three days, not 13 s.
+    let spent = 0;
+    for (let attempt = 1; ; attempt++) {
+      const delay = nextDelayMs(attempt, '0', spent, () => 0);
+      if (delay === undefined) break;
+      spent += delay;
+    }
+    assert.ok(spent > 2.4 * 86400_000, `retried for ${(spent / 86400_000).toFixed(2)} days`);
     assert.equal(nextDelayMs(RETRY_DELAYS_SECONDS.length + 1, undefined, 0), undefined, 'then no attempt is left');
   });
 });
 
 describe('outbound safety', () => {
+  it('checks the addresses a name resolves to when connecting, not only the URL text', async () => {
+    // A name that is neither an IP literal nor "localhost": only the connect-time lookup can refuse it.
+    const dns = (await import('node:dns')).default;
+    const { syncBuiltinESMExports } = await import('node:module');
+    const { createServer } = await import('node:net');
+    const real = dns.lookup;
+    const targets: Record<string, string> = { 'loopback.rebind.test': '127.0.0.1', 'private.rebind.test': '10.0.0.7', 'metadata.rebind.test': '169.254.169.254', 'mapped.rebind.test': '::ffff:127.0.0.1' };
+    (dns as any).lookup = (hostname: string, options: any, callback: any) => {
+      const address = targets[hostname];
+      if (!address) return real(hostname, options, callback);
+      const family = address.includes(':') ? 6 : 4;
+      return options?.all ? callback(null, [{ address, family }]) : callback(null, address, family);
+    };
+    syncBuiltinESMExports();
+    let connections = 0;
+    const tcp = createServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    await new Promise<void>((r) => tcp.listen(0, '127.0.0.1', r));
+    const port = (tcp.address() as { port: number }).port;
+    const sender = new WebhookSender({ allowInsecure: false }, 1000);
+    try {
+      for (const host of Object.keys(targets)) {
+        const result = await sender.send({ url: `https://${host}:${port}/hook`, secret: 'whsec_AAAA', eventId: 'evt_x', body: '{}' }, 1);
+        assert.equal(result.status, null, host);
+        assert.match(String(result.error), /EBLOCKEDADDRESS|non-public/, `${host}: ${result.error}`);
+      }
+      assert.equal(connections, 0, 'no connection was even opened to the loopback listener');
+    } finally {
+      (dns as any).lookup = real;
+      syncBuiltinESMExports();
+      await sender.close();
+      await new Promise((r) => tcp.close(r));
+    }
+  });
+
   it('refuses names resolving to loopback at connect time, and literal private addresses', async () => {
     const lookup = safeLookup({ allowInsecure: false });
     const error = await new Promise<Error | null>((resolve) => lookup('localhost', {}, (err) => resolve(err)));
@@ -288,6 +334,21 @@ describe('failures, retries and recovery (driven by a fake clock)', () => {
     await server.webhooks.tick();
     assert.equal((await status(chatty.admin)).recent_attempts[0].outcome, 'delivered');
     await chatty.receiver.close();
+
+    // An answer that never ends: only the size cap lets the attempt finish (as delivered) before the timeout.
+    let streaming: NodeJS.Timeout | undefined;
+    const endless = await endpointWith((_r, _n, res) => {
+      res.writeHead(200);
+      streaming = setInterval(() => res.write(Buffer.alloc(16 * 1024, 'x')), 5);
+      res.on('close', () => clearInterval(streaming));
+    });
+    await server.post('/v1/emit_event', sampleEvent('mbx_a', 3), endless.writer);
+    await server.webhooks.tick();
+    clearInterval(streaming);
+    const e = (await status(endless.admin)).recent_attempts[0];
+    assert.equal(e.outcome, 'delivered', `the body is read up to the cap, then dropped: ${JSON.stringify(e)}`);
+    assert.ok(e.latency_ms < 1000, `well before the 1 s timeout (${e.latency_ms} ms)`);
+    await endless.receiver.close();
   });
 
   it('sends a delivery again when the instance that held it died mid-delivery', async () => {

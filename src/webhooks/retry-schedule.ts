@@ -13,9 +13,12 @@ const MAX_RETRY_AFTER_SECONDS = 24 * 3600;
 export function nextDelayMs(attempt: number, retryAfterHeader: string | undefined, now: number, random: () => number = Math.random): number | undefined {
   const scheduled = RETRY_DELAYS_SECONDS[attempt - 1];
   if (scheduled === undefined) return undefined;
+  const jittered = Math.round(scheduled * 1000 * (0.8 + 0.4 * random()));
   const asked = retryAfterSeconds(retryAfterHeader, now);
-  if (asked !== undefined && asked <= MAX_RETRY_AFTER_SECONDS) return asked * 1000;
-  return Math.round(scheduled * 1000 * (0.8 + 0.4 * random()));
+  // Retry-After is a floor ("not before"), never a shortcut through the schedule: an endpoint answering
+  // 503 with `Retry-After: 0` during a deploy must not burn its 13 attempts in seconds and lose events.
+  if (asked !== undefined && asked <= MAX_RETRY_AFTER_SECONDS) return Math.max(asked * 1000, jittered);
+  return jittered;
 }
 
 /** Retry-After as delay-seconds or an HTTP date. */
