@@ -19,6 +19,9 @@ export async function sqliteDatabase(): Promise<TestDatabase> {
 
 let postgresReachable: Promise<boolean> | undefined;
 
+/** CI sets CI=true (or 1); CI=false or an empty value is a developer's machine. */
+export const underCi = () => ['true', '1'].includes((process.env.CI ?? '').toLowerCase());
+
 /** Whether Postgres tests run: always under CI (and fail loudly if it is down), else only when it answers. */
 export async function postgresAvailable(): Promise<boolean> {
   postgresReachable ??= (async () => {
@@ -27,7 +30,7 @@ export async function postgresAvailable(): Promise<boolean> {
       await admin.raw('select 1');
       return true;
     } catch (err) {
-      if (process.env.CI) throw new Error(`CI=true but Postgres at ${ADMIN_URL} is unreachable: ${(err as Error).message}`);
+      if (underCi()) throw new Error(`CI=true but Postgres at ${ADMIN_URL} is unreachable: ${(err as Error).message}`);
       console.warn(`\n*** Postgres unreachable at ${ADMIN_URL}: Postgres tests are SKIPPED (they run under CI=true) ***\n`);
       return false;
     } finally {
