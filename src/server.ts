@@ -1,9 +1,9 @@
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { seedDemoWorkspace, type DemoWorkspace } from './demo/seed.ts';
-import { createApp } from './http/app.ts';
+import { createHttpHandler } from './http/app.ts';
 import type { Logger } from './log.ts';
 import type { AppServices } from './operations/context.ts';
 import { schedulePruning } from './retention-schedule.ts';
@@ -32,10 +32,10 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
   try {
     services = await createServices(db, config, options.clock);
     demo = options.seedDemo && (await countWorkspaces(db)) === 0 ? await seedDemoWorkspace(db, services.clock) : undefined;
-    const app = await createApp(services, log);
+    const s = createServer(await createHttpHandler(services, log));
     server = await new Promise<Server>((resolve, reject) => {
-      const s = app.listen(config.port, config.host, () => resolve(s));
       s.once('error', reject);
+      s.listen(config.port, config.host, () => resolve(s));
     });
   } catch (err) {
     // Do not leave a pool open behind a failed start: the process would linger.

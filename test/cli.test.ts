@@ -175,6 +175,14 @@ describe('cli on a sqlite file', () => {
     assert.deepEqual(await db('api_keys').count({ n: '*' }).first(), keysBefore);
   });
 
+  it('an unreachable database: non-zero exit, one clear line on stderr, nothing on stdout, no stack trace', async () => {
+    const run = await cli('postgres://root@127.0.0.1:1/none', ['workspace', 'create', '--name', 'x']);
+    assert.notEqual(run.code, 0, show(run));
+    assert.equal(run.stdout, '', show(run));
+    assert.match(run.stderr, /event-feed: connect ECONNREFUSED/, show(run));
+    assert.doesNotMatch(run.stderr, /\n\s+at /, `a stack trace: ${show(run)}`);
+  });
+
   it('--help for the program and each command exits 0 and names the options', async () => {
     const cases: Array<[string[], string[]]> = [
       [['--help'], ['serve', 'migrate', 'demo', 'workspace', 'key', 'DATABASE_URL']],

@@ -393,6 +393,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
         for (const permissions of [['read'], ['admin'], []] as Array<Array<'read' | 'admin'>>) {
           const { key } = await workspaceWithKey(permissions);
           assertError(await server.post(EMIT, sampleEvent(), key), 403, 'forbidden', /write/, permissions.join(','));
+          // whatever it sends: the body is not validated for a key that may not emit at all
+          for (const body of ['{}', '{"type":"mail.opened"}', '[]', '{', '{"foo":1}']) {
+            assertError(await server.post(EMIT, body, key), 403, 'forbidden', /write/, `${permissions.join(',')} ${body}`);
+          }
+          assertError(await server.post(EMIT, '{}', key, { 'content-type': 'text/plain' }), 403, 'forbidden', /write/, 'text/plain');
         }
         const res = await server.post(EMIT, sampleEvent());
         assertError(res, 401, 'unauthorized');

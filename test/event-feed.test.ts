@@ -351,6 +351,9 @@ for (const { kind, create, skip } of await databaseKinds()) {
         for (const permissions of [['write'], ['admin'], []] as const) {
           const { key } = await server.key(ws, [...permissions]);
           assertError(await server.post(FEED, {}, key), 403, 'forbidden', /read/, permissions.join(','));
+          for (const body of ['{"limit":0}', '{"foo":1}', '{"after":"garbage"}', '[]', '{']) {
+            assertError(await server.post(FEED, body, key), 403, 'forbidden', /read/, `${permissions.join(',')} ${body}`);
+          }
         }
       });
 

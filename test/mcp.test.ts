@@ -98,6 +98,14 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const noRead = (await server.key(workspace, ['write'])).key;
       const writer = await mcpClient(server.url, noRead);
       const denied = await writer.callTool({ name: 'event_feed', arguments: {} });
+      // as over HTTP, the arguments of a key without read are not even validated
+      for (const args of [{ limit: 0 }, { foo: 1 }, { after: 'garbage' }]) {
+        const http = await server.post('/v1/event_feed', args, noRead);
+        assert.equal(http.status, 403, JSON.stringify(args));
+        const mcp = await writer.callTool({ name: 'event_feed', arguments: args });
+        assert.equal(mcp.isError, true);
+        assert.equal((mcp.content as any)[0].text, `forbidden : ${http.json.error.message}`);
+      }
       await writer.close();
       assert.equal(denied.isError, true);
       assert.match((denied.content as any)[0].text, /^forbidden : /);

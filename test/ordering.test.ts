@@ -13,7 +13,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import type { Knex } from 'knex';
 import type { EmitEventRequest } from '../generated/types.ts';
-import { systemClock } from '../src/clock.ts';
 import { CursorCodec } from '../src/feed/cursor.ts';
 import { publishInTransaction } from '../src/feed/publish.ts';
 import { migrateLatest, openDatabase } from '../src/library.ts';
@@ -64,7 +63,6 @@ const realScheme: Scheme = {
       {
         db,
         cursors: codec,
-        clock: systemClock,
         principal: { keyId: 'key_test', workspaceId, permissions: new Set(['read']), mailboxes: null },
       },
       cursor === undefined ? { limit: 100 } : { after: cursor, limit: 100 },

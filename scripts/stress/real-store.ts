@@ -1,5 +1,4 @@
 /** The store under test: the real append path (publishInTransaction) and the real read operation (eventFeed). */
-import { systemClock } from '../../src/clock.ts';
 import { CursorCodec } from '../../src/feed/cursor.ts';
 import { publishInTransaction } from '../../src/feed/publish.ts';
 import { eventFeed } from '../../src/operations/event-feed.ts';
@@ -16,7 +15,7 @@ export const realStore: FeedStore = {
   },
   async read(db, principal, after, limit) {
     const page = await eventFeed(
-      { db, cursors: codec, clock: systemClock, principal },
+      { db, cursors: codec, principal },
       after === undefined ? { limit } : { after, limit },
     );
     return { events: page.events.map(seenFromEnvelope), nextCursor: page.next_cursor };

@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ulid } from 'ulidx';
 import { dbKind, type Db } from '../store/db.ts';
+import { readRows } from '../store/sql.ts';
 import { PERMISSIONS, type Permission, type Principal } from './principal.ts';
 
 // A key is `efk_<26-char key id>_<43-char secret>`; only the id and a hash of the secret are stored.
@@ -62,6 +63,16 @@ const verifiedKeys = new Map<string, { db: Db; principal: Principal; secretSha25
 // Bumped around every revocation here: a lookup that overlapped one is not kept.
 let revocations = 0;
 
+interface KeyRow {
+  id: string;
+  workspace_id: string;
+  secret_sha256: string;
+  permissions: string;
+  mailboxes: string | null;
+  revoked_at: number | null;
+}
+const SELECT_KEY = 'SELECT id, workspace_id, secret_sha256, permissions, mailboxes, revoked_at FROM api_keys WHERE id = ?';
+
 /** The principal behind a bearer token, or undefined for a malformed, unknown or revoked key. */
 export async function authenticate(db: Db, token: string): Promise<Principal | undefined> {
   const match = KEY_PATTERN.exec(token);
@@ -73,10 +84,7 @@ export async function authenticate(db: Db, token: string): Promise<Principal | u
     return timingSafeEqual(secretSha256, kept.secretSha256) ? kept.principal : undefined;
   }
   const revocationsBefore = revocations;
-  const row = await db('api_keys')
-    .select('id', 'workspace_id', 'secret_sha256', 'permissions', 'mailboxes', 'revoked_at')
-    .where({ id })
-    .first();
+  const [row] = await readRows<KeyRow>(db, SELECT_KEY, [id]);
   if (!row || row.revoked_at !== null) {
     verifiedKeys.delete(id);
     return undefined;

@@ -6,9 +6,15 @@ import { SignedPositions } from './signed-position.ts';
  * the server secret (layout in signed-position.ts). The empty domain keeps cursors byte-for-byte
  * what they were before page tokens shared the layout.
  */
+const VERIFIED_CURSORS_KEPT = 10_000;
+
 export class CursorCodec {
   readonly #secret: Buffer;
   readonly #positions: SignedPositions;
+  // Cursors already verified, for this workspace: a client tailing the feed sends the same one at
+  // every poll until something new arrives, and checking its HMAC is a good part of such a poll.
+  // Only cursors that passed every check are kept, a bounded number, oldest dropped first.
+  readonly #verified = new Map<string, number>();
 
   constructor(secret: string) {
     this.#secret = Buffer.from(secret, 'utf8');
@@ -24,7 +30,14 @@ export class CursorCodec {
 
   /** The seq a cursor points after; throws invalid_argument saying why it cannot be used. */
   decode(workspaceId: string, cursor: string): number {
-    return this.#positions.decode(workspaceId, cursor).seq;
+    const key = `${workspaceId} ${cursor}`;
+    let seq = this.#verified.get(key);
+    if (seq === undefined) {
+      seq = this.#positions.decode(workspaceId, cursor).seq;
+      if (this.#verified.size >= VERIFIED_CURSORS_KEPT) this.#verified.delete(this.#verified.keys().next().value!);
+      this.#verified.set(key, seq);
+    }
+    return seq;
   }
 
   /** HMAC-SHA256 with the server secret, for the other tokens the service signs (page-token.ts). */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import stringify from 'safe-stable-stringify';
 import type { EmitEventRequest } from '../../generated/types.ts';
-import { invalidArgument } from '../errors.ts';
+import { ApiError, invalidArgument } from '../errors.ts';
 import { newEventId } from '../ids.ts';
 import { appendEvents, findByIds, type NewEvent } from '../store/events.ts';
 import { enabledEndpoints, enqueueDeliveries } from '../webhooks/store.ts';
@@ -15,11 +15,13 @@ export interface PublishedEvent {
 }
 
 /**
- * The one append path: `emit_event` and the in-process library both come through here, inside a
- * transaction the caller owns, so events commit (or vanish) with the caller's own writes, and so
- * do their webhook deliveries (the outbox rows are written in the same transaction).
+ * The one append path: `emit_event` (through the group commit, feed/group-commit.ts) and the
+ * in-process library both come through here, inside a transaction the caller owns, so events
+ * commit (or vanish) with the caller's own writes, and so do their webhook deliveries (the outbox
+ * rows are written in the same transaction).
  * Events of one call belong to one workspace; a caller that publishes to several workspaces in one
  * transaction must do so in sorted workspace order so counter row locks are taken in one order.
+ * Throws the first event's error, if any: the caller's transaction should then roll back.
  */
 export async function publishInTransaction(
   trx: Knex.Transaction,
@@ -27,36 +29,54 @@ export async function publishInTransaction(
   inputs: EmitEventRequest[],
   now: Date,
 ): Promise<PublishedEvent[]> {
-  const prepared = inputs.map((input) => prepare(workspaceId, input, now));
-  const clientIds = prepared.filter((event) => event.idempotencyHash !== null).map((event) => event.id);
+  const prepared = inputs.map((input) => prepareEvent(workspaceId, input, now));
   if (new Set(prepared.map((event) => event.id)).size !== prepared.length) {
     throw invalidArgument('the same event id appears twice in one publish call');
   }
+  const outcomes = await appendPrepared(trx, workspaceId, prepared, now.getTime());
+  const failed = outcomes.find((outcome) => outcome instanceof ApiError);
+  if (failed) throw failed;
+  return outcomes as PublishedEvent[];
+}
+
+/**
+ * Appends prepared events (distinct ids) to one workspace's feed, in order. An event whose
+ * client-supplied id is already stored comes back as that stored event when the content is the
+ * same (an idempotent replay) and as an invalid_argument error otherwise; the others are appended.
+ */
+export async function appendPrepared(
+  trx: Knex.Transaction,
+  workspaceId: string,
+  prepared: NewEvent[],
+  storedAt: number,
+): Promise<Array<PublishedEvent | ApiError>> {
+  const clientIds = prepared.filter((event) => event.idempotencyHash !== null).map((event) => event.id);
   const stored = new Map((await findByIds(trx, workspaceId, clientIds)).map((row) => [row.id, row]));
 
   const fresh: NewEvent[] = [];
-  const results = prepared.map((event): PublishedEvent => {
+  const outcomes = prepared.map((event): PublishedEvent | ApiError => {
     const existing = stored.get(event.id);
     if (!existing) {
       fresh.push(event);
       return { envelope: event.envelope, created: true };
     }
     if (existing.idempotency_hash !== event.idempotencyHash) {
-      throw invalidArgument(`event id ${event.id} was already used for an event with other content`);
+      return invalidArgument(`event id ${event.id} was already used for an event with other content`);
     }
     return { envelope: existing.envelope, created: false };
   });
   if (fresh.length > 0) {
     // Read before the append, so the counter row lock (taken by the append) covers only the inserts.
     const endpoints = await enabledEndpoints(trx, workspaceId);
-    const lastSeq = await appendEvents(trx, workspaceId, fresh, now.getTime());
+    const lastSeq = await appendEvents(trx, workspaceId, fresh, storedAt);
     const firstSeq = lastSeq - fresh.length + 1;
-    await enqueueDeliveries(trx, endpoints, fresh.map((event, i) => ({ seq: firstSeq + i, id: event.id, type: event.type })), now.getTime());
+    await enqueueDeliveries(trx, endpoints, fresh.map((event, i) => ({ seq: firstSeq + i, id: event.id, type: event.type })), storedAt);
   }
-  return results;
+  return outcomes;
 }
 
-function prepare(workspaceId: string, input: EmitEventRequest, now: Date): NewEvent {
+/** An event's final envelope text and its columns; throws invalid_argument for an unusable `occurred_at`. */
+export function prepareEvent(workspaceId: string, input: EmitEventRequest, now: Date): NewEvent {
   const id = input.id ?? newEventId(now.getTime());
   const occurredAt = input.occurred_at === undefined ? now.toISOString() : toUtc(input.occurred_at);
   // Field order is the envelope's documented order; this text is what every reader and webhook gets.

@@ -1,42 +1,43 @@
-import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import express from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import typeIs from 'type-is';
 import { ApiError, invalidArgument } from '../errors.ts';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 
+// body-parser's JSON reader (size cap, charset, length checks); it works on a plain Node request.
 const parseJson = express.json({ limit: MAX_BODY_BYTES, strict: false, type: () => true });
 
-const hasBody = (req: Request) =>
+const JSON_TYPES = ['application/json', 'application/*+json'];
+
+const hasBody = (req: IncomingMessage) =>
   req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 
 /** Operations take their parameters in the JSON body only: a query string would otherwise be ignored in silence. */
-export const noQueryParameters: RequestHandler = (req: Request, _res: Response, next: NextFunction) => {
-  const names = Object.keys(req.query as object);
-  // Another method is refused as such (405) by the router: that is the more useful answer.
-  if (names.length === 0 || req.method !== 'POST') return next();
-  next(invalidArgument(`unknown parameter "${names[0]!.slice(0, 60)}" in the query string: parameters go in the JSON body`));
-};
+export function refuseQueryString(req: IncomingMessage): void {
+  const url = req.url ?? '';
+  const mark = url.indexOf('?');
+  if (mark === -1) return;
+  const first = new URLSearchParams(url.slice(mark + 1)).keys().next();
+  if (!first.done) throw invalidArgument(`unknown parameter "${first.value.slice(0, 60)}" in the query string: parameters go in the JSON body`);
+}
 
 /**
- * Operation bodies: JSON objects of at most 64 KiB. An empty body means "all defaults".
+ * An operation's body: a JSON object of at most 64 KiB. An empty body means "all defaults".
  * Every way a body can be wrong ends as invalid_argument with a message saying which way.
  */
-export const jsonObjectBody: RequestHandler = (req: Request, res: Response, next: NextFunction) => {
-  if (!hasBody(req)) {
-    req.body = {};
-    return next();
+export async function readJsonObjectBody(req: IncomingMessage, res: ServerResponse): Promise<Record<string, unknown>> {
+  if (!hasBody(req)) return {};
+  if (!typeIs(req, JSON_TYPES)) {
+    throw invalidArgument(`Content-Type must be application/json (got "${(req.headers['content-type'] ?? 'none').slice(0, 60)}")`);
   }
-  if (!req.is(['application/json', 'application/*+json'])) {
-    return next(invalidArgument(`Content-Type must be application/json (got "${(req.headers['content-type'] ?? 'none').slice(0, 60)}")`));
-  }
-  parseJson(req, res, (err?: unknown) => {
-    if (err) return next(bodyError(err));
-    if (req.body === undefined) req.body = {};
-    if (typeof req.body !== 'object' || req.body === null || Array.isArray(req.body)) {
-      return next(invalidArgument('request body must be a JSON object'));
-    }
-    next();
-  });
-};
+  const target = req as IncomingMessage & { body?: unknown };
+  await new Promise<void>((resolve, reject) => parseJson(target as never, res as never, (err?: unknown) => (err ? reject(bodyError(err)) : resolve())));
+  // undefined: body-parser read nothing (a chunked body with no bytes). JSON `null` stays null, and is refused.
+  const body = target.body === undefined ? {} : target.body;
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidArgument('request body must be a JSON object');
+  return body as Record<string, unknown>;
+}
 
 function bodyError(err: unknown): ApiError {
   switch ((err as { type?: string }).type) {

@@ -1,18 +1,20 @@
 import type { NextFunction, Request, Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
 import { ApiError, toErrorBody } from '../errors.ts';
+import { sendJson } from './send-json.ts';
 
-export function sendError(res: Response, err: unknown, log: Logger): void {
-  const requestId = String(res.locals.requestId);
+/** The contract's error body for any thrown value; works on a plain response as on express's. */
+export function sendError(res: ServerResponse, requestId: string, err: unknown, log: Logger): void {
   const { status, body, headers } = toErrorBody(err, requestId);
   if (!(err instanceof ApiError)) log.error({ ...safeErrorFields(err), request_id: requestId }, 'unhandled error');
-  if (status === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="event-feed"');
   if (res.headersSent) return void res.end();
-  res.set(headers);
-  res.status(status).json(body);
+  if (status === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="event-feed"');
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  sendJson(res, status, JSON.stringify(body));
 }
 
 /** Express's last stop: whatever a middleware threw becomes the contract's error body. */
 export const errorHandler = (log: Logger) => (err: unknown, _req: Request, res: Response, _next: NextFunction) =>
-  sendError(res, err, log);
+  sendError(res, String(res.locals.requestId), err, log);

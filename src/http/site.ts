@@ -1,7 +1,8 @@
 import express, { Router } from 'express';
 import { readFileSync } from 'node:fs';
 import { setTimeout } from 'node:timers/promises';
-import swaggerUi from 'swagger-ui-dist';
+// Only the folder's path: the package's index loads the whole browser bundle into the server (~18 MB).
+import getSwaggerUiPath from 'swagger-ui-dist/absolute-path.js';
 import { specText, specYamlPath } from '../contract/spec.ts';
 import type { Db } from '../store/db.ts';
 
@@ -33,7 +34,7 @@ export function siteRouter(db: Db): Router {
   router.get('/openapi.yaml', (_req, res) => void res.type('application/yaml').send(yaml));
   router.get('/docs', (_req, res) => void res.type('html').send(DOCS_PAGE));
   router.get('/docs/init.js', (_req, res) => void res.type('application/javascript').send(DOCS_INIT));
-  router.use('/docs/assets', express.static(swaggerUi.getAbsoluteFSPath(), { index: false }));
+  router.use('/docs/assets', express.static(getSwaggerUiPath(), { index: false }));
 
   router.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   router.get('/readyz', async (_req, res) => {

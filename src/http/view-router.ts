@@ -1,7 +1,8 @@
 import { Router, type Response } from 'express';
-import { fileURLToPath } from 'node:url';
+import { packageFile } from '../paths.ts';
 
-const VIEW_DIR = fileURLToPath(new URL('./view/', import.meta.url));
+// The view's files are served from the sources, also when the service runs from dist/.
+const VIEW_DIR = packageFile('src/http/view');
 
 /** The three files of the French web view, each at a fixed path with its content type. */
 const ASSETS: ReadonlyArray<{ path: string; file: string; type: string }> = [

@@ -7,7 +7,6 @@ import express, { Router, type Request, type Response } from 'express';
 import { mcpTools } from '../../generated/mcp-tools.ts';
 import { authenticate } from '../auth/api-keys.ts';
 import type { Principal } from '../auth/principal.ts';
-import { RequestValidator } from '../contract/request-validator.ts';
 import type { Logger } from '../log.ts';
 import type { AppServices } from '../operations/context.ts';
 import { bearerToken } from '../http/bearer.ts';
@@ -56,7 +55,6 @@ function withObjectArguments(body: unknown): unknown {
  * JSON-RPC is read.
  */
 export function mcpRouter(services: AppServices, log: Logger): Router {
-  const validator = new RequestValidator();
   const router = Router();
   const verifier = {
     async verifyAccessToken(token: string) {
@@ -94,7 +92,7 @@ export function mcpRouter(services: AppServices, log: Logger): Router {
     const server = new Server(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOLS as never }));
     server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-      callTool(services, validator, principal, request.params.name, argumentsAsSent(req.body, extra.requestId), requestId, log),
+      callTool(services, principal, request.params.name, argumentsAsSent(req.body, extra.requestId), requestId, log),
     );
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => {

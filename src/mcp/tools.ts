@@ -2,13 +2,14 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { mcpTools } from '../../generated/mcp-tools.ts';
 import type { EventFeedResponse, EventFeedRequest, ListEventsRequest, ListEventsResponse } from '../../generated/types.ts';
 import type { Principal } from '../auth/principal.ts';
-import type { RequestValidator } from '../contract/request-validator.ts';
 import { ApiError, invalidArgument, toErrorBody } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
 import type { AppServices } from '../operations/context.ts';
 import { DEFAULT_LIMIT } from '../operations/event-feed.ts';
 import { operations } from '../operations/registry.ts';
+import { requirePermission } from '../operations/context.ts';
+import { permissionByOperation } from '../contract/permissions.ts';
 import { summarizeFeedPage } from './text/feed-summary.ts';
 import { summarizeListPage } from './text/list-events-summary.ts';
 
@@ -27,7 +28,6 @@ const knownTools = new Set<string>(mcpTools.map((tool) => tool.name));
  */
 export async function callTool(
   services: AppServices,
-  validator: RequestValidator,
   principal: Principal,
   name: string,
   args: unknown,
@@ -37,8 +37,11 @@ export async function callTool(
   try {
     services.rateLimiter.take(principal.keyId);
     if (!knownTools.has(name)) throw invalidArgument(`unknown tool "${name.slice(0, 60)}"; tools/list gives the available tools`);
+    // As over HTTP: a key without the permission is refused before its arguments are looked at.
+    const needed = permissionByOperation.get(name);
+    if (needed) requirePermission(principal, needed);
     // Omitted arguments mean none; anything else that is not an object is refused, as over HTTP.
-    const input = validator.check<any>(name, args === undefined ? {} : args);
+    const input = services.requestValidator.check<any>(name, args === undefined ? {} : args);
     const outcome = await operations[name]!({ ...services, principal }, input);
     const structuredContent = JSON.parse(outcome.json) as Record<string, unknown>;
     return { content: [{ type: 'text', text: describers[name]!(structuredContent, input) }], structuredContent };

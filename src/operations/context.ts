@@ -1,7 +1,9 @@
 import type { Principal, Permission } from '../auth/principal.ts';
 import type { Clock } from '../clock.ts';
+import type { RequestValidator } from '../contract/request-validator.ts';
 import { forbidden } from '../errors.ts';
 import type { CursorCodec } from '../feed/cursor.ts';
+import type { GroupCommit } from '../feed/group-commit.ts';
 import type { RateLimiter } from '../limits/rate-limiter.ts';
 import type { Db } from '../store/db.ts';
 import type { TargetPolicy } from '../webhooks/target-policy.ts';
@@ -11,13 +13,17 @@ export interface Services {
   db: Db;
   cursors: CursorCodec;
   clock: Clock;
+  /** emit_event's appends, sharing transactions under load. */
+  groupCommit: GroupCommit;
   /** Where webhooks may point; secure (public https only) when absent. */
   webhookPolicy?: TargetPolicy;
 }
 
-/** What the transports hold: the operations' services plus the per-key request budget they both enforce. */
+/** What the transports hold: the operations' services plus the per-key request budget and the validator they share. */
 export interface AppServices extends Services {
   rateLimiter: RateLimiter;
+  /** The contract's request schemas, compiled once: both transports validate with it. */
+  requestValidator: RequestValidator;
 }
 
 /** One call: the services plus who is calling. */

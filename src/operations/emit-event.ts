@@ -1,7 +1,6 @@
 import type { EmitEventRequest } from '../../generated/types.ts';
 import { forbidden } from '../errors.ts';
-import { publishInTransaction, type PublishedEvent } from '../feed/publish.ts';
-import { writeTransaction } from '../store/write-transaction.ts';
+import type { PublishedEvent } from '../feed/publish.ts';
 import { requirePermission, type OperationContext } from './context.ts';
 
 /** emit_event: appends one event to the caller's workspace feed; idempotent on a client-supplied id. */
@@ -14,10 +13,7 @@ export async function emitEvent(ctx: OperationContext, input: EmitEventRequest):
       throw forbidden('this key is restricted to some mailboxes: subject.refs.mailbox_id must be one of them');
     }
   }
-  const [published] = await writeTransaction(ctx.db, (trx) =>
-    publishInTransaction(trx, workspaceId, [input], ctx.clock.now()),
-  );
-  return published!;
+  return ctx.groupCommit.append(workspaceId, input);
 }
 
 /** The response body `{ "event": <envelope> }`, spliced from the stored text. */

@@ -11,7 +11,7 @@ export const DEFAULT_LIMIT = 100;
  * event_feed: the events after a cursor, in emission order. Reads only: no row written, no event emitted.
  * Works whether or not the workspace is verified (the feed never looks at it).
  */
-export async function eventFeed(ctx: OperationContext, input: EventFeedRequest): Promise<FeedPage> {
+export async function eventFeed(ctx: Pick<OperationContext, 'db' | 'cursors' | 'principal'>, input: EventFeedRequest): Promise<FeedPage> {
   requirePermission(ctx.principal, 'read');
   const { workspaceId, mailboxes } = ctx.principal;
   const limit = input.limit ?? DEFAULT_LIMIT;

@@ -2,6 +2,8 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
+import pino from 'pino';
+import { configureSqlite, SqliteReader, type SqliteConnection } from './sqlite-connection.ts';
 
 export type Db = Knex;
 export type DbKind = 'sqlite' | 'postgres';
@@ -22,36 +24,6 @@ function sqliteFilename(url: string): string {
   const file = resolve(rest);
   mkdirSync(dirname(file), { recursive: true });
   return file;
-}
-
-interface SqliteConnection {
-  pragma(sql: string): unknown;
-  prepare(sql: string): unknown;
-}
-
-const PREPARED_STATEMENTS_KEPT = 256;
-
-/**
- * knex's better-sqlite3 client prepares every statement anew (`connection.prepare(sql)` per query),
- * and compiling SQL is a good part of a small query's cost. The statements of this service are a
- * few fixed texts, so keep the most recently used prepared statements of the connection. Safe
- * because better-sqlite3 runs a statement to completion synchronously (`all`/`run`) and resets it,
- * and SQLite re-prepares a statement by itself when the schema changes.
- */
-function cachePreparedStatements(conn: SqliteConnection): void {
-  const prepare = conn.prepare.bind(conn);
-  const kept = new Map<string, unknown>();
-  conn.prepare = (sql: string) => {
-    let statement = kept.get(sql);
-    if (statement !== undefined) {
-      kept.delete(sql); // most recently used goes last
-    } else {
-      statement = prepare(sql);
-      if (kept.size >= PREPARED_STATEMENTS_KEPT) kept.delete(kept.keys().next().value!);
-    }
-    kept.set(sql, statement);
-    return statement;
-  };
 }
 
 /** How long a Postgres query may go unanswered before the connection is given up (a partition, not a slow query). */
@@ -82,33 +54,53 @@ function dropConnectionOnTimeout(conn: PgConnection): void {
   };
 }
 
+/*
+ * knex's own warnings ("Acquire connection error: <stack>", "Connection Error: …") go to console.log
+ * by default: multi-line stack traces on stdout, among the JSON log lines and in the CLI's result.
+ * They go to stderr instead, as one JSON line: the first line only (no stack, no SQL).
+ */
+const driverLog = pino({ level: process.env.LOG_LEVEL || 'info', base: undefined, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination(2));
+const driverWarning = (message: unknown) =>
+  driverLog.warn({ detail: String(message).split('\n')[0]!.replace(/^.* - /, '').slice(0, 300) }, 'database driver warning');
+const knexLog = { warn: driverWarning, error: driverWarning, deprecate: driverWarning, debug: () => {} };
+
 /**
  * A knex instance for DATABASE_URL. `queryTimeoutMs` (Postgres only) bounds how long a query may
  * wait for an answer; 0 lifts it, for migrations that may legitimately run long.
  */
 export function openDatabase(url: string, options: { queryTimeoutMs?: number } = {}): Db {
   if (databaseKind(url) === 'sqlite') {
-    return knexFactory({
+    const filename = sqliteFilename(url);
+    const db = knexFactory({
       client: 'better-sqlite3',
-      connection: { filename: sqliteFilename(url) },
+      log: knexLog,
+      connection: { filename },
       useNullAsDefault: true,
       pool: {
         afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: unknown) => void) {
-          // WAL: readers never block the writer; NORMAL sync survives a process crash (kill -9).
-          // busy_timeout: several processes may share one file.
-          conn.pragma('journal_mode = WAL');
-          conn.pragma('synchronous = NORMAL');
-          conn.pragma('busy_timeout = 5000');
-          conn.pragma('foreign_keys = ON');
-          cachePreparedStatements(conn);
+          configureSqlite(conn);
           done(null, conn);
         },
       },
     });
+    // An in-memory database exists only on knex's connection: nothing else can read it.
+    if (filename !== ':memory:') {
+      const reader = new SqliteReader(filename);
+      sqliteReaders.set(db, reader);
+      // knex.destroy() ends in its client's destroy(): close the reader there too.
+      const client = db.client as { destroy(callback?: unknown): Promise<void> };
+      const destroy = client.destroy.bind(client);
+      client.destroy = (callback?: unknown) => {
+        reader.close();
+        return destroy(callback);
+      };
+    }
+    return db;
   }
   const queryTimeoutMs = options.queryTimeoutMs ?? QUERY_TIMEOUT_MS;
   return knexFactory({
     client: 'pg',
+    log: knexLog,
     connection: {
       connectionString: url,
       // Fail fast when the database is unreachable instead of hanging requests.
@@ -128,6 +120,13 @@ export function openDatabase(url: string, options: { queryTimeoutMs?: number } =
     },
     acquireConnectionTimeout: 5000,
   });
+}
+
+const sqliteReaders = new WeakMap<object, SqliteReader>();
+
+/** The read connection of a SQLite database (see SqliteReader); none for Postgres, in-memory SQLite or a transaction. */
+export function sqliteReaderOf(db: Db | Knex.Transaction): SqliteReader | undefined {
+  return sqliteReaders.get(db);
 }
 
 export function dbKind(db: Db): DbKind {

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from './db.ts';
+import { placeholders, queryRows, readRows } from './sql.ts';
 
 /** An event ready to append: its envelope is final JSON text. */
 export interface NewEvent {
@@ -17,6 +18,8 @@ export interface StoredEvent {
 }
 
 const INSERT_CHUNK = 500;
+const BUMP_COUNTER = 'UPDATE feed_counters SET last_seq = last_seq + ? WHERE workspace_id = ? RETURNING last_seq';
+const SELECT_PAGE = 'SELECT seq, envelope FROM events WHERE workspace_id = ? AND seq > ? ORDER BY seq LIMIT ?';
 
 /**
  * Appends events to a workspace's feed inside the caller's transaction and returns the seq of the last one.
@@ -40,10 +43,7 @@ export async function appendEvents(
   storedAt: number,
 ): Promise<number> {
   if (events.length === 0) throw new Error('appendEvents needs at least one event');
-  const rows = (await trx('feed_counters')
-    .where({ workspace_id: workspaceId })
-    .update({ last_seq: trx.raw('last_seq + ?', [events.length]) })
-    .returning('last_seq')) as Array<{ last_seq: number | string }>;
+  const rows = await queryRows<{ last_seq: number | string }>(trx, BUMP_COUNTER, [events.length, workspaceId]);
   if (rows.length === 0) throw new Error(`workspace ${workspaceId} has no feed counter`);
   const lastSeq = Number(rows[0]!.last_seq);
   const firstSeq = lastSeq - events.length + 1;
@@ -144,23 +144,14 @@ function scheduleReadAhead(db: Db, q: PageQuery): void {
 }
 
 async function queryPage(db: Db | Knex.Transaction, q: PageQuery): Promise<StoredEvent[]> {
-  if (q.mailboxes === null) {
-    return db('events')
-      .select('seq', 'envelope')
-      .where('workspace_id', q.workspaceId)
-      .andWhere('seq', '>', q.afterSeq)
-      .orderBy('seq')
-      .limit(q.limit);
-  }
+  if (q.mailboxes === null) return readRows<StoredEvent>(db, SELECT_PAGE, [q.workspaceId, q.afterSeq, q.limit]);
   if (q.mailboxes.length === 0) return [];
   if (q.mailboxes.length > PER_MAILBOX_MERGE_MAX) {
-    return db('events')
-      .select('seq', 'envelope')
-      .where('workspace_id', q.workspaceId)
-      .whereIn('mailbox_id', q.mailboxes as string[])
-      .andWhere('seq', '>', q.afterSeq)
-      .orderBy('seq')
-      .limit(q.limit);
+    return readRows<StoredEvent>(
+      db,
+      `SELECT seq, envelope FROM events WHERE workspace_id = ? AND mailbox_id IN (${placeholders(q.mailboxes.length)}) AND seq > ? ORDER BY seq LIMIT ?`,
+      [q.workspaceId, ...q.mailboxes, q.afterSeq, q.limit],
+    );
   }
   const perMailbox = q.mailboxes
     .map(
@@ -169,15 +160,14 @@ async function queryPage(db: Db | Knex.Transaction, q: PageQuery): Promise<Store
     )
     .join(' UNION ALL ');
   const bindings = q.mailboxes.flatMap((mailbox) => [q.workspaceId, mailbox, q.afterSeq, q.limit]);
-  const rows = await db.raw(
+  return readRows<StoredEvent>(
+    db,
     `SELECT e.seq, e.envelope FROM events e
        JOIN (${perMailbox} ORDER BY seq LIMIT ?) picked ON e.seq = picked.seq
       WHERE e.workspace_id = ?
       ORDER BY e.seq`,
     [...bindings, q.limit, q.workspaceId],
   );
-  // knex.raw answers differently per driver: pg gives { rows }, better-sqlite3 the rows themselves.
-  return (Array.isArray(rows) ? rows : rows.rows) as StoredEvent[];
 }
 
 /** Events with these client-supplied ids already stored in the workspace. */

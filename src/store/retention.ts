@@ -1,22 +1,23 @@
 import type { Knex } from 'knex';
 import { dbKind, type Db } from './db.ts';
+import { placeholders, readRows } from './sql.ts';
 
 type Reader = Db | Knex.Transaction;
 
 /** The highest seq pruned from a workspace's feed (0 when nothing was): every seq up to it is gone. */
 export async function prunedThrough(db: Reader, workspaceId: string): Promise<number> {
-  const row = await db('feed_retention').select('pruned_through').where({ workspace_id: workspaceId }).first();
+  const [row] = await readRows<{ pruned_through: number }>(db, 'SELECT pruned_through FROM feed_retention WHERE workspace_id = ?', [workspaceId]);
   return Number(row?.pruned_through ?? 0);
 }
 
 /** The highest seq pruned among these mailboxes' events: what a restricted key may have missed. */
 export async function prunedThroughMailboxes(db: Reader, workspaceId: string, mailboxes: readonly string[]): Promise<number> {
   if (mailboxes.length === 0) return 0;
-  const row = await db('feed_retention_mailboxes')
-    .max({ through: 'pruned_through' })
-    .where({ workspace_id: workspaceId })
-    .whereIn('mailbox_id', mailboxes as string[])
-    .first();
+  const [row] = await readRows<{ through: number | null }>(
+    db,
+    `SELECT MAX(pruned_through) AS through FROM feed_retention_mailboxes WHERE workspace_id = ? AND mailbox_id IN (${placeholders(mailboxes.length)})`,
+    [workspaceId, ...mailboxes],
+  );
   return Number(row?.through ?? 0);
 }
 

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { WebhookAttempt, WebhookEndpoint } from '../../generated/types.ts';
 import { matchesTypes } from '../feed/type-filter.ts';
 import { dbKind, type Db } from '../store/db.ts';
+import { queryRows } from '../store/sql.ts';
 import { secretHint } from './signature.ts';
 
 type Reader = Db | Knex.Transaction;
@@ -61,7 +62,7 @@ export async function enqueueDeliveries(
 }
 
 export const enabledEndpoints = (trx: Reader, workspaceId: string): Promise<EndpointRow[]> =>
-  trx('webhook_endpoints').where({ workspace_id: workspaceId, enabled: true });
+  queryRows<EndpointRow>(trx, 'SELECT * FROM webhook_endpoints WHERE workspace_id = ? AND enabled = ?', [workspaceId, true]);
 
 /**
  * Leases up to `max` enabled endpoints that have deliveries due and no live lease. On Postgres the

@@ -1,0 +1,69 @@
+import Database from 'better-sqlite3';
+
+export type SqliteConnection = Database.Database;
+
+const PREPARED_STATEMENTS_KEPT = 256;
+
+/** Settings of every connection to the file: knex's writer and the reader below. */
+export function configureSqlite(conn: SqliteConnection): void {
+  // WAL: readers never block the writer; NORMAL sync survives a process crash (kill -9).
+  // busy_timeout: several processes may share one file.
+  conn.pragma('journal_mode = WAL');
+  conn.pragma('synchronous = NORMAL');
+  conn.pragma('busy_timeout = 5000');
+  conn.pragma('foreign_keys = ON');
+  cachePreparedStatements(conn);
+}
+
+/**
+ * knex's better-sqlite3 client prepares every statement anew (`connection.prepare(sql)` per query),
+ * and compiling SQL is a good part of a small query's cost. The statements of this service are a
+ * few fixed texts, so keep the most recently used prepared statements of the connection. Safe
+ * because better-sqlite3 runs a statement to completion synchronously (`all`/`run`) and resets it,
+ * and SQLite re-prepares a statement by itself when the schema changes.
+ */
+function cachePreparedStatements(conn: SqliteConnection): void {
+  const prepare = conn.prepare.bind(conn);
+  const kept = new Map<string, Database.Statement>();
+  conn.prepare = ((sql: string) => {
+    let statement = kept.get(sql);
+    if (statement !== undefined) {
+      kept.delete(sql); // most recently used goes last
+    } else {
+      statement = prepare(sql);
+      if (kept.size >= PREPARED_STATEMENTS_KEPT) kept.delete(kept.keys().next().value!);
+    }
+    kept.set(sql, statement);
+    return statement;
+  }) as typeof conn.prepare;
+}
+
+/**
+ * A second connection to the file, for reads outside transactions: the hot reads (keys, pages,
+ * retention watermarks). knex has one connection to SQLite and a write transaction holds it until
+ * it commits, so a read through knex waits behind every write. In WAL mode this connection reads
+ * the last committed state without waiting for the writer; better-sqlite3 runs each statement to
+ * completion synchronously, so it needs no pool. It is opened on first use and closed with the
+ * knex instance.
+ */
+export class SqliteReader {
+  #conn: SqliteConnection | undefined;
+
+  constructor(private readonly filename: string) {}
+
+  rows<T>(sql: string, bindings: readonly unknown[]): T[] {
+    if (!this.#conn) {
+      const conn = new Database(this.filename);
+      configureSqlite(conn);
+      conn.pragma('query_only = ON');
+      this.#conn = conn;
+    }
+    // better-sqlite3 binds numbers, strings, bigints, buffers and null; SQLite has no booleans.
+    return this.#conn.prepare(sql).all(bindings.map((b) => (typeof b === 'boolean' ? Number(b) : b))) as T[];
+  }
+
+  close(): void {
+    this.#conn?.close();
+    this.#conn = undefined;
+  }
+}
