@@ -18,7 +18,7 @@ async function ceiling(c: { databaseUrl: string; workspaceId: string; limit: num
   const db = openDatabase(c.databaseUrl);
   const q = { workspaceId: c.workspaceId, limit: c.limit, mailboxes: null };
   let after = 0;
-  for (let i = 0; i < c.warmupPages; i++) after = Number((await readPage(db, { ...q, afterSeq: after })).at(-1)?.seq ?? after);
+  for (let i = 0; i < c.warmupPages; i++) after = (await readPage(db, { ...q, afterSeq: after })).lastSeq ?? after;
   const runs = [];
   for (let r = 0; r < c.runs; r++) {
     let events = 0;
@@ -29,11 +29,11 @@ async function ceiling(c: { databaseUrl: string; workspaceId: string; limit: num
     const cpu0 = process.cpuUsage();
     for (;;) {
       pages++;
-      const rows = await readPage(db, { ...q, afterSeq: after });
-      if (rows.length === 0) break;
-      for (const row of rows) bytes += row.envelope.length;
-      events += rows.length;
-      after = Number(rows.at(-1)!.seq);
+      const page = await readPage(db, { ...q, afterSeq: after });
+      if (page.count === 0) break;
+      bytes += page.events.length;
+      events += page.count;
+      after = page.lastSeq!;
     }
     const seconds = (now() - started) / 1000;
     const cpu = process.cpuUsage(cpu0);
@@ -45,8 +45,8 @@ async function ceiling(c: { databaseUrl: string; workspaceId: string; limit: num
   // close a client that parses its pages can come to it.
   const texts: string[] = [];
   for (let i = 0; i < 40; i++) {
-    const rows = await readPage(db, { ...q, afterSeq: Math.floor((i / 40) * Math.max(0, c.expectEvents - c.limit)) });
-    texts.push(feedPageJson({ events: rows.map((r) => r.envelope), next_cursor: 'AQAAAAAAAAACMDFNN1oyODM2NUFLUzdXNktIU0RNV1RWUlqdZWj85T5IUO3Zdfej4Zb_' }));
+    const page = await readPage(db, { ...q, afterSeq: Math.floor((i / 40) * Math.max(0, c.expectEvents - c.limit)) });
+    texts.push(Buffer.concat(feedPageJson({ events: page, next_cursor: 'AQAAAAAAAAACMDFNN1oyODM2NUFLUzdXNktIU0RNV1RWUlqdZWj85T5IUO3Zdfej4Zb_' })).toString('utf8'));
   }
   for (const t of texts) JSON.parse(t);
   const t0 = now();

@@ -19,7 +19,7 @@ import knexFactory from 'knex';
 import { CursorCodec } from '../src/feed/cursor.ts';
 import { openDatabase, type Db } from '../src/store/db.ts';
 import { feedPageJson } from '../src/feed/page.ts';
-import { readPage } from '../src/store/events.ts';
+import { readPage, readPageRows } from '../src/store/events.ts';
 import { migrateLatest } from '../src/store/migrate.ts';
 import { sharedCursorSecret } from '../src/store/settings.ts';
 import { cpuSecondsOf, machineLoad, memoryOf, ROOT, runClient, sampleLoad, sampleMemory, startFloorServer, startServer, type MemoryPhase } from './processes.ts';
@@ -166,7 +166,7 @@ async function redisPeer(db: Db, seeded: Seeded) {
     let after = 0;
     let loaded = 0;
     for (;;) {
-      const rows = await readPage(db, { workspaceId: seeded.workspaceId, afterSeq: after, limit: 5000, mailboxes: null });
+      const rows = await readPageRows(db, { workspaceId: seeded.workspaceId, afterSeq: after, limit: 5000, mailboxes: null });
       if (rows.length === 0) break;
       const pipeline = redis.pipeline();
       for (const row of rows) pipeline.xadd(key, '*', 'e', row.envelope);
@@ -246,8 +246,8 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
         const pageFile = join(mkdtempSync(join(tmpdir(), 'event-feed-bench-page-')), 'page.json');
         const readDb = openDatabase(database.url);
         try {
-          const rows = await readPage(readDb, { workspaceId: seeded.workspaceId, afterSeq: Math.floor(N / 2), limit: 500, mailboxes: null });
-          writeFileSync(pageFile, feedPageJson({ events: rows.map((r) => r.envelope), next_cursor: codec.encode(seeded.workspaceId, Number(rows.at(-1)!.seq)) }));
+          const page = await readPage(readDb, { workspaceId: seeded.workspaceId, afterSeq: Math.floor(N / 2), limit: 500, mailboxes: null });
+          writeFileSync(pageFile, Buffer.concat(feedPageJson({ events: page, next_cursor: codec.encode(seeded.workspaceId, page.lastSeq!) })));
         } finally {
           await readDb.destroy();
         }

@@ -85,10 +85,10 @@ export interface ServerProcess {
 /** `node bin/event-feed.js serve` on `databaseUrl`, rate limiting off, warn-level logs; waits for /healthz. */
 export async function startServer(databaseUrl: string, options: { cpuProfileDir?: string; root?: string } = {}): Promise<ServerProcess> {
   const port = await freePort();
-  const args = [...(options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : []), 'bin/event-feed.js', 'serve'];
+  const args = [...(process.env.SERVER_NODE_ARGS ? process.env.SERVER_NODE_ARGS.split(' ') : []), ...(options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : []), 'bin/event-feed.js', 'serve'];
   const child = spawn(process.execPath, args, {
     cwd: options.root ?? ROOT,
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0' },
+    env: { ...process.env, ...(process.env.SERVER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SERVER_NODE_OPTIONS } : {}), DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';

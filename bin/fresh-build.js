@@ -2,10 +2,10 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
+const packageRoot = fileURLToPath(new URL('..', import.meta.url));
 
 /** Whether dist/ (npm run build) holds every source as it is now: built after the last change to src/ or generated/. */
-export function freshBuild() {
+export function freshBuild(root = packageRoot) {
   let builtMs;
   try {
     builtMs = statSync(join(root, 'dist', 'BUILT')).mtimeMs;

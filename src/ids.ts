@@ -1,23 +1,34 @@
 import { randomBytes } from 'node:crypto';
 import { monotonicFactory } from 'ulidx';
 
+/*
+ * Random bytes come from a pool refilled 4 KiB at a time: ulidx asks the system for one byte per
+ * character of an id (16 getrandom calls per event id), and a request id needs 9 bytes. The pool
+ * is the same cryptographic source, drawn in bulk.
+ */
+const POOL_SIZE = 4096;
+let pool = Buffer.alloc(0);
+let offset = 0;
+function takeRandom(count: number): number {
+  if (offset + count > pool.length) {
+    pool = randomBytes(POOL_SIZE);
+    offset = 0;
+  }
+  offset += count;
+  return offset - count;
+}
+
 // Monotonic: ids made in the same millisecond still sort in creation order.
-const ulid = monotonicFactory();
+const ulid = monotonicFactory(() => {
+  const at = takeRandom(1); // first: it may refill the pool
+  return pool[at]! / 256;
+});
 
 export const newEventId = (ms?: number) => `evt_${ulid(ms)}`;
 export const newWorkspaceId = () => `ws_${ulid()}`;
 export const newKeyId = () => `key_${ulid()}`;
 export const newWebhookEndpointId = () => `whe_${ulid()}`;
-
-// Request ids come from a pool of random bytes: one getrandom call per 455 requests, not one each.
-const REQUEST_ID_BYTES = 9;
-let pool = Buffer.alloc(0);
-let offset = 0;
-export function newRequestId(): string {
-  if (offset + REQUEST_ID_BYTES > pool.length) {
-    pool = randomBytes(REQUEST_ID_BYTES * 455);
-    offset = 0;
-  }
-  offset += REQUEST_ID_BYTES;
-  return `req_${pool.toString('base64url', offset - REQUEST_ID_BYTES, offset)}`;
-}
+export const newRequestId = () => {
+  const at = takeRandom(9);
+  return `req_${pool.toString('base64url', at, at + 9)}`;
+};

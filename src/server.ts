@@ -27,7 +27,7 @@ export interface RunningServer {
 /** Opens the database, migrates it, optionally seeds the demo, and listens. */
 export async function startServer(config: Config, log: Logger, options: { seedDemo?: boolean; clock?: Clock } = {}): Promise<RunningServer> {
   await migrateDatabase(config.databaseUrl, log);
-  const db = openDatabase(config.databaseUrl);
+  const db = openDatabase(config.databaseUrl, { checkpointInBackground: true });
   let services: AppServices, demo: DemoWorkspace | undefined, server: Server;
   try {
     services = await createServices(db, config, options.clock);

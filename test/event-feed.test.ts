@@ -456,9 +456,13 @@ for (const { kind, create, skip } of await databaseKinds()) {
       });
 
       it('answers an unknown path under /v1 with 404 and a GET with 405, with error bodies', async () => {
-        for (const path of ['/v1/nope', '/v1/event_feed/extra', '/v1/', '/v1/EVENT_FEED']) {
+        for (const path of ['/v1/nope', '/v1/event_feed/extra', '/v1/', '/v1/EVENT_FEED', '/V1/event_feed', '/v1//event_feed']) {
           assertError(await server.post(path, {}, readKey), 404, 'invalid_argument', undefined, path);
         }
+        // Outside /v1 too: a JSON error body, never express's HTML page.
+        assertError(await server.post('/nowhere', {}, readKey), 404, 'invalid_argument', /openapi\.json/, '/nowhere');
+        // A trailing slash is the same route, as clients add one.
+        assert.equal((await server.post(`${FEED}/`, {}, readKey)).status, 200);
         const get = await raw(server, FEED, { headers: { authorization: `Bearer ${readKey}` } });
         assertError(get, 405, 'invalid_argument', /POST/, 'GET');
         assert.equal(get.headers.get('allow'), 'POST');

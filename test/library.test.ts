@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ApiError, migrateLatest, openDatabase, publish } from '../src/library.ts';
 import type { Db } from '../src/store/db.ts';
-import { readPage } from '../src/store/events.ts';
+import { readPageRows } from '../src/store/events.ts';
 import { createWorkspace } from '../src/store/workspaces.ts';
 import { sampleEvent } from './support/contract.ts';
 import { databaseKinds, type TestDatabase } from './support/databases.ts';
@@ -40,7 +40,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
     });
 
     const newWorkspace = async () => (await createWorkspace(db, 'library test', false, Date.now())).id;
-    const feed = async (ws: string) => readPage(db, { workspaceId: ws, afterSeq: 0, limit: 500, mailboxes: null });
+    const feed = async (ws: string) => readPageRows(db, { workspaceId: ws, afterSeq: 0, limit: 500, mailboxes: null });
     const counter = async (ws: string) => Number((await db('feed_counters').where({ workspace_id: ws }).first()).last_seq);
     /** A table of the caller's own, to show its writes and the events commit (or not) together. */
     const scratchTable = async () => {
@@ -86,7 +86,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
         await trx(orders).insert({ id: 'o_2', workspace_id: ws });
         // Inside the transaction the caller sees its events; other connections do not, yet (Postgres:
         // on SQLite the pool's one connection is this transaction's).
-        assert.equal((await readPage(trx, { workspaceId: ws, afterSeq: 0, limit: 10, mailboxes: null })).length, 3);
+        assert.equal((await readPageRows(trx, { workspaceId: ws, afterSeq: 0, limit: 10, mailboxes: null })).length, 3);
         if (kind === 'postgres') assert.deepEqual(await feed(ws), []);
         return result;
       });

@@ -14,11 +14,12 @@ import { after, before, describe, it } from 'node:test';
 import type { Knex } from 'knex';
 import type { EmitEventRequest } from '../generated/types.ts';
 import { CursorCodec } from '../src/feed/cursor.ts';
+import { pageEnvelopes } from '../src/feed/page.ts';
 import { publishInTransaction } from '../src/feed/publish.ts';
 import { migrateLatest, openDatabase } from '../src/library.ts';
 import { eventFeed } from '../src/operations/event-feed.ts';
 import type { Db } from '../src/store/db.ts';
-import { readPage } from '../src/store/events.ts';
+import { readPageRows } from '../src/store/events.ts';
 import { createWorkspace } from '../src/store/workspaces.ts';
 import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase, type TestDatabase } from './support/databases.ts';
@@ -67,7 +68,7 @@ const realScheme: Scheme = {
       },
       cursor === undefined ? { limit: 100 } : { after: cursor, limit: 100 },
     );
-    return { ids: page.events.map(idOf), cursor: page.next_cursor };
+    return { ids: pageEnvelopes(page.events).map((e) => e.id), cursor: page.next_cursor };
   },
   async committed(db, workspaceId) {
     const rows = await db('events').select('id').where({ workspace_id: workspaceId }).orderBy('seq');
@@ -341,7 +342,7 @@ describe('gap-free ordering on postgres', { skip: !(await postgresAvailable()) &
       while (drained.size < workspaces.length) {
         const ws = workspaces[rand(workspaces.length)]!;
         const finalPass = writersDone;
-        const rows = await readPage(dbReader, { workspaceId: ws, afterSeq: cursors.get(ws)!, limit: 1 + rand(20), mailboxes: null });
+        const rows = await readPageRows(dbReader, { workspaceId: ws, afterSeq: cursors.get(ws)!, limit: 1 + rand(20), mailboxes: null });
         for (const row of rows) seen.get(ws)!.push({ seq: Number(row.seq), id: idOf(row.envelope) });
         if (rows.length) cursors.set(ws, Number(rows.at(-1)!.seq));
         if (finalPass && rows.length === 0) drained.add(ws);

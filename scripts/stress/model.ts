@@ -121,7 +121,7 @@ export function readPrincipal(ws: string, mailboxes: string[] | null): Principal
 }
 
 /** Parses an envelope as the feed serves it. */
-export function seenFromEnvelope(envelope: string): SeenEvent {
-  const e = JSON.parse(envelope) as { id: string; account: string; subject: { refs: { mailbox_id?: string } } };
+export function seenFromEnvelope(envelope: string | object): SeenEvent {
+  const e = (typeof envelope === 'string' ? JSON.parse(envelope) : envelope) as { id: string; account: string; subject: { refs: { mailbox_id?: string } } };
   return { id: e.id, ws: e.account, mailbox: e.subject.refs.mailbox_id ?? null };
 }

@@ -1,6 +1,7 @@
 /** The store under test: the real append path (publishInTransaction) and the real read operation (eventFeed). */
 import { CursorCodec } from '../../src/feed/cursor.ts';
 import { publishInTransaction } from '../../src/feed/publish.ts';
+import { pageEnvelopes } from '../../src/feed/page.ts';
 import { eventFeed } from '../../src/operations/event-feed.ts';
 import { seenFromEnvelope, type FeedStore } from './model.ts';
 
@@ -18,7 +19,7 @@ export const realStore: FeedStore = {
       { db, cursors: codec, principal },
       after === undefined ? { limit } : { after, limit },
     );
-    return { events: page.events.map(seenFromEnvelope), nextCursor: page.next_cursor };
+    return { events: pageEnvelopes(page.events).map(seenFromEnvelope), nextCursor: page.next_cursor };
   },
   cursorKey: (ws, cursor) => codec.decode(ws, cursor),
   async truth(db) {

@@ -5,8 +5,8 @@ import { loadSpec } from './spec.ts';
 import { describeValidationErrors } from './validation-errors.ts';
 
 /**
- * Validates an operation's request body against the contract, for the entry points that do not
- * come through openapi-backend (MCP tools, the library). Same Ajv, same schema, same messages.
+ * Validates an operation's request body against the contract, for every entry point (HTTP, MCP
+ * tools, the library): one compiled schema per operation, the same verdicts, the same messages.
  */
 export class RequestValidator {
   readonly #validators = new Map<string, ValidateFunction>();

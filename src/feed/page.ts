@@ -1,16 +1,25 @@
-import type { EventFeedResponse } from '../../generated/types.ts';
+import type { components } from '../../generated/types.ts';
+import type { StoredPage } from '../store/events.ts';
+
+type EventEnvelope = components['schemas']['EventEnvelope'];
 
 /** A feed page whose events are still the stored JSON text of their envelopes. */
 export interface FeedPage {
-  events: string[];
+  events: StoredPage;
   next_cursor: string;
 }
 
-/** The response body, spliced from stored text: no envelope is parsed or re-serialized. */
-export function feedPageJson(page: FeedPage): string {
-  return `{"events":[${page.events.join(',')}],"next_cursor":${JSON.stringify(page.next_cursor)}}`;
+const OPEN = Buffer.from('{"events":[');
+
+/**
+ * The response body, spliced from the stored bytes: no envelope is parsed or re-serialized, and
+ * the page is not even copied (the chunks are written one after the other).
+ */
+export function feedPageJson(page: FeedPage): Buffer[] {
+  return [OPEN, page.events.events, Buffer.from(`],"next_cursor":${JSON.stringify(page.next_cursor)}}`)];
 }
 
-export function feedPageObject(page: FeedPage): EventFeedResponse {
-  return JSON.parse(feedPageJson(page)) as EventFeedResponse;
+/** The page's envelopes, parsed (for the readers that need them one by one: tests, the stress harness). */
+export function pageEnvelopes(page: StoredPage): EventEnvelope[] {
+  return JSON.parse(`[${page.events.toString('utf8')}]`) as EventEnvelope[];
 }

@@ -7,9 +7,9 @@ import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
 import type { AppServices } from '../operations/context.ts';
 import { DEFAULT_LIMIT } from '../operations/event-feed.ts';
-import { operations } from '../operations/registry.ts';
+import { operations, outcomeText } from '../operations/registry.ts';
 import { requirePermission } from '../operations/context.ts';
-import { permissionByOperation } from '../contract/permissions.ts';
+import { operationById } from '../contract/operations.ts';
 import { summarizeFeedPage } from './text/feed-summary.ts';
 import { summarizeListPage } from './text/list-events-summary.ts';
 
@@ -38,12 +38,11 @@ export async function callTool(
     services.rateLimiter.take(principal.keyId);
     if (!knownTools.has(name)) throw invalidArgument(`unknown tool "${name.slice(0, 60)}"; tools/list gives the available tools`);
     // As over HTTP: a key without the permission is refused before its arguments are looked at.
-    const needed = permissionByOperation.get(name);
-    if (needed) requirePermission(principal, needed);
+    requirePermission(principal, operationById(name)!.permission);
     // Omitted arguments mean none; anything else that is not an object is refused, as over HTTP.
     const input = services.requestValidator.check<any>(name, args === undefined ? {} : args);
     const outcome = await operations[name]!({ ...services, principal }, input);
-    const structuredContent = JSON.parse(outcome.json) as Record<string, unknown>;
+    const structuredContent = JSON.parse(outcomeText(outcome.json)) as Record<string, unknown>;
     return { content: [{ type: 'text', text: describers[name]!(structuredContent, input) }], structuredContent };
   } catch (err) {
     const { body } = toErrorBody(err, requestId);

@@ -18,15 +18,13 @@ export async function eventFeed(ctx: Pick<OperationContext, 'db' | 'cursors' | '
   // Without a cursor, start right after what retention removed: the oldest retained event.
   const afterSeq = input.after === undefined ? await prunedThrough(ctx.db, workspaceId) : ctx.cursors.decode(workspaceId, input.after);
 
-  const rows = await readPage(ctx.db, { workspaceId, afterSeq, limit, mailboxes });
+  const page = await readPage(ctx.db, { workspaceId, afterSeq, limit, mailboxes });
 
   if (input.after !== undefined) await assertCursorNotExpired(ctx.db, workspaceId, mailboxes, afterSeq);
 
-  const last = rows.at(-1);
   // Nothing new: hand back the caller's own cursor, byte for byte. A restricted key's cursor
   // follows the last event it was given, so it echoes even while other mailboxes move on.
-  const next_cursor = last
-    ? ctx.cursors.encode(workspaceId, last.seq)
-    : (input.after ?? ctx.cursors.encode(workspaceId, afterSeq));
-  return { events: rows.map((row) => row.envelope), next_cursor };
+  const next_cursor =
+    page.lastSeq !== undefined ? ctx.cursors.encode(workspaceId, page.lastSeq) : (input.after ?? ctx.cursors.encode(workspaceId, afterSeq));
+  return { events: page, next_cursor };
 }

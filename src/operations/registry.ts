@@ -8,9 +8,9 @@ import { listWebhooks } from './list-webhooks.ts';
 import { redeliverWebhook } from './redeliver-webhook.ts';
 import { setWebhook } from './set-webhook.ts';
 
-/** What an operation answers: its response body as JSON text, and whether it created something. */
+/** What an operation answers: its response body as JSON text (or chunks of its UTF-8 bytes), and whether it created something. */
 export interface OperationOutcome {
-  json: string;
+  json: string | Buffer[];
   created: boolean;
 }
 
@@ -29,3 +29,6 @@ export const operations: Record<string, OperationRunner> = {
   },
   list_events: async (ctx, input: ListEventsRequest) => ({ json: listPageJson(await listEvents(ctx, input)), created: false }),
 };
+
+/** An outcome's body as one string (for the transports that need the object, not the bytes). */
+export const outcomeText = (json: OperationOutcome['json']): string => (typeof json === 'string' ? json : Buffer.concat(json).toString('utf8'));

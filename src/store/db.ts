@@ -1,15 +1,22 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
-import pg from 'pg';
+import { createRequire } from 'node:module';
 import pino from 'pino';
-import { configureSqlite, SqliteReader, type SqliteConnection } from './sqlite-connection.ts';
+import { configureSqlite, SqliteReader, WalCheckpointer, type SqliteConnection } from './sqlite-connection.ts';
 
 export type Db = Knex;
 export type DbKind = 'sqlite' | 'postgres';
 
-// int8 (bigint) columns hold sequence numbers and epoch milliseconds, far below 2^53: read them as numbers.
-pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
+// pg is loaded with the first Postgres database only: a SQLite service does without it (~5 MB).
+let pgReady = false;
+function preparePg(): void {
+  if (pgReady) return;
+  const pg = createRequire(import.meta.url)('pg') as typeof import('pg');
+  // int8 (bigint) columns hold sequence numbers and epoch milliseconds, far below 2^53: read them as numbers.
+  pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
+  pgReady = true;
+}
 
 export function databaseKind(url: string): DbKind {
   if (url.startsWith('sqlite:')) return 'sqlite';
@@ -68,9 +75,11 @@ const knexLog = { warn: driverWarning, error: driverWarning, deprecate: driverWa
  * A knex instance for DATABASE_URL. `queryTimeoutMs` (Postgres only) bounds how long a query may
  * wait for an answer; 0 lifts it, for migrations that may legitimately run long.
  */
-export function openDatabase(url: string, options: { queryTimeoutMs?: number } = {}): Db {
+export function openDatabase(url: string, options: { queryTimeoutMs?: number; checkpointInBackground?: boolean } = {}): Db {
   if (databaseKind(url) === 'sqlite') {
     const filename = sqliteFilename(url);
+    // A long-running server checkpoints the WAL off its event loop (WalCheckpointer); others as SQLite does.
+    const checkpointer = options.checkpointInBackground && filename !== ':memory:' ? new WalCheckpointer(filename, (reason) => onCheckpointFailure(reason)) : undefined;
     const db = knexFactory({
       client: 'better-sqlite3',
       log: knexLog,
@@ -79,6 +88,7 @@ export function openDatabase(url: string, options: { queryTimeoutMs?: number } =
       pool: {
         afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: unknown) => void) {
           configureSqlite(conn);
+          if (checkpointer) conn.pragma('wal_autocheckpoint = 0');
           done(null, conn);
         },
       },
@@ -91,12 +101,19 @@ export function openDatabase(url: string, options: { queryTimeoutMs?: number } =
       const client = db.client as { destroy(callback?: unknown): Promise<void> };
       const destroy = client.destroy.bind(client);
       client.destroy = (callback?: unknown) => {
+        checkpointer?.stop();
         reader.close();
         return destroy(callback);
       };
     }
+    const onCheckpointFailure = (reason: string) => {
+      driverLog.warn({ detail: reason.slice(0, 300) }, 'WAL checkpoints are back in the writing connection');
+      void db.raw('PRAGMA wal_autocheckpoint = 1000').catch(() => {});
+    };
+    checkpointer?.start();
     return db;
   }
+  preparePg();
   const queryTimeoutMs = options.queryTimeoutMs ?? QUERY_TIMEOUT_MS;
   return knexFactory({
     client: 'pg',

@@ -1,4 +1,6 @@
 import Database from 'better-sqlite3';
+import { Worker } from 'node:worker_threads';
+import { packageFile } from '../paths.ts';
 
 export type SqliteConnection = Database.Database;
 
@@ -65,5 +67,61 @@ export class SqliteReader {
   close(): void {
     this.#conn?.close();
     this.#conn = undefined;
+  }
+}
+
+/** How often the WAL is checkpointed (off the main thread); the WAL holds at most this much of writes. */
+export const CHECKPOINT_INTERVAL_MS = 500;
+
+/**
+ * Moves WAL checkpoints off the event loop. SQLite checkpoints in the connection that commits once
+ * the WAL passes 1000 pages: the commit then copies the WAL into the database file and syncs it,
+ * blocking every request for milliseconds (40 ms seen under load). The service's connections have
+ * automatic checkpoints off, and a worker thread with its own connection checkpoints every
+ * CHECKPOINT_INTERVAL_MS (PASSIVE: it never blocks readers or writers). If the worker fails, the
+ * writer connection gets its automatic checkpoints back.
+ */
+export class WalCheckpointer {
+  #worker: Worker | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #busy = false;
+
+  constructor(
+    private readonly filename: string,
+    private readonly onFailure: (reason: string) => void,
+  ) {}
+
+  start(): void {
+    const worker = new Worker(packageFile('src/store/checkpoint-worker.cjs'), {
+      workerData: { filename: this.filename },
+      // It holds one statement's worth of data: keep its heap small.
+      resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 },
+    });
+    worker.unref();
+    worker.on('message', (message: { ok: boolean; error?: string }) => {
+      this.#busy = false;
+      if (!message.ok) this.#fail(`checkpoint failed: ${message.error}`);
+    });
+    worker.on('error', (err) => this.#fail(err.message));
+    worker.on('exit', (code) => this.#worker && this.#fail(`checkpoint worker exited (${code})`));
+    this.#worker = worker;
+    this.#timer = setInterval(() => {
+      if (this.#busy) return;
+      this.#busy = true;
+      worker.postMessage(0);
+    }, CHECKPOINT_INTERVAL_MS);
+    this.#timer.unref();
+  }
+
+  #fail(reason: string): void {
+    this.stop();
+    this.onFailure(reason);
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    const worker = this.#worker;
+    this.#worker = undefined;
+    void worker?.terminate();
   }
 }

@@ -1,0 +1,36 @@
+import type { Permission } from '../auth/principal.ts';
+import { loadSpec } from './spec.ts';
+
+/** An operation of the contract: where it is served and what it requires. */
+export interface ContractOperation {
+  operationId: string;
+  method: string;
+  path: string;
+  /** `x-permission`: what a key needs to call it. */
+  permission: Permission;
+}
+
+const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
+
+/** Every operation of the contract (generated/openapi.json), read once. */
+export const contractOperations: readonly ContractOperation[] = Object.entries<Record<string, any>>(loadSpec().paths).flatMap(([path, item]) =>
+  Object.entries<any>(item)
+    .filter(([method, operation]) => HTTP_METHODS.has(method) && operation?.operationId)
+    .map(([method, operation]) => ({ operationId: operation.operationId, method: method.toUpperCase(), path, permission: operation['x-permission'] as Permission })),
+);
+
+const byId = new Map(contractOperations.map((operation) => [operation.operationId, operation]));
+const byPath = new Map<string, ContractOperation[]>();
+for (const operation of contractOperations) byPath.set(operation.path, [...(byPath.get(operation.path) ?? []), operation]);
+
+export const operationById = (operationId: string): ContractOperation | undefined => byId.get(operationId);
+
+/**
+ * The operation served at this method and path; `methodNotAllowed` when the path exists with other
+ * methods. The contract's paths have no parameters: a route is an exact path (a trailing slash
+ * aside, as clients add one).
+ */
+export function routeOf(method: string, path: string): { operation?: ContractOperation; allowed: string[] } {
+  const operations = byPath.get(path) ?? byPath.get(path.endsWith('/') ? path.slice(0, -1) : `${path}/`) ?? [];
+  return { operation: operations.find((operation) => operation.method === method), allowed: operations.map((operation) => operation.method) };
+}
