@@ -25,7 +25,7 @@ describe('SQLite writers in several processes', () => {
     try {
       const started = Date.now();
       await writeTransaction(db, async (trx) => {
-        await findByIds(trx, 'ws_none', ['evt_x']); // a read first, as publishInTransaction does
+        await findByIds(trx, [{ workspaceId: 'ws_none', ids: ['evt_x'] }]); // a read first, as publishInTransaction does
         await trx('settings').insert({ key: 'contention-test', value: 'written' });
       });
       assert.ok(Date.now() - started >= 500, 'it waited for the lock');

@@ -4,7 +4,7 @@ import stringify from 'safe-stable-stringify';
 import type { EmitEventRequest } from '../../generated/types.ts';
 import { ApiError, invalidArgument } from '../errors.ts';
 import { newEventId } from '../ids.ts';
-import { appendEvents, findByIds, type NewEvent } from '../store/events.ts';
+import { appendEvents, findByIds, type NewEvent, type WorkspaceAppend } from '../store/events.ts';
 import { enabledEndpoints, enqueueDeliveries } from '../webhooks/store.ts';
 
 export interface PublishedEvent {
@@ -33,44 +33,55 @@ export async function publishInTransaction(
   if (new Set(prepared.map((event) => event.id)).size !== prepared.length) {
     throw invalidArgument('the same event id appears twice in one publish call');
   }
-  const outcomes = await appendPrepared(trx, workspaceId, prepared, now.getTime());
-  const failed = outcomes.find((outcome) => outcome instanceof ApiError);
+  const [outcomes] = await appendPrepared(trx, [{ workspaceId, events: prepared }], now.getTime());
+  const failed = outcomes!.find((outcome) => outcome instanceof ApiError);
   if (failed) throw failed;
   return outcomes as PublishedEvent[];
 }
 
 /**
- * Appends prepared events (distinct ids) to one workspace's feed, in order. An event whose
- * client-supplied id is already stored comes back as that stored event when the content is the
- * same (an idempotent replay) and as an invalid_argument error otherwise; the others are appended.
+ * Appends prepared events to workspaces' feeds, in order within each workspace (ids distinct per
+ * workspace). An event whose client-supplied id is already stored comes back as that stored event
+ * when the content is the same (an idempotent replay) and as an invalid_argument error otherwise;
+ * the others are appended. One answer per event, in the shape of `appends`. Whatever the number of
+ * workspaces, it is a handful of statements: stored ids, webhook endpoints, counters, events, deliveries.
  */
 export async function appendPrepared(
   trx: Knex.Transaction,
-  workspaceId: string,
-  prepared: NewEvent[],
+  appends: WorkspaceAppend[],
   storedAt: number,
-): Promise<Array<PublishedEvent | ApiError>> {
-  const clientIds = prepared.filter((event) => event.idempotencyHash !== null).map((event) => event.id);
-  const stored = new Map((await findByIds(trx, workspaceId, clientIds)).map((row) => [row.id, row]));
+): Promise<Array<Array<PublishedEvent | ApiError>>> {
+  const storedRows = await findByIds(
+    trx,
+    appends.map(({ workspaceId, events }) => ({ workspaceId, ids: events.filter((event) => event.idempotencyHash !== null).map((event) => event.id) })),
+  );
+  const stored = new Map(storedRows.map((row) => [`${row.workspace_id} ${row.id}`, row]));
 
-  const fresh: NewEvent[] = [];
-  const outcomes = prepared.map((event): PublishedEvent | ApiError => {
-    const existing = stored.get(event.id);
-    if (!existing) {
-      fresh.push(event);
-      return { envelope: event.envelope, created: true };
-    }
-    if (existing.idempotency_hash !== event.idempotencyHash) {
-      return invalidArgument(`event id ${event.id} was already used for an event with other content`);
-    }
-    return { envelope: existing.envelope, created: false };
+  const fresh: WorkspaceAppend[] = [];
+  const outcomes = appends.map(({ workspaceId, events }) => {
+    const freshEvents: NewEvent[] = [];
+    const answers = events.map((event): PublishedEvent | ApiError => {
+      const existing = stored.get(`${workspaceId} ${event.id}`);
+      if (!existing) {
+        freshEvents.push(event);
+        return { envelope: event.envelope, created: true };
+      }
+      if (existing.idempotency_hash !== event.idempotencyHash) {
+        return invalidArgument(`event id ${event.id} was already used for an event with other content`);
+      }
+      return { envelope: existing.envelope, created: false };
+    });
+    if (freshEvents.length > 0) fresh.push({ workspaceId, events: freshEvents });
+    return answers;
   });
   if (fresh.length > 0) {
-    // Read before the append, so the counter row lock (taken by the append) covers only the inserts.
-    const endpoints = await enabledEndpoints(trx, workspaceId);
-    const lastSeq = await appendEvents(trx, workspaceId, fresh, storedAt);
-    const firstSeq = lastSeq - fresh.length + 1;
-    await enqueueDeliveries(trx, endpoints, fresh.map((event, i) => ({ seq: firstSeq + i, id: event.id, type: event.type })), storedAt);
+    // Read before the append, so the counter row locks (taken by the append) cover only the inserts.
+    const endpoints = await enabledEndpoints(trx, fresh.map((a) => a.workspaceId));
+    const firstSeqs = await appendEvents(trx, fresh, storedAt);
+    const appended = fresh.flatMap(({ workspaceId, events }) =>
+      events.map((event, i) => ({ workspaceId, seq: firstSeqs.get(workspaceId)! + i, id: event.id, type: event.type })),
+    );
+    await enqueueDeliveries(trx, endpoints, appended, storedAt);
   }
   return outcomes;
 }

@@ -48,8 +48,15 @@ const AGGREGATE_PAGE = {
   postgres: "SELECT string_agg(envelope, ',' ORDER BY seq) AS events, count(*) AS count, max(seq) AS last FROM",
 };
 
+/** One workspace's share of an append: its events, in the order they take in its feed. */
+export interface WorkspaceAppend {
+  workspaceId: string;
+  events: NewEvent[];
+}
+
 /**
- * Appends events to a workspace's feed inside the caller's transaction and returns the seq of the last one.
+ * Appends events to workspaces' feeds inside the caller's transaction and returns, per workspace,
+ * the seq of its first new event.
  *
  * Why this cannot leave a gap a reader could skip: seq values come from the workspace's row in
  * `feed_counters`, incremented here. The UPDATE takes that row's lock and keeps it until the
@@ -60,35 +67,67 @@ const AGGREGATE_PAGE = {
  * (A plain sequence or autoincrement hands ids out at insert time, before commit: the write that
  * took 41 can commit after the one that took 42 and a reader past 42 never sees it.)
  *
- * The counter is touched by the last statements of the transaction, so its lock is held only for
- * the insert that follows. On SQLite the single writer gives the same order through the same code.
+ * The counters are touched by the last statements of the transaction, so their locks are held only
+ * for the inserts that follow. Several workspaces take one statement for their counters and one for
+ * their events (a batch of emits costs a few round trips, not a few per workspace), and their
+ * counter rows are locked in workspace order, the one order every writer uses, so two transactions
+ * never wait for each other in a cycle. On SQLite the single writer gives the same order through
+ * the same code.
  */
-export async function appendEvents(
-  trx: Knex.Transaction,
-  workspaceId: string,
-  events: NewEvent[],
-  storedAt: number,
-): Promise<number> {
-  if (events.length === 0) throw new Error('appendEvents needs at least one event');
-  const rows = await queryRows<{ last_seq: number | string }>(trx, BUMP_COUNTER, [events.length, workspaceId]);
-  if (rows.length === 0) throw new Error(`workspace ${workspaceId} has no feed counter`);
-  const lastSeq = Number(rows[0]!.last_seq);
-  const firstSeq = lastSeq - events.length + 1;
-  const records = events.map((event, i) => ({
-    workspace_id: workspaceId,
-    seq: firstSeq + i,
-    id: event.id,
-    type: event.type,
-    mailbox_id: event.mailboxId,
-    occurred_at_ms: event.occurredAtMs,
-    stored_at: storedAt,
-    idempotency_hash: event.idempotencyHash,
-    envelope: event.envelope,
-  }));
+export async function appendEvents(trx: Knex.Transaction, appends: WorkspaceAppend[], storedAt: number): Promise<Map<string, number>> {
+  const sorted = appends.filter((a) => a.events.length > 0).sort((a, b) => (a.workspaceId < b.workspaceId ? -1 : a.workspaceId > b.workspaceId ? 1 : 0));
+  if (sorted.length === 0) throw new Error('appendEvents needs at least one event');
+  const lastSeqs = await bumpCounters(trx, sorted);
+  const firstSeqs = new Map<string, number>();
+  const records = sorted.flatMap(({ workspaceId, events }) => {
+    const lastSeq = lastSeqs.get(workspaceId);
+    if (lastSeq === undefined) throw new Error(`workspace ${workspaceId} has no feed counter`);
+    const firstSeq = lastSeq - events.length + 1;
+    firstSeqs.set(workspaceId, firstSeq);
+    return events.map((event, i) => ({
+      workspace_id: workspaceId,
+      seq: firstSeq + i,
+      id: event.id,
+      type: event.type,
+      mailbox_id: event.mailboxId,
+      occurred_at_ms: event.occurredAtMs,
+      stored_at: storedAt,
+      idempotency_hash: event.idempotencyHash,
+      envelope: event.envelope,
+    }));
+  });
   for (let i = 0; i < records.length; i += INSERT_CHUNK) {
     await trx('events').insert(records.slice(i, i + INSERT_CHUNK));
   }
-  return lastSeq;
+  return firstSeqs;
+}
+
+/** Adds each workspace's event count to its counter (rows locked in the given order); the new last seq of each. */
+async function bumpCounters(trx: Knex.Transaction, sorted: WorkspaceAppend[]): Promise<Map<string, number>> {
+  const lastSeqs = new Map<string, number>();
+  if (sorted.length === 1 || dbKind(trx as unknown as Db) === 'sqlite') {
+    // One writer on SQLite: statements in a loop cost no round trip.
+    for (const { workspaceId, events } of sorted) {
+      const [row] = await queryRows<{ last_seq: number | string }>(trx, BUMP_COUNTER, [events.length, workspaceId]);
+      if (row) lastSeqs.set(workspaceId, Number(row.last_seq));
+    }
+    return lastSeqs;
+  }
+  // Postgres locks the rows of a multi-row UPDATE in scan order: lock them in workspace order first.
+  const values = sorted.map(() => '(?, ?::bigint)').join(', ');
+  const rows = await queryRows<{ workspace_id: string; last_seq: number | string }>(
+    trx,
+    `WITH locked AS MATERIALIZED (
+       SELECT workspace_id FROM feed_counters WHERE workspace_id IN (${placeholders(sorted.length)}) ORDER BY workspace_id FOR UPDATE
+     )
+     UPDATE feed_counters c SET last_seq = c.last_seq + v.k
+       FROM (VALUES ${values}) AS v(workspace_id, k), locked
+      WHERE c.workspace_id = v.workspace_id AND locked.workspace_id = c.workspace_id
+     RETURNING c.workspace_id, c.last_seq`,
+    [...sorted.map((a) => a.workspaceId), ...sorted.flatMap((a) => [a.workspaceId, a.events.length])],
+  );
+  for (const row of rows) lastSeqs.set(row.workspace_id, Number(row.last_seq));
+  return lastSeqs;
 }
 
 export interface PageQuery {
@@ -223,15 +262,20 @@ function pageRows(q: PageQuery): { sql: string; bindings: Knex.Value[] } | undef
   };
 }
 
-/** Events with these client-supplied ids already stored in the workspace. */
+/** Events with these client-supplied ids already stored, for several workspaces at once. */
 export async function findByIds(
   db: Db | Knex.Transaction,
-  workspaceId: string,
-  ids: string[],
-): Promise<Array<{ id: string; envelope: string; idempotency_hash: string | null }>> {
-  if (ids.length === 0) return [];
-  return db('events')
-    .select('id', 'envelope', 'idempotency_hash')
-    .where('workspace_id', workspaceId)
-    .whereIn('id', ids);
+  wanted: Array<{ workspaceId: string; ids: string[] }>,
+): Promise<Array<{ workspace_id: string; id: string; envelope: string; idempotency_hash: string | null }>> {
+  const asked = wanted.filter((w) => w.ids.length > 0);
+  if (asked.length === 0) return [];
+  const ids = asked.flatMap((w) => w.ids);
+  // Both lists as IN: the (workspace_id, id) unique index serves it; pairs not asked for are dropped below.
+  const rows = await queryRows<{ workspace_id: string; id: string; envelope: string; idempotency_hash: string | null }>(
+    db,
+    `SELECT workspace_id, id, envelope, idempotency_hash FROM events WHERE workspace_id IN (${placeholders(asked.length)}) AND id IN (${placeholders(ids.length)})`,
+    [...asked.map((w) => w.workspaceId), ...ids],
+  );
+  const pairs = new Set(asked.flatMap((w) => w.ids.map((id) => `${w.workspaceId} ${id}`)));
+  return rows.filter((row) => pairs.has(`${row.workspace_id} ${row.id}`));
 }

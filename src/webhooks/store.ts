@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { WebhookAttempt, WebhookEndpoint } from '../../generated/types.ts';
 import { matchesTypes } from '../feed/type-filter.ts';
 import { dbKind, type Db } from '../store/db.ts';
-import { queryRows } from '../store/sql.ts';
+import { placeholders, queryRows } from '../store/sql.ts';
 import { secretHint } from './signature.ts';
 
 type Reader = Db | Knex.Transaction;
@@ -49,20 +49,25 @@ export const listEndpoints = (db: Reader, workspaceId: string): Promise<Endpoint
 export async function enqueueDeliveries(
   trx: Knex.Transaction,
   endpoints: EndpointRow[],
-  events: Array<{ seq: number; id: string; type: string }>,
+  events: Array<{ workspaceId: string; seq: number; id: string; type: string }>,
   now: number,
 ): Promise<number> {
-  const rows = endpoints.flatMap((endpoint) =>
-    events
-      .filter((event) => matchesTypes(JSON.parse(endpoint.event_types), event.type))
-      .map((event) => ({ endpoint_id: endpoint.id, workspace_id: endpoint.workspace_id, event_seq: event.seq, event_id: event.id, attempts: 0, next_attempt_at: now, created_at: now })),
-  );
+  if (endpoints.length === 0) return 0;
+  const rows = endpoints.flatMap((endpoint) => {
+    const types = JSON.parse(endpoint.event_types) as string[];
+    return events
+      .filter((event) => event.workspaceId === endpoint.workspace_id && matchesTypes(types, event.type))
+      .map((event) => ({ endpoint_id: endpoint.id, workspace_id: endpoint.workspace_id, event_seq: event.seq, event_id: event.id, attempts: 0, next_attempt_at: now, created_at: now }));
+  });
   for (let i = 0; i < rows.length; i += 500) await trx('webhook_deliveries').insert(rows.slice(i, i + 500));
   return rows.length;
 }
 
-export const enabledEndpoints = (trx: Reader, workspaceId: string): Promise<EndpointRow[]> =>
-  queryRows<EndpointRow>(trx, 'SELECT * FROM webhook_endpoints WHERE workspace_id = ? AND enabled = ?', [workspaceId, true]);
+/** The enabled endpoints of these workspaces (one query for a batch of appends). */
+export const enabledEndpoints = (trx: Reader, workspaceIds: string[]): Promise<EndpointRow[]> =>
+  workspaceIds.length === 0
+    ? Promise.resolve([])
+    : queryRows<EndpointRow>(trx, `SELECT * FROM webhook_endpoints WHERE workspace_id IN (${placeholders(workspaceIds.length)}) AND enabled = ?`, [...workspaceIds, true]);
 
 /**
  * Leases up to `max` enabled endpoints that have deliveries due and no live lease. On Postgres the
