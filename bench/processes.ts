@@ -82,13 +82,24 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-/** `node bin/event-feed.js serve` on `databaseUrl`, rate limiting off, warn-level logs; waits for /healthz. */
+/** The Node flags of bin/event-feed.js's `#!` line: the service is measured as it ships. */
+function shippedNodeFlags(root: string): string[] {
+  const shebang = readFileSync(join(root, 'bin', 'event-feed.js'), 'utf8').split('\n', 1)[0]!;
+  return shebang.split(/\s+/).filter((word) => word.startsWith('--'));
+}
+
+/**
+ * `node <the bin's flags> bin/event-feed.js serve` on `databaseUrl`, rate limiting off, warn-level
+ * logs; waits for /healthz. SERVER_NODE_ARGS (space-separated) replaces the bin's flags, to try others.
+ */
 export async function startServer(databaseUrl: string, options: { cpuProfileDir?: string; root?: string } = {}): Promise<ServerProcess> {
   const port = await freePort();
-  const args = [...(process.env.SERVER_NODE_ARGS ? process.env.SERVER_NODE_ARGS.split(' ') : []), ...(options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : []), 'bin/event-feed.js', 'serve'];
+  const root = options.root ?? ROOT;
+  const nodeFlags = process.env.SERVER_NODE_ARGS !== undefined ? process.env.SERVER_NODE_ARGS.split(' ').filter(Boolean) : shippedNodeFlags(root);
+  const args = [...nodeFlags, ...(options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : []), 'bin/event-feed.js', 'serve'];
   const child = spawn(process.execPath, args, {
-    cwd: options.root ?? ROOT,
-    env: { ...process.env, ...(process.env.SERVER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SERVER_NODE_OPTIONS } : {}), DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0' },
+    cwd: root,
+    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';

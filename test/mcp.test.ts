@@ -54,6 +54,15 @@ for (const { kind, create, skip } of await databaseKinds()) {
       );
       assert.equal(JSON.stringify(tool).includes('ui://'), false);
       assert.deepEqual(tools.map((t) => t.name).sort(), mcpTools.map((t) => t.name).sort());
+      // The read operations, and only them: set_webhook, emit_event and the admin reads are not tools.
+      assert.deepEqual(tools.map((t) => t.name).sort(), ['event_feed', 'list_events']);
+      const listEvents = tools.find((t) => t.name === 'list_events')!;
+      assert.deepEqual(listEvents.inputSchema, inline(spec.components.schemas.ListEventsRequest, spec.components.schemas));
+      assert.deepEqual(listEvents.outputSchema, inline(spec.components.schemas.ListEventsResponse, spec.components.schemas));
+      assert.deepEqual(
+        { ...listEvents.annotations, title: undefined },
+        { title: undefined, readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
+      );
     });
 
     it('tools/call answers French text and the exact HTTP response object', async () => {
@@ -92,6 +101,28 @@ for (const { kind, create, skip } of await databaseKinds()) {
         assert.match(response.headers.get('www-authenticate') ?? '', /^Bearer /);
       }
       await assert.rejects(mcpClient(server.url, 'efk_garbage'));
+    });
+
+    it('answers a fault of ours as an internal tool error, as HTTP does, and recovers with the database', async () => {
+      await server.db.schema.renameTable('events', 'events_away');
+      try {
+        const http = await server.post('/v1/event_feed', { limit: 7 }, readKey);
+        assert.equal(http.status, 500);
+        assert.equal(http.json.error.code, 'internal');
+        const mcp = await client.callTool({ name: 'event_feed', arguments: { limit: 7 } });
+        assert.equal(mcp.isError, true);
+        const text = (mcp.content as any)[0].text as string;
+        assert.match(text, /^internal : /);
+        // Same generic message, each with its own request id to quote; nothing of the SQL error leaks.
+        const withoutId = (message: string) => message.replace(/req_[\w-]+/g, 'req_…');
+        assert.equal(withoutId(text), withoutId(`internal : ${http.json.error.message}`));
+        assert.doesNotMatch(text, /events_away|no such table|does not exist/);
+        assert.equal((mcp._meta as any)['event-feed/error'].code, 'internal');
+      } finally {
+        await server.db.schema.renameTable('events_away', 'events');
+      }
+      const recovered = await client.callTool({ name: 'event_feed', arguments: { limit: 7 } });
+      assert.equal(recovered.isError, undefined);
     });
 
     it('answers forbidden, invalid_argument as tool errors the SDK client does not throw on', async () => {

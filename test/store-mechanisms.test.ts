@@ -288,9 +288,30 @@ describe('WAL checkpoints in the background', () => {
     }
   });
 
+  it('the WAL starts over under a steady write load instead of growing without bound', async () => {
+    const database = await sqliteDatabase();
+    const db = openDatabase(database.url, { checkpointInBackground: true });
+    try {
+      await migrateLatest(db);
+      const ws = await createWorkspace(db, 'steady', true, Date.now());
+      const groupCommit = new GroupCommit(db, systemClock);
+      const wal = `${database.url.slice('sqlite:'.length)}-wal`;
+      // One event per transaction, back to back: ~35 kB of WAL each, so ~100 MB if it never restarts.
+      let largest = 0;
+      for (let n = 0; n < 3000; n++) {
+        await groupCommit.append(ws.id, emitRequest(n));
+        if (n % 100 === 0) largest = Math.max(largest, statSync(wal).size);
+      }
+      assert.ok(largest < 50e6, `the WAL reached ${(largest / 1e6).toFixed(1)} MB`);
+    } finally {
+      await db.destroy();
+      await database.drop();
+    }
+  });
+
   it('a checkpointer that cannot work reports it, so SQLite checkpoints by itself again', async () => {
     const failures: string[] = [];
-    const checkpointer = new WalCheckpointer('/nonexistent-dir/feed.sqlite', (reason) => failures.push(reason));
+    const checkpointer = new WalCheckpointer('/nonexistent-dir/feed.sqlite', { onFailure: (reason) => failures.push(reason), finishOnWriter: async () => {} });
     checkpointer.start();
     for (let waited = 0; waited < 5000 && failures.length === 0; waited += 50) await sleep(50);
     checkpointer.stop();

@@ -79,7 +79,10 @@ export function openDatabase(url: string, options: { queryTimeoutMs?: number; ch
   if (databaseKind(url) === 'sqlite') {
     const filename = sqliteFilename(url);
     // A long-running server checkpoints the WAL off its event loop (WalCheckpointer); others as SQLite does.
-    const checkpointer = options.checkpointInBackground && filename !== ':memory:' ? new WalCheckpointer(filename, (reason) => onCheckpointFailure(reason)) : undefined;
+    const checkpointer =
+      options.checkpointInBackground && filename !== ':memory:'
+        ? new WalCheckpointer(filename, { onFailure: (reason) => onCheckpointFailure(reason), finishOnWriter: () => db.raw('PRAGMA wal_checkpoint(PASSIVE)') })
+        : undefined;
     const db = knexFactory({
       client: 'better-sqlite3',
       log: knexLog,

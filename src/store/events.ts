@@ -19,7 +19,7 @@ export interface StoredEvent {
 
 /**
  * A page of the feed as stored: the envelopes' JSON text in seq order, joined by commas, as one
- * UTF-8 buffer assembled by the database. Nothing is parsed, and no string per event is made: the
+ * UTF-8 buffer (assembled by SQLite itself; joined from rows on Postgres). Nothing is parsed: the
  * bytes go to the client as they were stored.
  */
 export interface StoredPage {
@@ -34,8 +34,8 @@ const INSERT_CHUNK = 500;
 const BUMP_COUNTER = 'UPDATE feed_counters SET last_seq = last_seq + ? WHERE workspace_id = ? RETURNING last_seq';
 const SELECT_PAGE = 'SELECT seq, envelope FROM events WHERE workspace_id = ? AND seq > ? ORDER BY seq LIMIT ?';
 /*
- * A page's rows aggregated into one value by the database: bytes on SQLite, text on Postgres.
- * Postgres orders the aggregate itself. On SQLite, ORDER BY inside group_concat sorts the whole
+ * On SQLite a page's rows are aggregated into one value, as bytes, by the database (in process,
+ * so that is the cheapest place to join them). ORDER BY inside group_concat sorts the whole
  * page again (2.7x the cost of the read on a page of 500); without it, the order of the
  * concatenation is not promised, so the seqs are concatenated alongside, in the same aggregate
  * step and thus the same order, and checked in increasing order (readSqlitePage). It always holds
@@ -45,7 +45,6 @@ const SELECT_PAGE = 'SELECT seq, envelope FROM events WHERE workspace_id = ? AND
 const AGGREGATE_PAGE = {
   sqliteFast: "SELECT CAST(group_concat(envelope, ',') AS BLOB) AS events, group_concat(seq, ',') AS seqs FROM",
   sqliteOrdered: "SELECT CAST(group_concat(envelope, ',' ORDER BY seq) AS BLOB) AS events, group_concat(seq, ',' ORDER BY seq) AS seqs FROM",
-  postgres: "SELECT string_agg(envelope, ',' ORDER BY seq) AS events, count(*) AS count, max(seq) AS last FROM",
 };
 
 /** One workspace's share of an append: its events, in the order they take in its feed. */
@@ -213,9 +212,11 @@ async function queryPage(db: Db | Knex.Transaction, q: PageQuery): Promise<Store
   const rows = pageRows(q);
   if (!rows) return EMPTY_PAGE;
   if (dbKind(db as Db) === 'sqlite') return readSqlitePage(db, rows);
-  const [page] = await readRows<{ events: string | null; count: number; last: number | null }>(db, `${AGGREGATE_PAGE.postgres} (${rows.sql}) page`, rows.bindings);
-  if (!page?.events) return EMPTY_PAGE;
-  return { events: Buffer.from(page.events), count: Number(page.count), lastSeq: Number(page.last) };
+  // Postgres: the rows, joined here. string_agg there was slower end to end (replay 52k against
+  // 63k events/s, page of 100 1.15 against 0.92 ms): the database's CPU is the same machine's.
+  const list = await readRows<StoredEvent>(db, rows.sql, rows.bindings);
+  if (list.length === 0) return EMPTY_PAGE;
+  return { events: Buffer.from(list.map((row) => row.envelope).join(',')), count: list.length, lastSeq: Number(list.at(-1)!.seq) };
 }
 
 const EMPTY_PAGE: StoredPage = { events: Buffer.alloc(0), count: 0, lastSeq: undefined };

@@ -72,13 +72,28 @@ export class SqliteReader {
 
 /** How often the WAL is checkpointed (off the main thread); the WAL holds at most this much of writes. */
 export const CHECKPOINT_INTERVAL_MS = 500;
+/** WAL frames (pages) past which the writing connection finishes a checkpoint itself, so the WAL restarts. */
+export const WAL_RESTART_FRAMES = 2000;
+
+export interface CheckpointHooks {
+  /** The worker failed: the writing connection must checkpoint by itself again. */
+  onFailure(reason: string): void;
+  /** A PASSIVE checkpoint on the writing connection, between its transactions. */
+  finishOnWriter(): Promise<unknown>;
+}
 
 /**
  * Moves WAL checkpoints off the event loop. SQLite checkpoints in the connection that commits once
  * the WAL passes 1000 pages: the commit then copies the WAL into the database file and syncs it,
  * blocking every request for milliseconds (40 ms seen under load). The service's connections have
  * automatic checkpoints off, and a worker thread with its own connection checkpoints every
- * CHECKPOINT_INTERVAL_MS (PASSIVE: it never blocks readers or writers). If the worker fails, the
+ * CHECKPOINT_INTERVAL_MS (PASSIVE: it never blocks readers or writers).
+ *
+ * The WAL file only starts over when a writer finds it fully checkpointed; under a steady write
+ * load the worker never quite catches up (writes land while it copies), and the WAL grew without
+ * bound (480 MB in a minute, each read searching more of its index). So once the worker has copied
+ * most of a WAL of WAL_RESTART_FRAMES or more, the writing connection checkpoints the few frames
+ * left, between two transactions, and its next write restarts the WAL. If the worker fails, the
  * writer connection gets its automatic checkpoints back.
  */
 export class WalCheckpointer {
@@ -88,7 +103,7 @@ export class WalCheckpointer {
 
   constructor(
     private readonly filename: string,
-    private readonly onFailure: (reason: string) => void,
+    private readonly hooks: CheckpointHooks,
   ) {}
 
   start(): void {
@@ -98,9 +113,17 @@ export class WalCheckpointer {
       resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 },
     });
     worker.unref();
-    worker.on('message', (message: { ok: boolean; error?: string }) => {
-      this.#busy = false;
-      if (!message.ok) this.#fail(`checkpoint failed: ${message.error}`);
+    worker.on('message', (message: { ok: boolean; error?: string; log?: number }) => {
+      if (!message.ok) {
+        this.#busy = false;
+        return this.#fail(`checkpoint failed: ${message.error}`);
+      }
+      if ((message.log ?? 0) < WAL_RESTART_FRAMES) return void (this.#busy = false);
+      // Right after the worker's copy, so only what was written meanwhile is left to copy here.
+      void this.hooks
+        .finishOnWriter()
+        .catch(() => {}) // a failed attempt is simply made again after the next worker run
+        .finally(() => (this.#busy = false));
     });
     worker.on('error', (err) => this.#fail(err.message));
     worker.on('exit', (code) => this.#worker && this.#fail(`checkpoint worker exited (${code})`));
@@ -115,7 +138,7 @@ export class WalCheckpointer {
 
   #fail(reason: string): void {
     this.stop();
-    this.onFailure(reason);
+    this.hooks.onFailure(reason);
   }
 
   stop(): void {
