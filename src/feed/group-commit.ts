@@ -26,7 +26,8 @@ interface Pending {
  *
  * Each event keeps its own answer: an idempotency conflict fails that event only; a failed
  * transaction (run again first when its error is transient, see writeTransaction) fails the events
- * it carried. Events are appended in arrival order, so one client's successive emits keep their order.
+ * it carried. A transaction appends its events in arrival order, and an emit is answered only once
+ * committed, so one client's successive emits keep their order (concurrent emits have none to keep).
  *
  * Transactions take events of every workspace, not one lane per workspace: a batch over many
  * workspaces is still a handful of statements (appendPrepared), so this beat a lane per workspace
@@ -83,8 +84,9 @@ export class GroupCommit {
 
   /**
    * The next transaction's events, in arrival order. A second event with an id already in the batch
-   * (a client retrying before its first try was answered) waits for the next transaction, which
-   * then sees the first one stored and answers as an idempotent replay or a conflict.
+   * (a client retrying before its first try was answered) waits for a later transaction, which
+   * then finds the first one stored (or, on Postgres, runs into it on the unique index and is run
+   * again by writeTransaction) and answers as an idempotent replay or a conflict.
    */
   #take(): Pending[] {
     const batch: Pending[] = [];
@@ -131,4 +133,3 @@ export class GroupCommit {
     }
   }
 }
-
