@@ -35,17 +35,28 @@ test.describe('mcp', () => {
     }
   });
 
-  test('MCP refuses a missing or invalid key with 401, and a key without read as a forbidden tool error', async ({ request }) => {
-    for (const key of [undefined, 'garbage']) {
-      const refused = await mcp(request, key, 'tools/list');
-      expect(refused.status, `key ${key}`).toBe(401);
+  test('MCP refuses a missing or invalid key with 401 and WWW-Authenticate, before any tool runs', async ({ request }) => {
+    for (const key of [undefined, 'garbage', 'efk_00000000000000000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA']) {
+      const refused = await mcp(request, key, 'tools/call', { name: 'event_feed', arguments: {} });
+      expect(refused.status, `key ${key?.slice(0, 12)}`).toBe(401);
       expect(refused.headers['www-authenticate'] ?? '').toMatch(/^Bearer/i);
     }
+  });
+
+  test('MCP refuses a revoked key with 401', async ({ request }) => {
+    test.skip(!env.revokedKey, missing('EVENT_FEED_REVOKED_KEY', 'the MCP revoked-key check'));
+    const refused = await mcp(request, env.revokedKey, 'tools/list');
+    expect(refused.status).toBe(401);
+    expect(refused.headers['www-authenticate'] ?? '').toMatch(/^Bearer/i);
+  });
+
+  test('MCP answers a key without read with a forbidden tool error', async ({ request }) => {
     test.skip(!env.noReadKey, missing('EVENT_FEED_NOREAD_KEY', 'the MCP permission check'));
     const denied = await mcp(request, env.noReadKey, 'tools/call', { name: 'event_feed', arguments: {} });
     expect(denied.status).toBe(200);
     expect(denied.body.result.isError).toBe(true);
-    expect(JSON.stringify(denied.body.result.content)).toContain('forbidden');
+    const text: string = denied.body.result.content.find((c: { type: string }) => c.type === 'text')?.text ?? '';
+    expect(text).toMatch(/^forbidden/);
   });
 
   test('MCP refuses bad arguments with the same message as HTTP', async ({ request }) => {
