@@ -31,7 +31,7 @@ async function ceiling(c: { databaseUrl: string; workspaceId: string; limit: num
       pages++;
       const page = await readPage(db, { ...q, afterSeq: after });
       if (page.count === 0) break;
-      bytes += page.events.length;
+      bytes += page.bytes.length;
       events += page.count;
       after = page.lastSeq!;
     }

@@ -258,7 +258,7 @@ describe('SQLite read connection', () => {
     const page = await readSqlitePage(db, { sql: 'SELECT seq, envelope FROM events WHERE workspace_id = ? ORDER BY seq DESC', bindings: [ws.id] });
     assert.equal(page.count, 5);
     assert.equal(page.lastSeq, inOrder.at(-1)!.seq);
-    assert.equal(page.events.toString(), inOrder.map((row) => row.envelope).join(','));
+    assert.equal(page.bytes.toString(), inOrder.map((row) => row.envelope).join(','));
   });
 });
 

@@ -111,13 +111,12 @@ export class GroupCommit {
       if (group) group.push(pending);
       else byWorkspace.set(pending.workspaceId, [pending]);
     }
-    const workspaces = [...byWorkspace.keys()]; // appendEvents locks their counters in sorted order
+    const groups = [...byWorkspace.values()]; // appendEvents locks their counters in workspace order
     try {
       const outcomes = await writeTransaction(this.db, async (trx) => {
-        const groups = workspaces.map((workspaceId) => byWorkspace.get(workspaceId)!);
         const results = await appendPrepared(
           trx,
-          groups.map((group, i) => ({ workspaceId: workspaces[i]!, events: group.map((p) => p.event) })),
+          groups.map((group) => ({ workspaceId: group[0]!.workspaceId, events: group.map((p) => p.event) })),
           this.clock.now().getTime(),
         );
         const all = new Map<Pending, PublishedEvent | ApiError>();

@@ -16,10 +16,10 @@ const OPEN = Buffer.from('{"events":[');
  * the page is not even copied (the chunks are written one after the other).
  */
 export function feedPageJson(page: FeedPage): Buffer[] {
-  return [OPEN, page.events.events, Buffer.from(`],"next_cursor":${JSON.stringify(page.next_cursor)}}`)];
+  return [OPEN, page.events.bytes, Buffer.from(`],"next_cursor":${JSON.stringify(page.next_cursor)}}`)];
 }
 
 /** The page's envelopes, parsed (for the readers that need them one by one: tests, the stress harness). */
 export function pageEnvelopes(page: StoredPage): EventEnvelope[] {
-  return JSON.parse(`[${page.events.toString('utf8')}]`) as EventEnvelope[];
+  return JSON.parse(`[${page.bytes.toString('utf8')}]`) as EventEnvelope[];
 }
