@@ -2,6 +2,8 @@
  * The mechanisms under the hot paths, each tested for the promise it makes:
  * - group commit: concurrent emits share a transaction, keep arrival order and their own answers;
  * - the SQLite read connection: never waits behind a write transaction, never sees uncommitted rows;
+ * - feed pages as bytes: a page is its rows joined, on Postgres too (rows written as they arrive),
+ *   concurrent pages do not mix, a failing read gives its connection back;
  * - the page aggregate: falls back to the ordered aggregate when the fast one comes back out of order;
  * - background WAL checkpoints: they run, and a failing checkpointer hands back to SQLite's own;
  * - bin/event-feed.js runs dist/ only while it is as new as every source.
@@ -11,6 +13,7 @@ import { mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Knex } from 'knex';
 import { after, before, describe, it } from 'node:test';
 import type { EmitEventRequest } from '../generated/types.ts';
 import { freshBuild } from '../bin/fresh-build.js';
@@ -19,9 +22,10 @@ import { ApiError } from '../src/errors.ts';
 import { GroupCommit } from '../src/feed/group-commit.ts';
 import { publishInTransaction } from '../src/feed/publish.ts';
 import { newEventId } from '../src/ids.ts';
-import { migrateLatest, openDatabase } from '../src/library.ts';
+import { migrateLatest, openDatabase, publish } from '../src/library.ts';
 import type { Db } from '../src/store/db.ts';
-import { readPageRows, readSqlitePage } from '../src/store/events.ts';
+import { readPage, readPageRows, readSqlitePage, type PageQuery, type StoredPage } from '../src/store/events.ts';
+import { readPgPage } from '../src/store/pg-page.ts';
 import { queryRows } from '../src/store/sql.ts';
 import { WalCheckpointer } from '../src/store/sqlite-connection.ts';
 import { createWorkspace } from '../src/store/workspaces.ts';
@@ -217,6 +221,75 @@ describe('group commit across instances (postgres)', { skip: (await databaseKind
     }
   });
 });
+
+/** An event of ~2.5 kB with characters of 1 to 4 UTF-8 bytes: a page of 300 outgrows the Postgres reader's 512 kB scratch. */
+const wideEvent = (n: number, mailboxId: string) => {
+  const event = sampleEvent(mailboxId, n);
+  return { ...event, data: { ...event.data, subject_line: `Réf ’${n}’ 😀 ${'é€x'.repeat(320)}` } };
+};
+
+for (const { kind, create, skip } of await databaseKinds()) {
+  describe(`feed pages as bytes (${kind})`, { skip }, () => {
+    let database: TestDatabase;
+    let db: Db;
+    let workspaceId: string;
+    before(async () => {
+      database = await create();
+      db = openDatabase(database.url);
+      await migrateLatest(db);
+      workspaceId = (await createWorkspace(db, 'pages', true, Date.now())).id;
+      for (let batch = 0; batch < 7; batch++) {
+        await db.transaction((trx) => publish(trx, workspaceId, Array.from({ length: 100 }, (_, i) => wideEvent(batch * 100 + i, i % 3 === 0 ? 'mbx_b' : 'mbx_a'))));
+      }
+    });
+    after(async () => {
+      await db.destroy();
+      await database.drop();
+    });
+
+    const queries = () => [
+      { workspaceId, afterSeq: 0, limit: 500, mailboxes: null },
+      { workspaceId, afterSeq: 123, limit: 300, mailboxes: null },
+      { workspaceId, afterSeq: 650, limit: 100, mailboxes: null },
+      { workspaceId, afterSeq: 10, limit: 200, mailboxes: ['mbx_b'] },
+      { workspaceId, afterSeq: 700, limit: 100, mailboxes: null },
+    ];
+    /** What a page must be: its rows' envelopes, in seq order, joined by commas. */
+    const expectPage = async (reader: Db | Knex.Transaction, q: PageQuery, page: StoredPage) => {
+      const rows = await readPageRows(reader, q);
+      assert.equal(page.count, rows.length);
+      assert.equal(page.lastSeq, rows.at(-1)?.seq);
+      assert.ok(page.bytes.equals(Buffer.from(rows.map((row) => row.envelope).join(','))), `page after ${q.afterSeq} (limit ${q.limit}) differs from its rows`);
+    };
+
+    it('a page is its rows joined, whatever its size and characters', async () => {
+      for (const q of queries()) await expectPage(db, q, await readPage(db, q));
+      const full = await readPage(db, queries()[0]!);
+      assert.ok(full.bytes.length > 1024 * 1024, 'the first page should outgrow the scratch buffer');
+      assert.equal((JSON.parse(`[${full.bytes.toString('utf8')}]`) as unknown[]).length, 500);
+    });
+
+    it('inside a transaction too', async () => {
+      await db.transaction(async (trx) => {
+        for (const q of queries()) await expectPage(trx, q, await readPage(trx, q));
+      });
+    });
+
+    it('pages read at the same time do not mix', { skip: kind !== 'postgres' && 'SQLite reads one page at a time' }, async () => {
+      const many = Array.from({ length: 24 }, (_, i) => ({ workspaceId, afterSeq: i * 25, limit: 50 + i * 10, mailboxes: i % 4 === 0 ? ['mbx_a'] : null }));
+      const pages = await Promise.all(many.map((q) => readPage(db, q)));
+      for (const [i, q] of many.entries()) await expectPage(db, q, pages[i]!);
+    });
+
+    it('a failing page read gives its connection back', { skip: kind !== 'postgres' && 'Postgres reader only' }, async () => {
+      // More failures than the pool has connections (10): a leaked connection would starve the read that follows.
+      for (let i = 0; i < 15; i++) {
+        await assert.rejects(readPgPage(db, 'SELECT seq, envelope FROM no_such_table WHERE workspace_id = ?', [workspaceId]), /no_such_table/);
+      }
+      await expectPage(db, queries()[1]!, await readPage(db, queries()[1]!));
+    });
+  });
+}
 
 describe('SQLite read connection', () => {
   let database: TestDatabase;
