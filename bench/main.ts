@@ -22,7 +22,7 @@ import { feedPageJson } from '../src/feed/page.ts';
 import { readPage, readPageRows } from '../src/store/events.ts';
 import { migrateLatest } from '../src/store/migrate.ts';
 import { sharedCursorSecret } from '../src/store/settings.ts';
-import { cpuSecondsOf, machineLoad, memoryOf, ROOT, runClient, sampleLoad, sampleMemory, startFloorServer, startServer, type MemoryPhase } from './processes.ts';
+import { cpuSecondsOf, cpuSecondsOfAll, machineLoad, memoryOf, ROOT, runClient, sampleLoad, sampleMemory, startFloorServer, startServer, type MemoryPhase } from './processes.ts';
 import { seed, SPARSE_MAILBOXES, type Seeded } from './seed.ts';
 import { median, round, type Latency } from './stats.ts';
 import { evaluateTargets, printTable } from './report.ts';
@@ -129,6 +129,24 @@ async function createDatabase(kind: 'sqlite' | 'postgres'): Promise<Database> {
     },
   };
 }
+
+interface WalStats {
+  bytes: number;
+  fpi: number;
+}
+
+/** The server's WAL counters (pg_stat_wal, the whole server); backends report theirs within a second, so this waits that long first. */
+async function walStats(url: string): Promise<WalStats> {
+  await new Promise((resolve) => setTimeout(resolve, 1100));
+  const db = openDatabase(url);
+  try {
+    const { rows } = await db.raw('SELECT wal_bytes, wal_fpi FROM pg_stat_wal');
+    return { bytes: Number(rows[0].wal_bytes), fpi: Number(rows[0].wal_fpi) };
+  } finally {
+    await db.destroy();
+  }
+}
+const walDelta = (a: WalStats, b: WalStats): WalStats => ({ bytes: b.bytes - a.bytes, fpi: b.fpi - a.fpi });
 
 /** The last seq of each of these workspaces now (0 for an empty feed). */
 async function lastSeqs(url: string, workspaceIds: string[]): Promise<Map<string, number>> {
@@ -328,12 +346,25 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
         log(`[${kind}] ingestion: ${INGEST_CONCURRENCY} clients into 1 workspace, then into ${INGEST_WORKSPACES}…`);
         // Server CPU per event appended (warm-up included, counted from the feeds' counters): less
         // sensitive to other load on the machine than events/s.
+        // On Postgres, also what the database did per event: the WAL it wrote (and how many full-page
+        // images: the first change to a page after a checkpoint logs the whole 8 kB page) and the CPU
+        // of its processes, when they run on this machine.
         const ingestRun = async (keys: string[], workspaceIds: string[], seedChunk: number) => {
           const before = [...(await lastSeqs(database.url, workspaceIds)).values()].reduce((a, b) => a + b, 0);
+          const wal0 = kind === 'postgres' ? await walStats(database.url) : undefined;
+          const dbCpu0 = kind === 'postgres' ? cpuSecondsOfAll('postgres') : NaN;
           const cpu0 = cpuSecondsOf(server.pid);
           const run = await runClient<Record<string, any>>('client-http.ts', { mode: 'ingest', url: server.url, keys, concurrency: INGEST_CONCURRENCY, seconds: P.ingestSeconds, warmupSeconds: P.ingestWarmup, seedChunk });
+          const serverCpu = cpuSecondsOf(server.pid) - cpu0;
+          const dbCpu = cpuSecondsOfAll('postgres') - dbCpu0;
           const appended = [...(await lastSeqs(database.url, workspaceIds)).values()].reduce((a, b) => a + b, 0) - before;
-          return { ...run, serverCpuMsPerEvent: round(((cpuSecondsOf(server.pid) - cpu0) * 1000) / Math.max(1, appended)) };
+          const perEvent = (x: number, digits = 2) => (Number.isFinite(x) ? round(x / Math.max(1, appended), digits) : undefined);
+          const wal = wal0 ? walDelta(wal0, await walStats(database.url)) : undefined;
+          return {
+            ...run,
+            serverCpuMsPerEvent: perEvent(serverCpu * 1000),
+            ...(kind === 'postgres' ? { databaseCpuMsPerEvent: perEvent(dbCpu * 1000), walBytesPerEvent: perEvent(wal!.bytes, 0), fullPageImagesPerEvent: perEvent(wal!.fpi, 3) } : {}),
+          };
         };
         const ingestOne = await ingestRun([seeded.keys.write], [seeded.workspaceId], 7_000_002);
         const ingestMany = await ingestRun(seeded.ingest.map((w) => w.writeKey), seeded.ingest.map((w) => w.workspaceId), 7_000_003);

@@ -1,6 +1,6 @@
 /** The server under test and the load processes, each a child process of the orchestrator. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -174,6 +174,29 @@ export function cpuSecondsOf(pid: number): number {
   }
 }
 const CLOCK_TICKS = 100;
+
+/**
+ * CPU seconds used so far by every process named `name` on this machine (e.g. the local Postgres
+ * server's backends); NaN when there is none. A process that ends between two readings takes its
+ * share with it: compare readings taken while the same processes live.
+ */
+export function cpuSecondsOfAll(name: string): number {
+  let total = 0;
+  let found = false;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== name) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+      found = true;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found ? total : NaN;
+}
 
 /** How busy the machine is: CPU pressure (share of time some runnable task waited for a CPU, %) and load average. */
 export function machineLoad(): { cpuPressure: number; loadavg1: number } {

@@ -93,6 +93,11 @@ export function printTable(r: any): string {
   }
   both('ingest 16 clients → 1 ws', (d) => `${fmt(d.ingest.oneWorkspace.eventsPerSecond)} ev/s, p99 ${fmt(d.ingest.oneWorkspace.latency.p99, 1)} ms, ${d.ingest.oneWorkspace.errors} err, ${fmt(d.ingest.oneWorkspace.serverCpuMsPerEvent, 2)} ms CPU/ev`);
   both('ingest 16 clients → 100 ws', (d) => `${fmt(d.ingest.manyWorkspaces.eventsPerSecond)} ev/s, p99 ${fmt(d.ingest.manyWorkspaces.latency.p99, 1)} ms, ${d.ingest.manyWorkspaces.errors} err, ${fmt(d.ingest.manyWorkspaces.serverCpuMsPerEvent, 2)} ms CPU/ev`);
+  both('ingest 1 ws / 100 ws: database per event', (d) =>
+    d.ingest.oneWorkspace.walBytesPerEvent === undefined
+      ? 'n/a'
+      : `WAL ${fmt(d.ingest.oneWorkspace.walBytesPerEvent)} / ${fmt(d.ingest.manyWorkspaces.walBytesPerEvent)} B (full pages ${fmt(d.ingest.oneWorkspace.fullPageImagesPerEvent, 3)} / ${fmt(d.ingest.manyWorkspaces.fullPageImagesPerEvent, 3)}), CPU ${fmt(d.ingest.oneWorkspace.databaseCpuMsPerEvent, 2)} / ${fmt(d.ingest.manyWorkspaces.databaseCpuMsPerEvent, 2)} ms`,
+  );
   both('HTTP page of 100', (d) => lat(d.mcp.http));
   both('MCP tools/call page of 100', (d) => `${lat(d.mcp.mcp)} (×${fmt(d.mcp.ratio, 2)})`);
   both('server RSS replay: start→peak', (d) => `${fmt(d.memory.replay.startMb, 0)} → ${fmt(d.memory.replay.peakMb, 0)} MB (growth ${fmt(d.memory.replay.growthMb, 1)})`);

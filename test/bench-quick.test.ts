@@ -43,6 +43,7 @@ describe('npm run bench -- --quick', () => {
         assert.ok(results[kind].tail.requests > 0 && results[kind].tailSlow.requests > 0, `${kind} tailing measured`);
         assert.ok(results[kind].ingest.oneWorkspace.events > 0 && results[kind].ingest.manyWorkspaces.events > 0, `${kind} ingestion measured`);
       }
+      if (withPostgres) assert.ok(results.postgres.ingest.oneWorkspace.walBytesPerEvent > 0 && results.postgres.ingest.manyWorkspaces.walBytesPerEvent > 0, 'Postgres WAL per event measured');
       if (!withPostgres) assert.ok(results.postgres.skipped, 'Postgres part marked skipped');
       // The Redis peer is skipped (with a notice) only when Redis is unreachable outside CI.
       if (underCi()) assert.ok(results.redis.eventsPerSecond > 0, 'Redis peer measured');
