@@ -2,6 +2,9 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.ts';
+import { ApiError } from '../src/errors.ts';
+import { assertCursorNotExpired } from '../src/feed/expiry.ts';
+import { openDatabase } from '../src/store/db.ts';
 import { pruneExpired } from '../src/retention-schedule.ts';
 import { pruneWorkspace } from '../src/store/retention.ts';
 import { sampleEvent } from './support/contract.ts';
@@ -134,6 +137,32 @@ for (const { kind, create, skip } of await databaseKinds()) {
     });
   });
 }
+
+describe('the expiry check after a page', () => {
+  // A database that can no longer answer: any watermark read fails, so the tests see whether one was made.
+  const closedDb = async () => {
+    const db = openDatabase('sqlite::memory:');
+    await db.destroy();
+    return db;
+  };
+
+  it('skips the watermark when an unrestricted page starts right after the cursor', async () => {
+    const db = await closedDb();
+    await assertCursorNotExpired(db, 'ws_x', null, 40, { count: 3, lastSeq: 43 });
+  });
+
+  it('reads the watermark when the page cannot prove the cursor whole', async () => {
+    const db = await closedDb();
+    const cases: Array<[readonly string[] | null, { count: number; lastSeq: number | undefined }]> = [
+      [null, { count: 3, lastSeq: 45 }], // starts past afterSeq + 1: events in between may be pruned
+      [null, { count: 0, lastSeq: undefined }], // nothing after the cursor, or everything after it pruned
+      [['mbx_a'], { count: 3, lastSeq: 43 }], // a restricted key's seqs need not be consecutive
+    ];
+    for (const [mailboxes, page] of cases) {
+      await assert.rejects(assertCursorNotExpired(db, 'ws_x', mailboxes, 40, page), (err: Error) => !(err instanceof ApiError), `page ${JSON.stringify(page)} for ${JSON.stringify(mailboxes)} should read the watermark`);
+    }
+  });
+});
 
 describe('pruning actually runs: on its schedule in the server, and with `event-feed prune`', () => {
   const DAY = 24 * 3600 * 1000;

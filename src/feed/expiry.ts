@@ -1,13 +1,28 @@
 import { invalidArgument } from '../errors.ts';
 import type { Db } from '../store/db.ts';
+import type { StoredPage } from '../store/events.ts';
 import { prunedThrough, prunedThroughMailboxes } from '../store/retention.ts';
 
 /**
  * Refuses a cursor some of whose following events (those visible with `mailboxes`) were pruned:
  * never serve a page with a silent hole. Call it after reading: watermarks only rise, so if none
  * passes the cursor now, none had when the page was read.
+ *
+ * An unrestricted page that holds the event right after the cursor proves it whole without a
+ * query: pruning deletes a prefix of the feed and raises the watermark in the same transaction,
+ * and the page was read in one snapshot, so if seq afterSeq + 1 was still there, nothing after the
+ * cursor was gone. Its seqs are distinct and above afterSeq, so the last one being afterSeq + count
+ * means they are exactly afterSeq + 1 … afterSeq + count. (A restricted key's seqs are not
+ * consecutive, and an empty page proves nothing: those ask the watermark.)
  */
-export async function assertCursorNotExpired(db: Db, workspaceId: string, mailboxes: readonly string[] | null, afterSeq: number): Promise<void> {
+export async function assertCursorNotExpired(
+  db: Db,
+  workspaceId: string,
+  mailboxes: readonly string[] | null,
+  afterSeq: number,
+  page?: Pick<StoredPage, 'count' | 'lastSeq'>,
+): Promise<void> {
+  if (mailboxes === null && page !== undefined && page.count > 0 && page.lastSeq === afterSeq + page.count) return;
   const pruned = mailboxes === null ? await prunedThrough(db, workspaceId) : await prunedThroughMailboxes(db, workspaceId, mailboxes);
   if (pruned > afterSeq) {
     throw invalidArgument('after has expired: events after this cursor are past the retention period and were deleted; restart without "after" to read from the oldest retained event');

@@ -20,7 +20,7 @@ export async function eventFeed(ctx: Pick<OperationContext, 'db' | 'cursors' | '
 
   const page = await readPage(ctx.db, { workspaceId, afterSeq, limit, mailboxes });
 
-  if (input.after !== undefined) await assertCursorNotExpired(ctx.db, workspaceId, mailboxes, afterSeq);
+  if (input.after !== undefined) await assertCursorNotExpired(ctx.db, workspaceId, mailboxes, afterSeq, page);
 
   // Nothing new: hand back the caller's own cursor, byte for byte. A restricted key's cursor
   // follows the last event it was given, so it echoes even while other mailboxes move on.
