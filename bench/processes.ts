@@ -156,24 +156,24 @@ export async function runClient<T>(file: string, config: Record<string, unknown>
   return JSON.parse(last) as T;
 }
 
-/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
-export function cpuSplitOf(pid: number): { user: number; sys: number } {
+/** A process's name and the CPU seconds (user, system) it has used so far, from /proc/<pid>/stat. */
+function statOf(pid: number | string): { name: string; user: number; sys: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { user: Number(fields[11]) / CLOCK_TICKS, sys: Number(fields[12]) / CLOCK_TICKS };
+  // fields[11] and fields[12] are utime and stime (the 14th and 15th of the whole line), in clock ticks.
+  return { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), user: Number(fields[11]) / CLOCK_TICKS, sys: Number(fields[12]) / CLOCK_TICKS };
 }
+const CLOCK_TICKS = 100;
 
+/** CPU seconds (user + system) a process has used so far; NaN once it is gone. */
 export function cpuSecondsOf(pid: number): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // fields[11] and fields[12] are utime and stime (the 14th and 15th of the whole line), in clock ticks.
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+    const { user, sys } = statOf(pid);
+    return user + sys;
   } catch {
     return NaN;
   }
 }
-const CLOCK_TICKS = 100;
 
 /**
  * CPU seconds used so far by every process named `name` on this machine (e.g. the local Postgres
@@ -186,10 +186,9 @@ export function cpuSecondsOfAll(name: string): number {
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== name) continue;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+      const stat = statOf(entry);
+      if (stat.name !== name) continue;
+      total += stat.user + stat.sys;
       found = true;
     } catch {
       // gone meanwhile

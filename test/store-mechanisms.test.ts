@@ -49,18 +49,27 @@ function countTransactions(db: Db): { readonly count: number; stop(): void } {
   return counter;
 }
 
+/** A migrated database for the enclosing suite: created and handed to `opened` before its tests, dropped after them. */
+function suiteDatabase(create: () => Promise<TestDatabase>, opened: (db: Db) => void | Promise<void>): void {
+  let database: TestDatabase;
+  let db: Db;
+  before(async () => {
+    database = await create();
+    db = openDatabase(database.url);
+    await migrateLatest(db);
+    await opened(db);
+  });
+  after(async () => {
+    await db.destroy();
+    await database.drop();
+  });
+}
+
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`group commit (${kind})`, { skip }, () => {
-    let database: TestDatabase;
     let db: Db;
-    before(async () => {
-      database = await create();
-      db = openDatabase(database.url);
-      await migrateLatest(db);
-    });
-    after(async () => {
-      await db.destroy();
-      await database.drop();
+    suiteDatabase(create, (opened) => {
+      db = opened;
     });
 
     it('emits made in one turn share one transaction and are stored in arrival order', async () => {
@@ -230,21 +239,14 @@ const wideEvent = (n: number, mailboxId: string) => {
 
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`feed pages as bytes (${kind})`, { skip }, () => {
-    let database: TestDatabase;
     let db: Db;
     let workspaceId: string;
-    before(async () => {
-      database = await create();
-      db = openDatabase(database.url);
-      await migrateLatest(db);
+    suiteDatabase(create, async (opened) => {
+      db = opened;
       workspaceId = (await createWorkspace(db, 'pages', true, Date.now())).id;
       for (let batch = 0; batch < 7; batch++) {
         await db.transaction((trx) => publish(trx, workspaceId, Array.from({ length: 100 }, (_, i) => wideEvent(batch * 100 + i, i % 3 === 0 ? 'mbx_b' : 'mbx_a'))));
       }
-    });
-    after(async () => {
-      await db.destroy();
-      await database.drop();
     });
 
     const queries = () => [
@@ -292,16 +294,9 @@ for (const { kind, create, skip } of await databaseKinds()) {
 }
 
 describe('SQLite read connection', () => {
-  let database: TestDatabase;
   let db: Db;
-  before(async () => {
-    database = await sqliteDatabase();
-    db = openDatabase(database.url);
-    await migrateLatest(db);
-  });
-  after(async () => {
-    await db.destroy();
-    await database.drop();
+  suiteDatabase(sqliteDatabase, (opened) => {
+    db = opened;
   });
 
   it('reads the committed state while a write transaction is open, without waiting for it', async () => {

@@ -72,12 +72,6 @@ function appendEnvelope(sink: PageSink, envelope: string): void {
   sink.used += sink.scratch.write(envelope, sink.used);
 }
 
-/** `?` placeholders (as knex writes them) → `$1, $2, …` (as Postgres reads them). The page statements hold no other `?`. */
-const numbered = (sql: string) => {
-  let n = 0;
-  return sql.replace(/\?/g, () => `$${++n}`);
-};
-
 /**
  * Runs a page statement selecting (seq, envelope) in seq order on a connection of knex's pool and
  * returns the envelopes joined by commas, as one buffer.
@@ -85,18 +79,18 @@ const numbered = (sql: string) => {
 export async function readPgPage(db: Knex, sql: string, bindings: readonly Knex.Value[]): Promise<StoredPage> {
   const Query = pageQueryClass();
   const sink: PageSink = { scratch: scratchPool.pop() ?? Buffer.allocUnsafeSlow(SCRATCH_BYTES), used: 0, count: 0, lastSeq: undefined };
+  // knex's own `?` → `$n` rewriting, as knex.raw does it.
+  const text = (db.client as unknown as { positionBindings(sql: string): string }).positionBindings(sql);
   const connection = (await db.client.acquireConnection()) as PgClient;
   try {
     await new Promise<void>((resolve, reject) => {
       // The callback as last argument: the pool's timeout guard (store/db.ts) wraps it.
-      connection.query(new Query({ text: numbered(sql), values: [...bindings] }, sink), (err) => (err ? reject(err) : resolve()));
+      connection.query(new Query({ text, values: [...bindings] }, sink), (err) => (err ? reject(err) : resolve()));
     });
-  } catch (err) {
-    // A failed query's scratch is dropped, not reused: nothing may write into a buffer handed out again.
+  } finally {
     await db.client.releaseConnection(connection);
-    throw err;
   }
-  await db.client.releaseConnection(connection);
+  // Only a query that succeeded gives its scratch back: nothing may write into a buffer handed out again.
   const bytes = Buffer.allocUnsafe(sink.used);
   sink.scratch.copy(bytes, 0, 0, sink.used);
   if (sink.scratch.length <= SCRATCH_KEPT_MAX_BYTES && scratchPool.length < SCRATCH_KEPT) scratchPool.push(sink.scratch);
