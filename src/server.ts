@@ -10,7 +10,8 @@ import { schedulePruning } from './retention-schedule.ts';
 import { createServices } from './services.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
 import { WebhookSender } from './webhooks/send.ts';
-import { openDatabase } from './store/db.ts';
+import { dbKind, openDatabase } from './store/db.ts';
+import { listenForHeads } from './store/head-listener.ts';
 import { migrateLatest } from './store/migrate.ts';
 import { countWorkspaces } from './store/workspaces.ts';
 
@@ -56,6 +57,8 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
     deliveriesPerEndpoint: 100,
   });
   webhooks.start();
+  // Postgres tells every instance of each commit; SQLite's reads cost no round trip to save.
+  const headListener = dbKind(db) === 'postgres' ? listenForHeads(config.databaseUrl, services.heads, log) : undefined;
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -75,6 +78,7 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
       });
       await pruning.stop();
       await webhooks.stop();
+      await headListener?.stop();
       await db.destroy();
     })());
   return { url, server, services, webhooks, close };

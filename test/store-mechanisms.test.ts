@@ -23,7 +23,7 @@ import { GroupCommit } from '../src/feed/group-commit.ts';
 import { publishInTransaction } from '../src/feed/publish.ts';
 import { newEventId } from '../src/ids.ts';
 import { migrateLatest, openDatabase, publish } from '../src/library.ts';
-import type { Db } from '../src/store/db.ts';
+import { dbKind, type Db } from '../src/store/db.ts';
 import { readPage, readPageRows, readSqlitePage, type PageQuery, type StoredPage } from '../src/store/events.ts';
 import { readPgPage } from '../src/store/pg-page.ts';
 import { queryRows } from '../src/store/sql.ts';
@@ -37,13 +37,18 @@ const idOf = (envelope: string) => (JSON.parse(envelope) as { id: string }).id;
 const allRows = (db: Db, workspaceId: string) => readPageRows(db, { workspaceId, afterSeq: 0, limit: 500, mailboxes: null });
 
 /** Counts the transactions begun on db from now on (knex reports each BEGIN as a query). */
+/**
+ * Counts the transactions that append events: on SQLite those that BEGIN, on Postgres the append
+ * statements (one statement, atomic alone: the group commit sends no BEGIN there).
+ */
 function countTransactions(db: Db): { readonly count: number; stop(): void } {
   const counter = {
     count: 0,
     stop: () => db.off('query', onQuery),
   };
+  const postgres = dbKind(db) === 'postgres';
   const onQuery = (query: { sql: string }) => {
-    if (/^begin/i.test(query.sql)) counter.count++;
+    if (postgres ? /\binsert into events\b/i.test(query.sql) : /^begin/i.test(query.sql)) counter.count++;
   };
   db.on('query', onQuery);
   return counter;
@@ -119,6 +124,30 @@ for (const { kind, create, skip } of await databaseKinds()) {
       assert.equal((await allRows(db, ws.id)).length, 3);
     });
 
+    it('one batch over several workspaces: each feed takes consecutive seqs after its own, and each delivery points at its event', async () => {
+      const spaces: string[] = [];
+      for (const name of ['gc-multi-c', 'gc-multi-a', 'gc-multi-b']) spaces.push((await createWorkspace(db, name, true, Date.now())).id);
+      const endpoint = (workspace_id: string, id: string, enabled: boolean) =>
+        db('webhook_endpoints').insert({ id, workspace_id, url: `https://example.com/${id}`, event_types: '[]', enabled, disabled_reason: null, secret: 'whsec_test', created_at: 1, updated_at: 1 });
+      await endpoint(spaces[0]!, `wh_${spaces[0]}_on`, true);
+      await endpoint(spaces[1]!, `wh_${spaces[1]}_off`, false);
+      const groupCommit = new GroupCommit(db, systemClock);
+      await groupCommit.append(spaces[2]!, emitRequest(0)); // a feed that already has one event
+      const transactions = countTransactions(db);
+      const published = await Promise.all(Array.from({ length: 12 }, (_, n) => groupCommit.append(spaces[n % 3]!, emitRequest(n + 1))));
+      transactions.stop();
+      assert.equal(transactions.count, 1);
+      for (const [w, ws] of spaces.entries()) {
+        const rows = await allRows(db, ws);
+        const mine = published.filter((_, n) => n % 3 === w).map((p) => idOf(p.envelope));
+        assert.deepEqual(rows.map((row) => idOf(row.envelope)).slice(-4), mine, `feed ${w} in arrival order`);
+        assert.deepEqual(rows.map((row) => Number(row.seq)), Array.from({ length: rows.length }, (_, i) => i + 1), `feed ${w}: seqs 1…n`);
+      }
+      const deliveries = await db('webhook_deliveries').select('endpoint_id', 'workspace_id', 'event_seq', 'event_id').whereIn('workspace_id', spaces).orderBy('event_seq');
+      const expected = (await allRows(db, spaces[0]!)).map((row) => ({ endpoint_id: `wh_${spaces[0]}_on`, workspace_id: spaces[0], event_seq: Number(row.seq), event_id: idOf(row.envelope) }));
+      assert.deepEqual(deliveries.map((d) => ({ ...d, event_seq: Number(d.event_seq) })), expected, 'one delivery per event of the enabled endpoint, none for the disabled one');
+    });
+
     it('the same id twice in flight (a client retrying early) is stored once and answered as a replay', async () => {
       const ws = await createWorkspace(db, 'gc-retry', true, Date.now());
       const groupCommit = new GroupCommit(db, systemClock);
@@ -163,7 +192,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const published = await Promise.allSettled(calls.map(([ws, input]) => groupCommit.append(ws, input)));
       assert.ok(published.every((p) => p.status === 'fulfilled'));
       const ids = published.map((p) => idOf((p as PromiseFulfilledResult<{ envelope: string }>).value.envelope));
-      const queued = (await db('webhook_deliveries').select('endpoint_id', 'event_id').orderBy(['endpoint_id', 'event_seq'])) as Array<{ endpoint_id: string; event_id: string }>;
+      const queued = (await db('webhook_deliveries').select('endpoint_id', 'event_id').whereIn('workspace_id', [a!.id, b!.id, c!.id]).orderBy(['endpoint_id', 'event_seq'])) as Array<{ endpoint_id: string; event_id: string }>;
       const byEndpoint = (id: string) => queued.filter((q) => q.endpoint_id === id).map((q) => q.event_id);
       assert.deepEqual(byEndpoint(`whe_all_${a!.id}`), [ids[0], ids[3]]);
       assert.deepEqual(byEndpoint(`whe_sent_${a!.id}`), [ids[3]]);

@@ -86,6 +86,8 @@ export interface FeedStore {
   truth(db: Knex): Promise<TruthRow[]>;
   /** Last handed-out key per workspace, when the store keeps one (feed_counters). */
   counters?(db: Knex): Promise<Map<string, number>>;
+  /** Releases what reads opened (the heads' channels), once a run is over. */
+  teardown?(): Promise<void>;
 }
 
 export const MAILBOXES = Array.from({ length: 10 }, (_, i) => `mbx_${i}`);

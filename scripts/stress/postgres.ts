@@ -235,6 +235,7 @@ export async function runPostgres(cfg: PostgresRunConfig): Promise<RunResult> {
       writerStats,
     );
   } finally {
+    await cfg.store.teardown?.();
     await Promise.allSettled(dbs.map((db) => db.destroy()));
     await database.drop();
   }

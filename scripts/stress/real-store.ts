@@ -1,11 +1,30 @@
 /** The store under test: the real append path (publishInTransaction) and the real read operation (eventFeed). */
+import type { Knex } from 'knex';
 import { CursorCodec } from '../../src/feed/cursor.ts';
+import { FeedHeads } from '../../src/feed/heads.ts';
+import { createLogger } from '../../src/log.ts';
+import { dbKind } from '../../src/store/db.ts';
+import { listenForHeads, type HeadListener } from '../../src/store/head-listener.ts';
 import { publishInTransaction } from '../../src/feed/publish.ts';
 import { pageEnvelopes } from '../../src/feed/page.ts';
 import { eventFeed } from '../../src/operations/event-feed.ts';
 import { seenFromEnvelope, type FeedStore } from './model.ts';
 
 const codec = new CursorCodec('stress-harness-secret-0123456789abcdef');
+
+// Each reader's database gets the heads a server has: on Postgres, told of every commit by their
+// own channel, so polls at the head are answered without a query, as in the service.
+const headsOf = new WeakMap<Knex, FeedHeads>();
+const listeners: HeadListener[] = [];
+function headsFor(db: Knex): FeedHeads {
+  let heads = headsOf.get(db);
+  if (!heads) {
+    headsOf.set(db, (heads = new FeedHeads()));
+    const url = (db.client.config.connection as { connectionString?: string } | undefined)?.connectionString;
+    if (dbKind(db) === 'postgres' && url) listeners.push(listenForHeads(url, heads, createLogger('silent')));
+  }
+  return heads;
+}
 
 export const realStore: FeedStore = {
   name: 'feed_counters (src)',
@@ -16,12 +35,15 @@ export const realStore: FeedStore = {
   },
   async read(db, principal, after, limit) {
     const page = await eventFeed(
-      { db, cursors: codec, principal },
+      { db, cursors: codec, principal, heads: headsFor(db) },
       after === undefined ? { limit } : { after, limit },
     );
     return { events: pageEnvelopes(page.events).map(seenFromEnvelope), nextCursor: page.next_cursor };
   },
   cursorKey: (ws, cursor) => codec.decode(ws, cursor),
+  async teardown() {
+    await Promise.all(listeners.splice(0).map((listener) => listener.stop()));
+  },
   async truth(db) {
     const rows = await db('events').select('workspace_id', 'id', 'seq', 'mailbox_id');
     return rows.map((r) => ({ ws: r.workspace_id, id: r.id, key: Number(r.seq), mailbox: r.mailbox_id ?? null }));

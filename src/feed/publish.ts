@@ -5,7 +5,7 @@ import type { EmitEventRequest } from '../../generated/types.ts';
 import { ApiError, invalidArgument } from '../errors.ts';
 import { newEventId } from '../ids.ts';
 import { appendEvents, findByIds, type NewEvent, type WorkspaceAppend } from '../store/events.ts';
-import { enabledEndpoints, enqueueDeliveries } from '../webhooks/store.ts';
+import { deliveriesOwed, enabledEndpoints } from '../webhooks/store.ts';
 
 export interface PublishedEvent {
   /** The envelope's JSON text, as stored and as every reader will get it. */
@@ -33,10 +33,18 @@ export async function publishInTransaction(
   if (new Set(prepared.map((event) => event.id)).size !== prepared.length) {
     throw invalidArgument('the same event id appears twice in one publish call');
   }
-  const [outcomes] = await appendPrepared(trx, [{ workspaceId, events: prepared }], now.getTime());
+  const {
+    outcomes: [outcomes],
+  } = await appendPrepared(trx, [{ workspaceId, events: prepared }], now.getTime());
   const failed = outcomes!.find((outcome) => outcome instanceof ApiError);
   if (failed) throw failed;
   return outcomes as PublishedEvent[];
+}
+
+/** What appendPrepared did: one answer per event, and the workspaces' new last seqs (those appended to). */
+export interface Appended {
+  outcomes: Array<Array<PublishedEvent | ApiError>>;
+  lastSeqs: Map<string, number>;
 }
 
 /**
@@ -44,20 +52,19 @@ export async function publishInTransaction(
  * workspace). An event whose client-supplied id is already stored comes back as that stored event
  * when the content is the same (an idempotent replay) and as an invalid_argument error otherwise;
  * the others are appended. One answer per event, in the shape of `appends`. Whatever the number of
- * workspaces, it is a handful of statements: stored ids, webhook endpoints, counters, events, deliveries.
+ * workspaces, it is three statements: stored ids (when the client gave ids), webhook endpoints, and
+ * the append (counters, events, deliveries). On SQLite `exec` is a transaction; on Postgres it may be
+ * the database itself: only the last statement writes, and it is atomic on its own.
  */
-export async function appendPrepared(
-  trx: Knex.Transaction,
-  appends: WorkspaceAppend[],
-  storedAt: number,
-): Promise<Array<Array<PublishedEvent | ApiError>>> {
+export async function appendPrepared(exec: Knex | Knex.Transaction, appends: WorkspaceAppend[], storedAt: number): Promise<Appended> {
   const storedRows = await findByIds(
-    trx,
+    exec,
     appends.map(({ workspaceId, events }) => ({ workspaceId, ids: events.filter((event) => event.idempotencyHash !== null).map((event) => event.id) })),
   );
   const stored = new Map(storedRows.map((row) => [`${row.workspace_id} ${row.id}`, row]));
 
   const fresh: WorkspaceAppend[] = [];
+  const lastSeqs = new Map<string, number>();
   const outcomes = appends.map(({ workspaceId, events }) => {
     const freshEvents: NewEvent[] = [];
     const answers = events.map((event): PublishedEvent | ApiError => {
@@ -76,14 +83,12 @@ export async function appendPrepared(
   });
   if (fresh.length > 0) {
     // Read before the append, so the counter row locks (taken by the append) cover only the inserts.
-    const endpoints = await enabledEndpoints(trx, fresh.map((a) => a.workspaceId));
-    const firstSeqs = await appendEvents(trx, fresh, storedAt);
-    const appended = fresh.flatMap(({ workspaceId, events }) =>
-      events.map((event, i) => ({ workspaceId, seq: firstSeqs.get(workspaceId)! + i, id: event.id, type: event.type })),
-    );
-    await enqueueDeliveries(trx, endpoints, appended, storedAt);
+    const endpoints = await enabledEndpoints(exec, fresh.map((a) => a.workspaceId));
+    const outbox = deliveriesOwed(endpoints, fresh.flatMap(({ workspaceId, events }) => events.map((event) => ({ workspaceId, id: event.id, type: event.type }))));
+    const firstSeqs = await appendEvents(exec, fresh, storedAt, outbox);
+    for (const { workspaceId, events } of fresh) lastSeqs.set(workspaceId, firstSeqs.get(workspaceId)! + events.length - 1);
   }
-  return outcomes;
+  return { outcomes, lastSeqs };
 }
 
 /** An event's final envelope text and its columns; throws invalid_argument for an unusable `occurred_at`. */

@@ -4,6 +4,7 @@ import type { RequestValidator } from '../contract/request-validator.ts';
 import { forbidden } from '../errors.ts';
 import type { CursorCodec } from '../feed/cursor.ts';
 import type { GroupCommit } from '../feed/group-commit.ts';
+import type { FeedHeads } from '../feed/heads.ts';
 import type { RateLimiter } from '../limits/rate-limiter.ts';
 import type { Db } from '../store/db.ts';
 import type { TargetPolicy } from '../webhooks/target-policy.ts';
@@ -13,6 +14,8 @@ export interface Services {
   db: Db;
   cursors: CursorCodec;
   clock: Clock;
+  /** The feeds' heads as far as this process knows them: polls at the head answered without a query. */
+  heads: FeedHeads;
   /** emit_event's appends, sharing transactions under load. */
   groupCommit: GroupCommit;
   /** Where webhooks may point; secure (public https only) when absent. */

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { dbKind, type Db } from './db.ts';
+import { pgAppendStatement } from './pg-append.ts';
 import { readPgPage } from './pg-page.ts';
 import { placeholders, queryRows, readRows } from './sql.ts';
 
@@ -33,6 +34,8 @@ export interface StoredPage {
 
 const INSERT_CHUNK = 500;
 const BUMP_COUNTER = 'UPDATE feed_counters SET last_seq = last_seq + ? WHERE workspace_id = ? RETURNING last_seq';
+/** Where Postgres announces each workspace's new last seq, "<workspace> <seq>", as its append commits (feed/heads.ts). */
+export const HEADS_CHANNEL = 'event_feed_heads';
 const SELECT_PAGE = 'SELECT seq, envelope FROM events WHERE workspace_id = ? AND seq > ? ORDER BY seq LIMIT ?';
 /*
  * On SQLite a page's rows are aggregated into one value, as bytes, by the database (in process,
@@ -54,9 +57,17 @@ export interface WorkspaceAppend {
   events: NewEvent[];
 }
 
+/** A webhook delivery written with the event it delivers, in the same transaction (the outbox). */
+export interface OutboxRow {
+  endpointId: string;
+  workspaceId: string;
+  eventId: string;
+}
+
 /**
- * Appends events to workspaces' feeds inside the caller's transaction and returns, per workspace,
- * the seq of its first new event.
+ * Appends events to workspaces' feeds, with their webhook deliveries (`outbox`), and returns, per
+ * workspace, the seq of its first new event. On SQLite inside the caller's transaction; on
+ * Postgres it is one statement, atomic inside a transaction or alone (store/pg-append.ts).
  *
  * Why this cannot leave a gap a reader could skip: seq values come from the workspace's row in
  * `feed_counters`, incremented here. The UPDATE takes that row's lock and keeps it until the
@@ -68,66 +79,65 @@ export interface WorkspaceAppend {
  * took 41 can commit after the one that took 42 and a reader past 42 never sees it.)
  *
  * The counters are touched by the last statements of the transaction, so their locks are held only
- * for the inserts that follow. Several workspaces take one statement for their counters and one for
- * their events (a batch of emits costs a few round trips, not a few per workspace), and their
- * counter rows are locked in workspace order, the one order every writer uses, so two transactions
- * never wait for each other in a cycle. On SQLite the single writer gives the same order through
- * the same code.
+ * for the inserts that follow. Several workspaces cost no more statements than one (a batch of
+ * emits is one round trip on Postgres, not a few per workspace), and their counter rows are locked
+ * in workspace order, the one order every writer uses, so two transactions never wait for each
+ * other in a cycle. On SQLite the single writer gives the same order.
  */
-export async function appendEvents(trx: Knex.Transaction, appends: WorkspaceAppend[], storedAt: number): Promise<Map<string, number>> {
+export async function appendEvents(
+  exec: Knex | Knex.Transaction,
+  appends: WorkspaceAppend[],
+  storedAt: number,
+  outbox: readonly OutboxRow[] = [],
+): Promise<Map<string, number>> {
   const sorted = appends.filter((a) => a.events.length > 0).sort((a, b) => (a.workspaceId < b.workspaceId ? -1 : a.workspaceId > b.workspaceId ? 1 : 0));
   if (sorted.length === 0) throw new Error('appendEvents needs at least one event');
-  const lastSeqs = await bumpCounters(trx, sorted);
   const firstSeqs = new Map<string, number>();
-  const records = sorted.flatMap(({ workspaceId, events }) => {
-    const lastSeq = lastSeqs.get(workspaceId);
-    if (lastSeq === undefined) throw new Error(`workspace ${workspaceId} has no feed counter`);
-    const firstSeq = lastSeq - events.length + 1;
+  if (dbKind(exec as Db) === 'postgres') {
+    // One statement: counters, events, outbox and the heads' notification (store/pg-append.ts).
+    const { sql, bindings } = pgAppendStatement(sorted, storedAt, [...outbox], HEADS_CHANNEL);
+    const rows = await queryRows<{ workspace_id: string; last_seq: number; k: number }>(exec, sql, bindings);
+    for (const row of rows) firstSeqs.set(row.workspace_id, Number(row.last_seq) - Number(row.k) + 1);
+    for (const { workspaceId } of sorted) if (!firstSeqs.has(workspaceId)) throw new Error(`workspace ${workspaceId} has no feed counter`);
+    return firstSeqs;
+  }
+  if (!(exec as Knex.Transaction).isTransaction) throw new Error('appendEvents on SQLite runs in a transaction');
+  const trx = exec as Knex.Transaction;
+  // One writer on SQLite: statements in a loop cost no round trip.
+  const seqOf = new Map<string, number>();
+  const records: Array<Record<string, Knex.Value>> = [];
+  for (const { workspaceId, events } of sorted) {
+    const [row] = await queryRows<{ last_seq: number | string }>(trx, BUMP_COUNTER, [events.length, workspaceId]);
+    if (!row) throw new Error(`workspace ${workspaceId} has no feed counter`);
+    const firstSeq = Number(row.last_seq) - events.length + 1;
     firstSeqs.set(workspaceId, firstSeq);
-    return events.map((event, i) => ({
-      workspace_id: workspaceId,
-      seq: firstSeq + i,
-      id: event.id,
-      type: event.type,
-      mailbox_id: event.mailboxId,
-      occurred_at_ms: event.occurredAtMs,
-      stored_at: storedAt,
-      idempotency_hash: event.idempotencyHash,
-      envelope: event.envelope,
-    }));
-  });
-  for (let i = 0; i < records.length; i += INSERT_CHUNK) {
-    await trx('events').insert(records.slice(i, i + INSERT_CHUNK));
+    events.forEach((event, i) => {
+      seqOf.set(`${workspaceId} ${event.id}`, firstSeq + i);
+      records.push({
+        workspace_id: workspaceId,
+        seq: firstSeq + i,
+        id: event.id,
+        type: event.type,
+        mailbox_id: event.mailboxId,
+        occurred_at_ms: event.occurredAtMs,
+        stored_at: storedAt,
+        idempotency_hash: event.idempotencyHash,
+        envelope: event.envelope,
+      });
+    });
   }
+  for (let i = 0; i < records.length; i += INSERT_CHUNK) await trx('events').insert(records.slice(i, i + INSERT_CHUNK));
+  const deliveries = outbox.map((o) => ({
+    endpoint_id: o.endpointId,
+    workspace_id: o.workspaceId,
+    event_seq: seqOf.get(`${o.workspaceId} ${o.eventId}`)!,
+    event_id: o.eventId,
+    attempts: 0,
+    next_attempt_at: storedAt,
+    created_at: storedAt,
+  }));
+  for (let i = 0; i < deliveries.length; i += INSERT_CHUNK) await trx('webhook_deliveries').insert(deliveries.slice(i, i + INSERT_CHUNK));
   return firstSeqs;
-}
-
-/** Adds each workspace's event count to its counter (rows locked in the given order); the new last seq of each. */
-async function bumpCounters(trx: Knex.Transaction, sorted: WorkspaceAppend[]): Promise<Map<string, number>> {
-  const lastSeqs = new Map<string, number>();
-  if (sorted.length === 1 || dbKind(trx as unknown as Db) === 'sqlite') {
-    // One writer on SQLite: statements in a loop cost no round trip.
-    for (const { workspaceId, events } of sorted) {
-      const [row] = await queryRows<{ last_seq: number | string }>(trx, BUMP_COUNTER, [events.length, workspaceId]);
-      if (row) lastSeqs.set(workspaceId, Number(row.last_seq));
-    }
-    return lastSeqs;
-  }
-  // Postgres locks the rows of a multi-row UPDATE in scan order: lock them in workspace order first.
-  const values = sorted.map(() => '(?, ?::bigint)').join(', ');
-  const rows = await queryRows<{ workspace_id: string; last_seq: number | string }>(
-    trx,
-    `WITH locked AS MATERIALIZED (
-       SELECT workspace_id FROM feed_counters WHERE workspace_id IN (${placeholders(sorted.length)}) ORDER BY workspace_id FOR UPDATE
-     )
-     UPDATE feed_counters c SET last_seq = c.last_seq + v.k
-       FROM (VALUES ${values}) AS v(workspace_id, k), locked
-      WHERE c.workspace_id = v.workspace_id AND locked.workspace_id = c.workspace_id
-     RETURNING c.workspace_id, c.last_seq`,
-    [...sorted.map((a) => a.workspaceId), ...sorted.flatMap((a) => [a.workspaceId, a.events.length])],
-  );
-  for (const row of rows) lastSeqs.set(row.workspace_id, Number(row.last_seq));
-  return lastSeqs;
 }
 
 export interface PageQuery {

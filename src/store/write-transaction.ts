@@ -24,15 +24,22 @@ export function isRetryable(err: unknown): boolean {
  */
 export async function writeTransaction<T>(db: Db, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
   const sqlite = dbKind(db) === 'sqlite';
-  for (let attempt = 1; ; attempt++) {
+  return retryingTransient(() =>
+    db.transaction(async (trx) => {
+      if (sqlite) await trx.raw(TAKE_SQLITE_WRITE_LOCK);
+      return work(trx);
+    }),
+  );
+}
+
+/** Runs `attempt` again (after a short random pause) while it fails with a transient conflict, up to ATTEMPTS times. */
+export async function retryingTransient<T>(attempt: () => Promise<T>): Promise<T> {
+  for (let n = 1; ; n++) {
     try {
-      return await db.transaction(async (trx) => {
-        if (sqlite) await trx.raw(TAKE_SQLITE_WRITE_LOCK);
-        return work(trx);
-      });
+      return await attempt();
     } catch (err) {
-      if (attempt >= ATTEMPTS || !isRetryable(err)) throw err;
-      await new Promise((done) => setTimeout(done, Math.random() * 10 * attempt));
+      if (n >= ATTEMPTS || !isRetryable(err)) throw err;
+      await new Promise((done) => setTimeout(done, Math.random() * 10 * n));
     }
   }
 }

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { WebhookAttempt, WebhookEndpoint } from '../../generated/types.ts';
 import { matchesTypes } from '../feed/type-filter.ts';
 import { dbKind, type Db } from '../store/db.ts';
+import type { OutboxRow } from '../store/events.ts';
 import { placeholders, queryRows } from '../store/sql.ts';
 import { secretHint } from './signature.ts';
 
@@ -43,24 +44,17 @@ export const listEndpoints = (db: Reader, workspaceId: string): Promise<Endpoint
   db('webhook_endpoints').where({ workspace_id: workspaceId }).orderBy('created_at').orderBy('id');
 
 /**
- * The outbox write, inside the transaction that appends the events: one delivery row per
- * (enabled endpoint, matching event). Same commit, so an event is delivered if and only if it is in the feed.
+ * The deliveries these new events owe, one per (enabled endpoint of their workspace, matching
+ * event): the outbox rows appendEvents writes with the events, so an event is delivered if and
+ * only if it is in the feed.
  */
-export async function enqueueDeliveries(
-  trx: Knex.Transaction,
-  endpoints: EndpointRow[],
-  events: Array<{ workspaceId: string; seq: number; id: string; type: string }>,
-  now: number,
-): Promise<number> {
-  if (endpoints.length === 0) return 0;
-  const rows = endpoints.flatMap((endpoint) => {
+export function deliveriesOwed(endpoints: EndpointRow[], events: Array<{ workspaceId: string; id: string; type: string }>): OutboxRow[] {
+  return endpoints.flatMap((endpoint) => {
     const types = JSON.parse(endpoint.event_types) as string[];
     return events
       .filter((event) => event.workspaceId === endpoint.workspace_id && matchesTypes(types, event.type))
-      .map((event) => ({ endpoint_id: endpoint.id, workspace_id: endpoint.workspace_id, event_seq: event.seq, event_id: event.id, attempts: 0, next_attempt_at: now, created_at: now }));
+      .map((event) => ({ endpointId: endpoint.id, workspaceId: endpoint.workspace_id, eventId: event.id }));
   });
-  for (let i = 0; i < rows.length; i += 500) await trx('webhook_deliveries').insert(rows.slice(i, i + 500));
-  return rows.length;
 }
 
 /** The enabled endpoints of these workspaces (one query for a batch of appends). */

@@ -1,0 +1,110 @@
+import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
+import type { Client, Notification } from 'pg';
+import type { FeedHeads } from '../feed/heads.ts';
+import { safeErrorFields, type Logger } from '../log.ts';
+import { HEADS_CHANNEL } from './events.ts';
+
+/** How often the channel proves itself with a notification sent to itself, and how long one may take. */
+const PING_INTERVAL_MS = 10_000;
+const PING_TIMEOUT_MS = 3_000;
+const RECONNECT_MIN_MS = 200;
+const RECONNECT_MAX_MS = 10_000;
+
+/** The listening connection's application_name, as pg_stat_activity shows it. */
+export const HEAD_LISTENER_NAME = 'event-feed heads';
+
+export interface HeadListener {
+  stop(): Promise<void>;
+}
+
+/**
+ * Keeps `heads` told of every commit on a Postgres database: a connection of its own (LISTEN needs
+ * one that stays) listens on HEADS_CHANNEL, where each append's counter statement notifies
+ * "<workspace> <last seq>" (store/events.ts). Heads are trusted only once a notification this
+ * connection sent itself came back (a pooler that does not carry notifications, such as PgBouncer
+ * in transaction mode, never gets that far), and again every PING_INTERVAL_MS; a lost connection or
+ * a ping not back in time forgets them all (FeedHeads.lose) until the channel is back.
+ */
+export function listenForHeads(
+  databaseUrl: string,
+  heads: FeedHeads,
+  log: Logger,
+  options: { pingIntervalMs?: number; pingTimeoutMs?: number } = {},
+): HeadListener {
+  const pingIntervalMs = options.pingIntervalMs ?? PING_INTERVAL_MS;
+  const pingTimeoutMs = options.pingTimeoutMs ?? PING_TIMEOUT_MS;
+  const pg = createRequire(import.meta.url)('pg') as typeof import('pg');
+  let stopped = false;
+  let client: Client | undefined;
+  let retryMs = RECONNECT_MIN_MS;
+  let pingTimer: NodeJS.Timeout | undefined;
+  let pingDeadline: NodeJS.Timeout | undefined;
+  let reconnectTimer: NodeJS.Timeout | undefined;
+  let awaitedPing: string | undefined;
+
+  /** Forgets every head and lets `dropped` go; while running, connects again after a pause. */
+  const drop = (dropped: Client, reason: string, err?: unknown): Promise<void> => {
+    if (client !== dropped) return Promise.resolve(); // already let go
+    const wasLive = heads.live;
+    heads.lose();
+    clearTimeout(pingTimer);
+    clearTimeout(pingDeadline);
+    awaitedPing = undefined;
+    client = undefined;
+    dropped.removeAllListeners('notification');
+    const ended = dropped.end().catch(() => {});
+    if (stopped) return ended;
+    if (wasLive) log.warn({ reason, ...(err ? safeErrorFields(err) : {}) }, 'feed heads: channel lost; polls read the database until it is back');
+    reconnectTimer = setTimeout(connect, retryMs);
+    retryMs = Math.min(retryMs * 2, RECONNECT_MAX_MS);
+    return ended;
+  };
+
+  const ping = (current: Client) => {
+    awaitedPing = `ping ${randomBytes(9).toString('base64url')}`;
+    pingDeadline = setTimeout(() => void drop(current, 'a ping did not come back in time'), pingTimeoutMs);
+    current.query('SELECT pg_notify($1, $2)', [HEADS_CHANNEL, awaitedPing]).catch((err: unknown) => drop(current, 'ping failed', err));
+  };
+
+  const onNotification = (current: Client, message: Notification) => {
+    const payload = message.payload ?? '';
+    if (payload === awaitedPing) {
+      clearTimeout(pingDeadline);
+      awaitedPing = undefined;
+      if (!heads.live) heads.open();
+      retryMs = RECONNECT_MIN_MS;
+      pingTimer = setTimeout(() => ping(current), pingIntervalMs);
+      return;
+    }
+    const space = payload.indexOf(' ');
+    const seq = Number(payload.slice(space + 1));
+    if (space > 0 && Number.isSafeInteger(seq)) heads.heard(payload.slice(0, space), seq);
+  };
+
+  async function connect(): Promise<void> {
+    if (stopped) return;
+    const candidate = new pg.Client({ connectionString: databaseUrl, keepAlive: true, connectionTimeoutMillis: 3000, application_name: HEAD_LISTENER_NAME });
+    client = candidate;
+    candidate.on('error', (err) => void drop(candidate, 'connection error', err));
+    candidate.on('end', () => void drop(candidate, 'connection ended'));
+    candidate.on('notification', (message) => onNotification(candidate, message));
+    try {
+      await candidate.connect();
+      await candidate.query(`LISTEN ${HEADS_CHANNEL}`);
+      if (client === candidate) ping(candidate);
+    } catch (err) {
+      await drop(candidate, 'could not listen', err);
+    }
+  }
+
+  void connect();
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(reconnectTimer);
+      heads.lose();
+      if (client) await drop(client, 'stopped');
+    },
+  };
+}
