@@ -12,6 +12,7 @@ import { WebhookDispatcher } from './webhooks/dispatcher.ts';
 import { WebhookSender } from './webhooks/send.ts';
 import { dbKind, openDatabase } from './store/db.ts';
 import { listenForHeads } from './store/head-listener.ts';
+import { verifiedKeysOf } from './auth/verified-keys.ts';
 import { migrateLatest } from './store/migrate.ts';
 import { countWorkspaces } from './store/workspaces.ts';
 
@@ -57,8 +58,8 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
     deliveriesPerEndpoint: 100,
   });
   webhooks.start();
-  // Postgres tells every instance of each commit; SQLite's reads cost no round trip to save.
-  const headListener = dbKind(db) === 'postgres' ? listenForHeads(config.databaseUrl, services.heads, log) : undefined;
+  // Postgres tells every instance of each commit and key change; SQLite's reads cost no round trip to save.
+  const headListener = dbKind(db) === 'postgres' ? listenForHeads(config.databaseUrl, services.heads, verifiedKeysOf(db), log) : undefined;
 
   let closing: Promise<void> | undefined;
   const close = () =>

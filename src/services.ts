@@ -4,9 +4,10 @@ import { RequestValidator } from './contract/request-validator.ts';
 import { CursorCodec } from './feed/cursor.ts';
 import { GroupCommit } from './feed/group-commit.ts';
 import { FeedHeads } from './feed/heads.ts';
+import { RecentEvents } from './feed/recent-events.ts';
 import type { AppServices } from './operations/context.ts';
 import { RateLimiter } from './limits/rate-limiter.ts';
-import type { Db } from './store/db.ts';
+import { dbKind, type Db } from './store/db.ts';
 import { sharedCursorSecret } from './store/settings.ts';
 
 export async function createServices(
@@ -17,12 +18,15 @@ export async function createServices(
   const secret = config.cursorSecret ?? (await sharedCursorSecret(db));
   // Knows nothing until a channel opens it (server.ts starts one on Postgres): every poll reads.
   const heads = new FeedHeads();
+  // SQLite reads in process (~70 µs): not worth the memory. Ages by the clock retention prunes by.
+  const recent = dbKind(db) === 'postgres' ? new RecentEvents(() => clock.now().getTime()) : undefined;
   return {
     db,
     cursors: new CursorCodec(secret),
     clock,
     heads,
-    groupCommit: new GroupCommit(db, clock, heads),
+    recent,
+    groupCommit: new GroupCommit(db, clock, heads, recent),
     requestValidator: new RequestValidator(),
     rateLimiter: new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst),
     webhookPolicy: { allowInsecure: config.webhooksAllowInsecure },

@@ -1,15 +1,22 @@
 /**
- * Verified keys are kept briefly on Postgres (bench/README.md): a revocation through this process
- * refuses the key at once; one made elsewhere (another instance, the CLI) within VERIFIED_KEY_TTL_MS.
+ * Verified keys are kept on Postgres (auth/verified-keys.ts): a revocation through this process
+ * refuses the key at once; one made elsewhere (another instance, the CLI, SQL) as soon as the key
+ * channel tells of it, or within VERIFIED_KEY_TTL_MS when there is no channel.
  * On SQLite nothing is kept: a revocation by another process takes effect at once.
  */
 import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
-import { authenticate, createKey, revokeKey, VERIFIED_KEY_TTL_MS } from '../src/auth/api-keys.ts';
+import { authenticate, createKey, revokeKey } from '../src/auth/api-keys.ts';
+import { HEARD_KEY_TTL_MS, VERIFIED_KEY_TTL_MS, VerifiedKeys, verifiedKeysOf } from '../src/auth/verified-keys.ts';
+import type { Principal } from '../src/auth/principal.ts';
+import { FeedHeads } from '../src/feed/heads.ts';
+import { createLogger } from '../src/log.ts';
+import { HEAD_LISTENER_NAME, listenForHeads, type HeadListener } from '../src/store/head-listener.ts';
 import { openDatabase, type Db } from '../src/store/db.ts';
 import { migrateLatest } from '../src/store/migrate.ts';
 import { createWorkspace } from '../src/store/workspaces.ts';
-import { databaseKinds, type TestDatabase } from './support/databases.ts';
+import { databaseKinds, postgresAvailable, postgresDatabase, type TestDatabase } from './support/databases.ts';
 
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`API key lookups and revocation (${kind})`, { skip }, () => {
@@ -73,4 +80,146 @@ for (const { kind, create, skip } of await databaseKinds()) {
       assert.equal((await authenticate(here, key))?.keyId, id);
     });
   });
+}
+
+describe('VerifiedKeys: how long a verified key may be believed', () => {
+  const principal = { keyId: 'key_a', workspaceId: 'ws', permissions: new Set(['read']), mailboxes: null } as Principal;
+  const hash = Buffer.alloc(32);
+  const clock = () => {
+    let t = 1000;
+    return { now: () => t, advance: (ms: number) => (t += ms) };
+  };
+
+  it('without a channel, VERIFIED_KEY_TTL_MS; with one, HEARD_KEY_TTL_MS', () => {
+    const time = clock();
+    const keys = new VerifiedKeys(time.now);
+    keys.keep('key_a', principal, hash, keys.mark());
+    time.advance(VERIFIED_KEY_TTL_MS);
+    assert.ok(keys.lookup('key_a'));
+    time.advance(1);
+    assert.equal(keys.lookup('key_a'), undefined);
+    keys.open();
+    keys.keep('key_a', principal, hash, keys.mark());
+    time.advance(HEARD_KEY_TTL_MS);
+    assert.ok(keys.lookup('key_a'));
+    time.advance(1);
+    assert.equal(keys.lookup('key_a'), undefined);
+  });
+
+  it('a lookup begun before the channel opened, or across a loss, is not kept long', () => {
+    const time = clock();
+    const keys = new VerifiedKeys(time.now);
+    let mark = keys.mark();
+    keys.open();
+    keys.keep('key_a', principal, hash, mark);
+    time.advance(VERIFIED_KEY_TTL_MS + 1);
+    assert.equal(keys.lookup('key_a'), undefined, 'begun before the open');
+    mark = keys.mark();
+    keys.lose();
+    keys.open();
+    keys.keep('key_a', principal, hash, mark);
+    time.advance(VERIFIED_KEY_TTL_MS + 1);
+    assert.equal(keys.lookup('key_a'), undefined, 'the channel was lost meanwhile');
+  });
+
+  it('a loss cuts the trust of what was kept while the channel was up', () => {
+    const time = clock();
+    const keys = new VerifiedKeys(time.now);
+    keys.open();
+    keys.keep('key_a', principal, hash, keys.mark());
+    time.advance(VERIFIED_KEY_TTL_MS + 1);
+    assert.ok(keys.lookup('key_a'));
+    keys.lose();
+    assert.equal(keys.lookup('key_a'), undefined);
+  });
+
+  it('a lookup that overlapped a revocation is not kept (its row may predate it)', () => {
+    const keys = new VerifiedKeys(clock().now);
+    keys.open();
+    const mark = keys.mark();
+    keys.forget('key_a'); // heard while the lookup's query was on its way
+    keys.keep('key_a', principal, hash, mark);
+    assert.equal(keys.lookup('key_a'), undefined);
+  });
+});
+
+describe('API keys with the key channel (postgres)', { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' }, () => {
+  let database: TestDatabase;
+  let here: Db;
+  let elsewhere: Db;
+  let listener: HeadListener;
+  let workspaceId: string;
+  let lookups = 0;
+
+  before(async () => {
+    database = await postgresDatabase();
+    here = openDatabase(database.url);
+    elsewhere = openDatabase(database.url);
+    await migrateLatest(here);
+    workspaceId = (await createWorkspace(here, 'Keys', true, Date.now())).id;
+    here.on('query', (query: { sql: string }) => {
+      if (/FROM api_keys WHERE id/.test(query.sql)) lookups++;
+    });
+    listener = listenForHeads(database.url, new FeedHeads(), verifiedKeysOf(here), createLogger('silent'));
+    await until('the channel opens', () => verifiedKeysOf(here).live);
+  });
+  after(async () => {
+    await listener?.stop();
+    await here?.destroy();
+    await elsewhere?.destroy();
+    await database?.drop();
+  });
+
+  const newKey = () => createKey(here, { workspaceId, permissions: ['read'], mailboxes: null }, Date.now());
+  const lookupsDuring = async (work: () => Promise<unknown>) => {
+    const before = lookups;
+    await work();
+    return lookups - before;
+  };
+
+  it('keeps a verified key past VERIFIED_KEY_TTL_MS while the channel is up: no lookup', async () => {
+    const { id, key } = await newKey();
+    assert.equal(await lookupsDuring(() => authenticate(here, key)), 1);
+    await sleep(VERIFIED_KEY_TTL_MS + 200);
+    assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 0);
+  });
+
+  for (const [how, change] of [
+    ['revoked by SQL', (id: string) => elsewhere('api_keys').where({ id }).update({ revoked_at: Date.now() })],
+    ['revoked by another process', (id: string) => revokeKey(elsewhere, id, Date.now())],
+    ['deleted', (id: string) => elsewhere('api_keys').where({ id }).delete()],
+  ] as const) {
+    it(`a key ${how} elsewhere is refused as soon as that is heard, long before any expiry`, async () => {
+      const { id, key } = await newKey();
+      assert.equal((await authenticate(here, key))?.keyId, id);
+      assert.equal(await lookupsDuring(() => authenticate(here, key)), 0, 'kept');
+      const changedAt = performance.now();
+      await change(id);
+      await until('refused', async () => (await authenticate(here, key)) === undefined, 2000);
+      assert.ok(performance.now() - changedAt < VERIFIED_KEY_TTL_MS / 2, `heard after ${performance.now() - changedAt} ms`);
+    });
+  }
+
+  it('a lost channel brings back the short expiry, and then the long one once it is back', async () => {
+    const { id, key } = await newKey();
+    await authenticate(here, key);
+    await sleep(VERIFIED_KEY_TTL_MS + 200);
+    assert.equal(await lookupsDuring(() => authenticate(here, key)), 0, 'kept while the channel was up');
+    await here.raw('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ? AND datname = current_database()', [HEAD_LISTENER_NAME]);
+    await until('lost', () => !verifiedKeysOf(here).live);
+    assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 1, 'looked up again');
+    await until('back', () => verifiedKeysOf(here).live, 15_000);
+    await sleep(VERIFIED_KEY_TTL_MS + 50); // what was kept while it was down expires as it was kept
+    assert.equal(await lookupsDuring(() => authenticate(here, key)), 1);
+    await sleep(VERIFIED_KEY_TTL_MS + 200);
+    assert.equal(await lookupsDuring(() => authenticate(here, key)), 0, 'kept long again');
+  });
+});
+
+async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
 }

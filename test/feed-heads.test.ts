@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
+import { VerifiedKeys } from '../src/auth/verified-keys.ts';
 import { systemClock } from '../src/clock.ts';
 import { GroupCommit } from '../src/feed/group-commit.ts';
 import { FeedHeads } from '../src/feed/heads.ts';
@@ -222,7 +223,7 @@ describe('the heads channel on Postgres', { skip: !(await postgresAvailable()) &
   it('gives its heads up when pings stop coming back, and takes them up again when they do', async () => {
     const proxy = await startTcpProxy();
     const heads = new FeedHeads();
-    const listener = listenForHeads(proxy.via(database.url), heads, createLogger('silent'), { pingIntervalMs: 100, pingTimeoutMs: 300 });
+    const listener = listenForHeads(proxy.via(database.url), heads, new VerifiedKeys(), createLogger('silent'), { pingIntervalMs: 100, pingTimeoutMs: 300 });
     try {
       await until('open', () => heads.live);
       const ws = (await createWorkspace(db, 'w', false, Date.now())).id;

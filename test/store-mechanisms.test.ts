@@ -312,6 +312,33 @@ for (const { kind, create, skip } of await databaseKinds()) {
       for (const [i, q] of many.entries()) await expectPage(db, q, pages[i]!);
     });
 
+    it("a restricted page brings its mailboxes' retention watermark, from one statement", { skip: kind !== 'postgres' && 'Postgres reader only' }, async () => {
+      const q = { workspaceId, afterSeq: 10, limit: 50, mailboxes: ['mbx_b', 'mbx_c'] };
+      const client = db.client as { acquireConnection(): Promise<unknown> };
+      const acquire = client.acquireConnection;
+      let statements = 0;
+      client.acquireConnection = function (this: unknown) {
+        statements++;
+        return acquire.call(this);
+      };
+      try {
+        const before = await readPage(db, { ...q, limit: 1 }); // a limit of 1 is never read ahead
+        assert.equal(before.prunedThrough, 0, 'nothing pruned yet');
+        assert.equal(statements, 1);
+        await db('feed_retention_mailboxes').insert({ workspace_id: workspaceId, mailbox_id: 'mbx_b', pruned_through: 42 });
+        await db('feed_retention_mailboxes').insert({ workspace_id: workspaceId, mailbox_id: 'mbx_z', pruned_through: 99 });
+        statements = 0;
+        const page = await readPage(db, { ...q, limit: 7 });
+        assert.equal(statements, 1, 'page and watermark in one round trip');
+        assert.equal(page.prunedThrough, 42, "the highest of the key's own mailboxes");
+        await expectPage(db, { ...q, limit: 7 }, page);
+        assert.equal((await readPage(db, { ...q, mailboxes: null, limit: 1 })).prunedThrough, undefined, 'unrestricted pages prove themselves');
+      } finally {
+        client.acquireConnection = acquire;
+        await db('feed_retention_mailboxes').where({ workspace_id: workspaceId }).delete();
+      }
+    });
+
     it('a failing page read gives its connection back', { skip: kind !== 'postgres' && 'Postgres reader only' }, async () => {
       // More failures than the pool has connections (10): a leaked connection would starve the read that follows.
       for (let i = 0; i < 15; i++) {

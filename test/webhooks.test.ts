@@ -374,13 +374,14 @@ describe('several instances on one Postgres share deliveries', { skip: postgres.
     const one = await startTestServer(database, { ...INSECURE, WEBHOOK_DISPATCH_INTERVAL_MS: '20' });
     const two = await startTestServer(database, { ...INSECURE, WEBHOOK_DISPATCH_INTERVAL_MS: '20' });
     const receiver = await startReceiver((_r, _n, res) => setTimeout(() => res.end(), 2));
+    // Several endpoints too, so both instances have work to take at once. Closed whatever happens:
+    // a receiver left listening keeps the test process alive after a failure.
+    const others = await Promise.all([1, 2, 3].map(() => startReceiver()));
     try {
       const ws = await one.workspace();
       const admin = (await one.key(ws, ['admin'])).key;
       const writer = (await one.key(ws, ['read', 'write'])).key;
       await one.post('/v1/set_webhook', { url: receiver.url }, admin);
-      // Several endpoints too, so both instances have work to take at once.
-      const others = await Promise.all([1, 2, 3].map(() => startReceiver()));
       for (const other of others) await one.post('/v1/set_webhook', { url: other.url }, admin);
       const ids: string[] = [];
       for (let i = 0; i < 60; i++) ids.push((await (i % 2 ? one : two).post('/v1/emit_event', sampleEvent('mbx_a', i), writer)).json.event.id);
@@ -391,8 +392,8 @@ describe('several instances on one Postgres share deliveries', { skip: postgres.
       }
       const attempts = await one.db('webhook_attempts').count({ n: '*' }).first();
       assert.equal(Number(attempts?.n), 240, 'one attempt per delivery, across both instances');
-      for (const other of others) await other.close();
     } finally {
+      for (const other of others) await other.close();
       await receiver.close();
       await one.stop();
       await two.stop();

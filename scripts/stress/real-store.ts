@@ -1,5 +1,6 @@
 /** The store under test: the real append path (publishInTransaction) and the real read operation (eventFeed). */
 import type { Knex } from 'knex';
+import { verifiedKeysOf } from '../../src/auth/verified-keys.ts';
 import { CursorCodec } from '../../src/feed/cursor.ts';
 import { FeedHeads } from '../../src/feed/heads.ts';
 import { createLogger } from '../../src/log.ts';
@@ -21,7 +22,7 @@ function headsFor(db: Knex): FeedHeads {
   if (!heads) {
     headsOf.set(db, (heads = new FeedHeads()));
     const url = (db.client.config.connection as { connectionString?: string } | undefined)?.connectionString;
-    if (dbKind(db) === 'postgres' && url) listeners.push(listenForHeads(url, heads, createLogger('silent')));
+    if (dbKind(db) === 'postgres' && url) listeners.push(listenForHeads(url, heads, verifiedKeysOf(db), createLogger('silent')));
   }
   return heads;
 }

@@ -3,6 +3,7 @@ import { ulid } from 'ulidx';
 import { dbKind, type Db } from '../store/db.ts';
 import { readRows } from '../store/sql.ts';
 import { PERMISSIONS, type Permission, type Principal } from './principal.ts';
+import { verifiedKeysOf } from './verified-keys.ts';
 
 // A key is `efk_<26-char key id>_<43-char secret>`; only the id and a hash of the secret are stored.
 const KEY_PATTERN = /^efk_([0-9A-HJKMNP-TV-Z]{26})_([A-Za-z0-9_-]{43})$/;
@@ -47,22 +48,6 @@ export async function createKey(db: Db, spec: NewKey, now: number): Promise<{ id
   return { id, key: `efk_${idPart}_${secret}` };
 }
 
-/*
- * Verified keys, by key id, kept for a short while on Postgres only: there the lookup is a network
- * round trip on every request. Revocation stays effective: revokeKey() forgets the key at once in
- * this process, and another process (another instance, the CLI) sees it refused within
- * VERIFIED_KEY_TTL_MS, the longest a revoked key can still be accepted there. Only keys found
- * valid are kept (an unknown or revoked key is looked up every time, so a new key works at once),
- * and the secret is still checked against the stored hash on every request.
- * On SQLite the lookup is an in-process read of the same file, and a revocation by another process
- * (the CLI) must take effect at once: nothing is kept.
- */
-export const VERIFIED_KEY_TTL_MS = 1000;
-const VERIFIED_KEYS_KEPT = 10_000;
-const verifiedKeys = new Map<string, { db: Db; principal: Principal; secretSha256: Buffer; until: number }>();
-// Bumped around every revocation here: a lookup that overlapped one is not kept.
-let revocations = 0;
-
 interface KeyRow {
   id: string;
   workspace_id: string;
@@ -79,16 +64,15 @@ export async function authenticate(db: Db, token: string): Promise<Principal | u
   if (!match) return undefined;
   const id = `key_${match[1]}`;
   const secretSha256 = sha256(match[2]!);
-  const kept = verifiedKeys.get(id);
-  if (kept && kept.db === db && kept.until > Date.now()) {
-    return timingSafeEqual(secretSha256, kept.secretSha256) ? kept.principal : undefined;
-  }
-  const revocationsBefore = revocations;
+  // On Postgres the lookup is a network round trip on every request: verified keys are kept
+  // (auth/verified-keys.ts). On SQLite it is an in-process read of the same file, and a revocation
+  // by another process (the CLI) must take effect at once: nothing is kept.
+  const keys = dbKind(db) === 'postgres' ? verifiedKeysOf(db) : undefined;
+  const kept = keys?.lookup(id);
+  if (kept) return timingSafeEqual(secretSha256, kept.secretSha256) ? kept.principal : undefined;
+  const mark = keys?.mark();
   const [row] = await readRows<KeyRow>(db, SELECT_KEY, [id]);
-  if (!row || row.revoked_at !== null) {
-    verifiedKeys.delete(id);
-    return undefined;
-  }
+  if (!row || row.revoked_at !== null) return undefined;
   const stored = Buffer.from(row.secret_sha256, 'hex');
   // Hashes have a fixed length, so the comparison time says nothing about the secret.
   if (!timingSafeEqual(secretSha256, stored)) return undefined;
@@ -98,11 +82,7 @@ export async function authenticate(db: Db, token: string): Promise<Principal | u
     permissions: new Set(parsePermissions(row.permissions)),
     mailboxes: row.mailboxes ? (JSON.parse(row.mailboxes) as string[]) : null,
   };
-  if (dbKind(db) === 'postgres' && revocations === revocationsBefore) {
-    verifiedKeys.delete(id);
-    if (verifiedKeys.size >= VERIFIED_KEYS_KEPT) verifiedKeys.delete(verifiedKeys.keys().next().value!);
-    verifiedKeys.set(id, { db, principal, secretSha256: stored, until: Date.now() + VERIFIED_KEY_TTL_MS });
-  }
+  keys?.keep(id, principal, stored, mark!);
   return principal;
 }
 
@@ -124,11 +104,10 @@ export async function listKeys(db: Db, workspaceId: string): Promise<KeyInfo[]> 
 
 /** Revokes a key; false when no active key has this id. */
 export async function revokeKey(db: Db, keyId: string, now: number): Promise<boolean> {
-  revocations++;
-  verifiedKeys.delete(keyId);
+  // Forgotten before and after: a lookup overlapping the update is not kept either.
+  verifiedKeysOf(db).forget(keyId);
   const count = await db('api_keys').where({ id: keyId }).whereNull('revoked_at').update({ revoked_at: now });
-  revocations++;
-  verifiedKeys.delete(keyId);
+  verifiedKeysOf(db).forget(keyId);
   return count > 0;
 }
 

@@ -6,7 +6,8 @@ import { prunedThrough, prunedThroughMailboxes } from '../store/retention.ts';
 /**
  * Refuses a cursor some of whose following events (those visible with `mailboxes`) were pruned:
  * never serve a page with a silent hole. Call it after reading: watermarks only rise, so if none
- * passes the cursor now, none had when the page was read.
+ * passes the cursor now, none had when the page was read. (Or with the watermark the page itself
+ * brought, read in its own snapshot: restricted pages on Postgres, store/events.ts.)
  *
  * An unrestricted page that holds the event right after the cursor proves it whole without a
  * query: pruning deletes a prefix of the feed and raises the watermark in the same transaction,
@@ -20,10 +21,12 @@ export async function assertCursorNotExpired(
   workspaceId: string,
   mailboxes: readonly string[] | null,
   afterSeq: number,
-  page?: Pick<StoredPage, 'count' | 'lastSeq'>,
+  page?: Pick<StoredPage, 'count' | 'lastSeq' | 'prunedThrough'>,
 ): Promise<void> {
   if (mailboxes === null && page !== undefined && page.count > 0 && page.lastSeq === afterSeq + page.count) return;
-  const pruned = mailboxes === null ? await prunedThrough(db, workspaceId) : await prunedThroughMailboxes(db, workspaceId, mailboxes);
+  // A restricted page read on Postgres brought its mailboxes' watermark, from its own snapshot.
+  const pruned =
+    page?.prunedThrough ?? (mailboxes === null ? await prunedThrough(db, workspaceId) : await prunedThroughMailboxes(db, workspaceId, mailboxes));
   if (pruned > afterSeq) {
     throw invalidArgument('after has expired: events after this cursor are past the retention period and were deleted; restart without "after" to read from the oldest retained event');
   }

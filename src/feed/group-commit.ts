@@ -6,6 +6,7 @@ import { dbKind, type Db } from '../store/db.ts';
 import type { NewEvent } from '../store/events.ts';
 import { retryingTransient, writeTransaction } from '../store/write-transaction.ts';
 import type { FeedHeads } from './heads.ts';
+import type { RecentEvents } from './recent-events.ts';
 import { appendPrepared, prepareEvent, type PublishedEvent } from './publish.ts';
 
 /** The most events one shared transaction takes; the rest wait for the next one. */
@@ -49,6 +50,7 @@ export class GroupCommit {
     private readonly db: Db,
     private readonly clock: Clock,
     private readonly heads?: FeedHeads,
+    private readonly recent?: RecentEvents,
   ) {
     this.#postgres = dbKind(db) === 'postgres';
     this.#maxInFlight = this.#postgres ? POSTGRES_TRANSACTIONS_IN_FLIGHT : 1;
@@ -119,21 +121,25 @@ export class GroupCommit {
     const groups = [...byWorkspace.values()]; // appendEvents locks their counters in workspace order
     try {
       const append = async (exec: Knex) => {
-        const { outcomes: results, lastSeqs } = await appendPrepared(
+        const { outcomes: results, appended } = await appendPrepared(
           exec,
           groups.map((group) => ({ workspaceId: group[0]!.workspaceId, events: group.map((p) => p.event) })),
           this.clock.now().getTime(),
         );
         const all = new Map<Pending, PublishedEvent | ApiError>();
         groups.forEach((group, g) => group.forEach((pending, i) => all.set(pending, results[g]![i]!)));
-        return { outcomes: all, lastSeqs };
+        return { outcomes: all, appended };
       };
       // Postgres: the append is one statement, atomic alone (store/pg-append.ts), so no BEGIN and
       // COMMIT around it: two round trips fewer. SQLite: a transaction, for its several statements.
-      const { outcomes, lastSeqs } = this.#postgres ? await retryingTransient(() => append(this.db)) : await writeTransaction(this.db, append);
+      const { outcomes, appended } = this.#postgres ? await retryingTransient(() => append(this.db)) : await writeTransaction(this.db, append);
       // Committed: a poll of this process after an emit's answer must find it, even before the
-      // commit's notification comes back (feed/heads.ts).
-      for (const [workspaceId, seq] of lastSeqs) this.heads?.heard(workspaceId, seq);
+      // commit's notification comes back (feed/heads.ts); and tailing readers find the events
+      // here rather than in the database (feed/recent-events.ts).
+      for (const { workspaceId, firstSeq, events } of appended) {
+        this.recent?.committed(workspaceId, firstSeq, events);
+        this.heads?.heard(workspaceId, firstSeq + events.length - 1);
+      }
       for (const [pending, outcome] of outcomes) {
         if (outcome instanceof ApiError) pending.reject(outcome);
         else pending.resolve(outcome);

@@ -5,7 +5,6 @@ import type { EmitEventRequest } from '../../generated/types.ts';
 import { ApiError, invalidArgument } from '../errors.ts';
 import { newEventId } from '../ids.ts';
 import { appendEvents, findByIds, type NewEvent, type WorkspaceAppend } from '../store/events.ts';
-import { deliveriesOwed, enabledEndpoints } from '../webhooks/store.ts';
 
 export interface PublishedEvent {
   /** The envelope's JSON text, as stored and as every reader will get it. */
@@ -41,10 +40,10 @@ export async function publishInTransaction(
   return outcomes as PublishedEvent[];
 }
 
-/** What appendPrepared did: one answer per event, and the workspaces' new last seqs (those appended to). */
+/** What appendPrepared did: one answer per event, and per workspace appended to, the new events from their first seq. */
 export interface Appended {
   outcomes: Array<Array<PublishedEvent | ApiError>>;
-  lastSeqs: Map<string, number>;
+  appended: Array<{ workspaceId: string; firstSeq: number; events: NewEvent[] }>;
 }
 
 /**
@@ -52,9 +51,9 @@ export interface Appended {
  * workspace). An event whose client-supplied id is already stored comes back as that stored event
  * when the content is the same (an idempotent replay) and as an invalid_argument error otherwise;
  * the others are appended. One answer per event, in the shape of `appends`. Whatever the number of
- * workspaces, it is three statements: stored ids (when the client gave ids), webhook endpoints, and
- * the append (counters, events, deliveries). On SQLite `exec` is a transaction; on Postgres it may be
- * the database itself: only the last statement writes, and it is atomic on its own.
+ * workspaces, it is two statements on Postgres: stored ids (only when the client gave ids) and the
+ * append (counters, events, webhook deliveries). On SQLite `exec` is a transaction; on Postgres it
+ * may be the database itself: only the last statement writes, and it is atomic on its own.
  */
 export async function appendPrepared(exec: Knex | Knex.Transaction, appends: WorkspaceAppend[], storedAt: number): Promise<Appended> {
   const storedRows = await findByIds(
@@ -64,7 +63,7 @@ export async function appendPrepared(exec: Knex | Knex.Transaction, appends: Wor
   const stored = new Map(storedRows.map((row) => [`${row.workspace_id} ${row.id}`, row]));
 
   const fresh: WorkspaceAppend[] = [];
-  const lastSeqs = new Map<string, number>();
+  const appended: Appended['appended'] = [];
   const outcomes = appends.map(({ workspaceId, events }) => {
     const freshEvents: NewEvent[] = [];
     const answers = events.map((event): PublishedEvent | ApiError => {
@@ -82,13 +81,10 @@ export async function appendPrepared(exec: Knex | Knex.Transaction, appends: Wor
     return answers;
   });
   if (fresh.length > 0) {
-    // Read before the append, so the counter row locks (taken by the append) cover only the inserts.
-    const endpoints = await enabledEndpoints(exec, fresh.map((a) => a.workspaceId));
-    const outbox = deliveriesOwed(endpoints, fresh.flatMap(({ workspaceId, events }) => events.map((event) => ({ workspaceId, id: event.id, type: event.type }))));
-    const firstSeqs = await appendEvents(exec, fresh, storedAt, outbox);
-    for (const { workspaceId, events } of fresh) lastSeqs.set(workspaceId, firstSeqs.get(workspaceId)! + events.length - 1);
+    const firstSeqs = await appendEvents(exec, fresh, storedAt);
+    for (const { workspaceId, events } of fresh) appended.push({ workspaceId, firstSeq: firstSeqs.get(workspaceId)!, events });
   }
-  return { outcomes, lastSeqs };
+  return { outcomes, appended };
 }
 
 /** An event's final envelope text and its columns; throws invalid_argument for an unusable `occurred_at`. */

@@ -5,6 +5,7 @@ import { forbidden } from '../errors.ts';
 import type { CursorCodec } from '../feed/cursor.ts';
 import type { GroupCommit } from '../feed/group-commit.ts';
 import type { FeedHeads } from '../feed/heads.ts';
+import type { RecentEvents } from '../feed/recent-events.ts';
 import type { RateLimiter } from '../limits/rate-limiter.ts';
 import type { Db } from '../store/db.ts';
 import type { TargetPolicy } from '../webhooks/target-policy.ts';
@@ -16,6 +17,8 @@ export interface Services {
   clock: Clock;
   /** The feeds' heads as far as this process knows them: polls at the head answered without a query. */
   heads: FeedHeads;
+  /** The last events this process committed, for tailing readers (Postgres only: a read there is a round trip). */
+  recent?: RecentEvents;
   /** emit_event's appends, sharing transactions under load. */
   groupCommit: GroupCommit;
   /** Where webhooks may point; secure (public https only) when absent. */

@@ -13,7 +13,7 @@ const NOTHING: StoredPage = { bytes: Buffer.alloc(0), count: 0, lastSeq: undefin
  * event_feed: the events after a cursor, in emission order. Reads only: no row written, no event emitted.
  * Works whether or not the workspace is verified (the feed never looks at it).
  */
-export async function eventFeed(ctx: Pick<OperationContext, 'db' | 'cursors' | 'principal' | 'heads'>, input: EventFeedRequest): Promise<FeedPage> {
+export async function eventFeed(ctx: Pick<OperationContext, 'db' | 'cursors' | 'principal' | 'heads' | 'recent'>, input: EventFeedRequest): Promise<FeedPage> {
   requirePermission(ctx.principal, 'read');
   const { workspaceId, mailboxes } = ctx.principal;
   const limit = input.limit ?? DEFAULT_LIMIT;
@@ -24,6 +24,9 @@ export async function eventFeed(ctx: Pick<OperationContext, 'db' | 'cursors' | '
   // expired either (retention never passes the head), so when this process knows the head no
   // query is needed (feed/heads.ts).
   if (input.after !== undefined && ctx.heads.nothingAfter(workspaceId, afterSeq)) return { events: NOTHING, next_cursor: input.after };
+  // Just written by this process: the page, whole, from memory (feed/recent-events.ts).
+  const recent = input.after !== undefined ? ctx.recent?.page(workspaceId, afterSeq, limit, mailboxes, ctx.heads) : undefined;
+  if (recent) return { events: recent, next_cursor: recent.lastSeq !== undefined ? ctx.cursors.encode(workspaceId, recent.lastSeq) : input.after! };
 
   const mark = ctx.heads.mark();
   const startedAt = ctx.heads.now();

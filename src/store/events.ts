@@ -2,7 +2,9 @@ import type { Knex } from 'knex';
 import { dbKind, type Db } from './db.ts';
 import { pgAppendStatement } from './pg-append.ts';
 import { readPgPage } from './pg-page.ts';
+import { mailboxesWatermark } from './retention.ts';
 import { placeholders, queryRows, readRows } from './sql.ts';
+import { deliveriesOwed, enabledEndpoints } from '../webhooks/store.ts';
 
 /** An event ready to append: its envelope is final JSON text. */
 export interface NewEvent {
@@ -30,6 +32,11 @@ export interface StoredPage {
   count: number;
   /** Seq of the page's last event; undefined when the page is empty. */
   lastSeq: number | undefined;
+  /**
+   * For a restricted key's page on Postgres: the retention watermark of its mailboxes, read in the
+   * page's own snapshot (feed/expiry.ts), which saves a round trip per page.
+   */
+  prunedThrough?: number;
 }
 
 const INSERT_CHUNK = 500;
@@ -57,15 +64,9 @@ export interface WorkspaceAppend {
   events: NewEvent[];
 }
 
-/** A webhook delivery written with the event it delivers, in the same transaction (the outbox). */
-export interface OutboxRow {
-  endpointId: string;
-  workspaceId: string;
-  eventId: string;
-}
-
 /**
- * Appends events to workspaces' feeds, with their webhook deliveries (`outbox`), and returns, per
+ * Appends events to workspaces' feeds, with the webhook deliveries they owe to their workspaces'
+ * enabled endpoints (the outbox: delivered if and only if in the feed), and returns, per
  * workspace, the seq of its first new event. On SQLite inside the caller's transaction; on
  * Postgres it is one statement, atomic inside a transaction or alone (store/pg-append.ts).
  *
@@ -88,14 +89,13 @@ export async function appendEvents(
   exec: Knex | Knex.Transaction,
   appends: WorkspaceAppend[],
   storedAt: number,
-  outbox: readonly OutboxRow[] = [],
 ): Promise<Map<string, number>> {
   const sorted = appends.filter((a) => a.events.length > 0).sort((a, b) => (a.workspaceId < b.workspaceId ? -1 : a.workspaceId > b.workspaceId ? 1 : 0));
   if (sorted.length === 0) throw new Error('appendEvents needs at least one event');
   const firstSeqs = new Map<string, number>();
   if (dbKind(exec as Db) === 'postgres') {
     // One statement: counters, events, outbox and the heads' notification (store/pg-append.ts).
-    const { sql, bindings } = pgAppendStatement(sorted, storedAt, [...outbox], HEADS_CHANNEL);
+    const { sql, bindings } = pgAppendStatement(sorted, storedAt, HEADS_CHANNEL);
     const rows = await queryRows<{ workspace_id: string; last_seq: number; k: number }>(exec, sql, bindings);
     for (const row of rows) firstSeqs.set(row.workspace_id, Number(row.last_seq) - Number(row.k) + 1);
     for (const { workspaceId } of sorted) if (!firstSeqs.has(workspaceId)) throw new Error(`workspace ${workspaceId} has no feed counter`);
@@ -127,6 +127,8 @@ export async function appendEvents(
     });
   }
   for (let i = 0; i < records.length; i += INSERT_CHUNK) await trx('events').insert(records.slice(i, i + INSERT_CHUNK));
+  const endpoints = await enabledEndpoints(trx, sorted.map((a) => a.workspaceId));
+  const outbox = deliveriesOwed(endpoints, sorted.flatMap(({ workspaceId, events }) => events.map((event) => ({ workspaceId, id: event.id, type: event.type }))));
   const deliveries = outbox.map((o) => ({
     endpoint_id: o.endpointId,
     workspace_id: o.workspaceId,
@@ -226,7 +228,17 @@ async function queryPage(db: Db | Knex.Transaction, q: PageQuery): Promise<Store
   // Postgres: the rows written into one buffer as they arrive (store/pg-page.ts). string_agg there
   // was slower end to end (replay 52k against 63k events/s, page of 100 1.15 against 0.92 ms): the
   // database's CPU is the same machine's.
-  if (!(db as Knex.Transaction).isTransaction) return readPgPage(db as Db, rows.sql, rows.bindings);
+  if (!(db as Knex.Transaction).isTransaction) {
+    if (q.mailboxes === null) return readPgPage(db as Db, rows.sql, rows.bindings);
+    // A restricted key's page always needs its mailboxes' retention watermark: read in the same
+    // statement (one snapshot, one round trip), as a row with a null seq, sorted first.
+    const watermark = mailboxesWatermark(q.workspaceId, q.mailboxes);
+    return readPgPage(
+      db as Db,
+      `SELECT seq, envelope FROM (SELECT NULL::bigint AS seq, (${watermark.sql})::text AS envelope UNION ALL (${rows.sql})) page ORDER BY seq NULLS FIRST`,
+      [...watermark.bindings, ...rows.bindings],
+    );
+  }
   // A transaction keeps its connection to itself: its rows, joined here.
   const list = await readRows<StoredEvent>(db, rows.sql, rows.bindings);
   if (list.length === 0) return EMPTY_PAGE;

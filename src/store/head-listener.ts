@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Client, Notification } from 'pg';
+import type { VerifiedKeys } from '../auth/verified-keys.ts';
 import type { FeedHeads } from '../feed/heads.ts';
 import { safeErrorFields, type Logger } from '../log.ts';
 import { HEADS_CHANNEL } from './events.ts';
@@ -11,6 +12,9 @@ const PING_TIMEOUT_MS = 3_000;
 const RECONNECT_MIN_MS = 200;
 const RECONNECT_MAX_MS = 10_000;
 
+/** Where the trigger of migration 005 announces a changed or deleted API key, by its id. */
+export const KEYS_CHANNEL = 'event_feed_keys';
+
 /** The listening connection's application_name, as pg_stat_activity shows it. */
 export const HEAD_LISTENER_NAME = 'event-feed heads';
 
@@ -19,16 +23,19 @@ export interface HeadListener {
 }
 
 /**
- * Keeps `heads` told of every commit on a Postgres database: a connection of its own (LISTEN needs
- * one that stays) listens on HEADS_CHANNEL, where each append's counter statement notifies
- * "<workspace> <last seq>" (store/events.ts). Heads are trusted only once a notification this
- * connection sent itself came back (a pooler that does not carry notifications, such as PgBouncer
- * in transaction mode, never gets that far), and again every PING_INTERVAL_MS; a lost connection or
- * a ping not back in time forgets them all (FeedHeads.lose) until the channel is back.
+ * Keeps `heads` told of every commit on a Postgres database, and `keys` of every API key changed:
+ * a connection of its own (LISTEN needs one that stays) listens on HEADS_CHANNEL, where each
+ * append's counter statement notifies "<workspace> <last seq>" (store/events.ts), and on
+ * KEYS_CHANNEL, where a trigger notifies the id of a key updated or deleted (migration 005). Both
+ * are trusted only once a notification this connection sent itself came back (a pooler that does
+ * not carry notifications, such as PgBouncer in transaction mode, never gets that far), and again
+ * every PING_INTERVAL_MS; a lost connection or a ping not back in time forgets all heads and cuts
+ * the keys' trust short (FeedHeads.lose, VerifiedKeys.lose) until the channel is back.
  */
 export function listenForHeads(
   databaseUrl: string,
   heads: FeedHeads,
+  keys: VerifiedKeys,
   log: Logger,
   options: { pingIntervalMs?: number; pingTimeoutMs?: number } = {},
 ): HeadListener {
@@ -48,6 +55,7 @@ export function listenForHeads(
     if (client !== dropped) return Promise.resolve(); // already let go
     const wasLive = heads.live;
     heads.lose();
+    keys.lose();
     clearTimeout(pingTimer);
     clearTimeout(pingDeadline);
     awaitedPing = undefined;
@@ -69,10 +77,17 @@ export function listenForHeads(
 
   const onNotification = (current: Client, message: Notification) => {
     const payload = message.payload ?? '';
+    if (message.channel === KEYS_CHANNEL) {
+      keys.forget(payload);
+      return;
+    }
     if (payload === awaitedPing) {
       clearTimeout(pingDeadline);
       awaitedPing = undefined;
-      if (!heads.live) heads.open();
+      if (!heads.live) {
+        heads.open();
+        keys.open();
+      }
       retryMs = RECONNECT_MIN_MS;
       pingTimer = setTimeout(() => ping(current), pingIntervalMs);
       return;
@@ -91,7 +106,7 @@ export function listenForHeads(
     candidate.on('notification', (message) => onNotification(candidate, message));
     try {
       await candidate.connect();
-      await candidate.query(`LISTEN ${HEADS_CHANNEL}`);
+      await candidate.query(`LISTEN ${HEADS_CHANNEL}; LISTEN ${KEYS_CHANNEL}`);
       if (client === candidate) ping(candidate);
     } catch (err) {
       await drop(candidate, 'could not listen', err);
@@ -104,6 +119,7 @@ export function listenForHeads(
       stopped = true;
       clearTimeout(reconnectTimer);
       heads.lose();
+      keys.lose();
       if (client) await drop(client, 'stopped');
     },
   };

@@ -4,6 +4,7 @@ import * as initial from './migrations/001_initial.ts';
 import * as retention from './migrations/002_retention.ts';
 import * as webhooksAndSearch from './migrations/003_webhooks_and_search.ts';
 import * as listEventsIndex from './migrations/004_list_events_index.ts';
+import * as keyChangeNotify from './migrations/005_key_change_notify.ts';
 
 // Migrations are imported modules (no loader needed for the knex CLI); names are stable forever.
 const migrations: Record<string, Knex.Migration> = {
@@ -11,6 +12,7 @@ const migrations: Record<string, Knex.Migration> = {
   '002_retention': retention,
   '003_webhooks_and_search': webhooksAndSearch,
   '004_list_events_index': listEventsIndex,
+  '005_key_change_notify': keyChangeNotify,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

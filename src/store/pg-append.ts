@@ -1,13 +1,13 @@
 import type { Knex } from 'knex';
-import type { OutboxRow, WorkspaceAppend } from './events.ts';
+import type { WorkspaceAppend } from './events.ts';
 import { placeholders } from './sql.ts';
 
 /**
  * An append on Postgres as one statement: move the workspaces' counters, insert their events at
- * the seqs that gives, write the webhook deliveries of those events (the outbox) and notify the
- * new heads. One round trip instead of four, and, being one statement, atomic even outside a
- * transaction, which lets the group commit run it without BEGIN and COMMIT (two more round trips;
- * bench/README.md, change 12).
+ * the seqs that gives, write the webhook deliveries those events owe to their workspaces' enabled
+ * endpoints (the outbox) and notify the new heads. One round trip instead of five, and, being one
+ * statement, atomic even outside a transaction, which lets the group commit run it without BEGIN
+ * and COMMIT (bench/README.md, changes 12 and 13).
  *
  * The ordering argument of appendEvents holds unchanged: the counter rows are locked (in workspace
  * order) by the statement's first step and kept until it commits, so seqs are handed out in commit
@@ -18,7 +18,6 @@ import { placeholders } from './sql.ts';
 export function pgAppendStatement(
   sorted: WorkspaceAppend[],
   storedAt: number,
-  outbox: OutboxRow[],
   notifyChannel: string,
 ): { sql: string; bindings: Knex.Value[] } {
   const bindings: Knex.Value[] = [];
@@ -54,19 +53,22 @@ export function pgAppendStatement(
     SELECT r.workspace_id, b.last_seq - b.k + r.ord, r.id, r.type, r.mailbox_id, r.occurred_at_ms, ?::bigint, r.idempotency_hash, r.envelope
       FROM (VALUES ${rows.join(', ')}) AS r(workspace_id, ord, id, type, mailbox_id, occurred_at_ms, idempotency_hash, envelope)
       JOIN bumped b ON b.workspace_id = r.workspace_id
-    RETURNING workspace_id, seq, id
+    RETURNING workspace_id, seq, id, type
   )`;
 
-  let deliveries = '';
-  if (outbox.length > 0) {
-    deliveries = `, outbox AS (
-      INSERT INTO webhook_deliveries (endpoint_id, workspace_id, event_seq, event_id, attempts, next_attempt_at, created_at)
-      SELECT o.endpoint_id, i.workspace_id, i.seq, i.id, 0, ?::bigint, ?::bigint
-        FROM (VALUES ${outbox.map(() => '(?::text, ?::text, ?::text)').join(', ')}) AS o(endpoint_id, workspace_id, event_id)
-        JOIN inserted i ON i.workspace_id = o.workspace_id AND i.id = o.event_id
-    )`;
-    bindings.push(storedAt, storedAt, ...outbox.flatMap((o) => [o.endpointId, o.workspaceId, o.eventId]));
-  }
+  // The deliveries owed: one per (enabled endpoint of the event's workspace, event of a type it
+  // takes). Filters are exact types or prefixes ending in `.*`, [] takes every type: the rule of
+  // matchesTypes (feed/type-filter.ts), which SQLite applies in process; the webhook tests hold
+  // both to it. Emitted types are the contract's, so a prefix matches exactly what it expands to.
+  const deliveries = `, outbox AS (
+    INSERT INTO webhook_deliveries (endpoint_id, workspace_id, event_seq, event_id, attempts, next_attempt_at, created_at)
+    SELECT w.id, i.workspace_id, i.seq, i.id, 0, ?::bigint, ?::bigint
+      FROM inserted i JOIN webhook_endpoints w ON w.workspace_id = i.workspace_id AND w.enabled
+     WHERE json_array_length(w.event_types::json) = 0 OR EXISTS (
+       SELECT 1 FROM json_array_elements_text(w.event_types::json) AS f(filter)
+        WHERE f.filter = i.type OR (f.filter LIKE '%.*' AND starts_with(i.type, left(f.filter, -1))))
+  )`;
+  bindings.push(storedAt, storedAt);
 
   // Data-modifying parts run to completion whether or not the final SELECT reads them.
   const sql = `WITH ${bump}, ${insert}${deliveries}

@@ -26,6 +26,7 @@ interface PageSink {
   used: number;
   count: number;
   lastSeq: number | undefined;
+  prunedThrough: number | undefined;
 }
 
 // Scratch buffers are reused across pages (one per page in flight): a page costs one allocation, its own.
@@ -47,10 +48,14 @@ function pageQueryClass() {
     ) {
       super(config);
     }
-    /** Columns: seq, envelope (text format). */
-    handleDataRow(message: { fields: [string, string] }): void {
+    /** Columns: seq, envelope (text format); a null seq carries the retention watermark instead (store/events.ts). */
+    handleDataRow(message: { fields: [string | null, string | null] }): void {
       const [seq, envelope] = message.fields;
-      appendEnvelope(this.sink, envelope);
+      if (seq === null) {
+        this.sink.prunedThrough = Number(envelope ?? 0);
+        return;
+      }
+      appendEnvelope(this.sink, envelope!);
       this.sink.lastSeq = Number(seq);
     }
   };
@@ -78,7 +83,7 @@ function appendEnvelope(sink: PageSink, envelope: string): void {
  */
 export async function readPgPage(db: Knex, sql: string, bindings: readonly Knex.Value[]): Promise<StoredPage> {
   const Query = pageQueryClass();
-  const sink: PageSink = { scratch: scratchPool.pop() ?? Buffer.allocUnsafeSlow(SCRATCH_BYTES), used: 0, count: 0, lastSeq: undefined };
+  const sink: PageSink = { scratch: scratchPool.pop() ?? Buffer.allocUnsafeSlow(SCRATCH_BYTES), used: 0, count: 0, lastSeq: undefined, prunedThrough: undefined };
   // knex's own `?` → `$n` rewriting, as knex.raw does it.
   const text = (db.client as unknown as { positionBindings(sql: string): string }).positionBindings(sql);
   const connection = (await db.client.acquireConnection()) as PgClient;
@@ -94,5 +99,5 @@ export async function readPgPage(db: Knex, sql: string, bindings: readonly Knex.
   const bytes = Buffer.allocUnsafe(sink.used);
   sink.scratch.copy(bytes, 0, 0, sink.used);
   if (sink.scratch.length <= SCRATCH_KEPT_MAX_BYTES && scratchPool.length < SCRATCH_KEPT) scratchPool.push(sink.scratch);
-  return { bytes, count: sink.count, lastSeq: sink.lastSeq };
+  return { bytes, count: sink.count, lastSeq: sink.lastSeq, ...(sink.prunedThrough === undefined ? {} : { prunedThrough: sink.prunedThrough }) };
 }

@@ -13,12 +13,17 @@ export async function prunedThrough(db: Reader, workspaceId: string): Promise<nu
 /** The highest seq pruned among these mailboxes' events: what a restricted key may have missed. */
 export async function prunedThroughMailboxes(db: Reader, workspaceId: string, mailboxes: readonly string[]): Promise<number> {
   if (mailboxes.length === 0) return 0;
-  const [row] = await readRows<{ through: number | null }>(
-    db,
-    `SELECT MAX(pruned_through) AS through FROM feed_retention_mailboxes WHERE workspace_id = ? AND mailbox_id IN (${placeholders(mailboxes.length)})`,
-    [workspaceId, ...mailboxes],
-  );
+  const { sql, bindings } = mailboxesWatermark(workspaceId, mailboxes);
+  const [row] = await readRows<{ through: number | null }>(db, sql, bindings);
   return Number(row?.through ?? 0);
+}
+
+/** The statement of prunedThroughMailboxes (one row, `through`, null when nothing was pruned), to embed in a page's. */
+export function mailboxesWatermark(workspaceId: string, mailboxes: readonly string[]): { sql: string; bindings: Knex.Value[] } {
+  return {
+    sql: `SELECT MAX(pruned_through) AS through FROM feed_retention_mailboxes WHERE workspace_id = ? AND mailbox_id IN (${placeholders(mailboxes.length)})`,
+    bindings: [workspaceId, ...mailboxes],
+  };
 }
 
 export interface PruneResult {

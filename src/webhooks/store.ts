@@ -2,7 +2,6 @@ import type { Knex } from 'knex';
 import type { WebhookAttempt, WebhookEndpoint } from '../../generated/types.ts';
 import { matchesTypes } from '../feed/type-filter.ts';
 import { dbKind, type Db } from '../store/db.ts';
-import type { OutboxRow } from '../store/events.ts';
 import { placeholders, queryRows } from '../store/sql.ts';
 import { secretHint } from './signature.ts';
 
@@ -43,10 +42,18 @@ export const findEndpoint = (db: Reader, workspaceId: string, url: string): Prom
 export const listEndpoints = (db: Reader, workspaceId: string): Promise<EndpointRow[]> =>
   db('webhook_endpoints').where({ workspace_id: workspaceId }).orderBy('created_at').orderBy('id');
 
+/** A webhook delivery written with the event it delivers, in the same transaction (the outbox). */
+export interface OutboxRow {
+  endpointId: string;
+  workspaceId: string;
+  eventId: string;
+}
+
 /**
  * The deliveries these new events owe, one per (enabled endpoint of their workspace, matching
- * event): the outbox rows appendEvents writes with the events, so an event is delivered if and
- * only if it is in the feed.
+ * event): the outbox rows appendEvents writes with the events on SQLite, so an event is delivered
+ * if and only if it is in the feed. (On Postgres the append statement applies the same rule in
+ * SQL: store/pg-append.ts.)
  */
 export function deliveriesOwed(endpoints: EndpointRow[], events: Array<{ workspaceId: string; id: string; type: string }>): OutboxRow[] {
   return endpoints.flatMap((endpoint) => {

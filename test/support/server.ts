@@ -15,6 +15,12 @@ export interface TestServer extends RunningServer {
   workspace(options?: { verified?: boolean; name?: string }): Promise<string>;
   key(workspaceId: string, permissions: Permission[], mailboxes?: string[] | null): Promise<{ id: string; key: string }>;
   post(path: string, body: unknown, key?: string, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; text: string; json: any }>;
+  /**
+   * Waits until the server has heard of every commit to the workspace so far. Writes through `db`
+   * are another process's as far as the server knows: on Postgres it hears of them a moment after
+   * they commit (feed/heads.ts), and a poll in between is answered as a read a moment earlier.
+   */
+  heard(workspaceId: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -51,6 +57,16 @@ export async function startTestServer(database: TestDatabase, env: Record<string
         json = undefined;
       }
       return { status: response.status, headers: response.headers, text, json };
+    },
+    heard: async (workspaceId) => {
+      const row = await db('feed_counters').where({ workspace_id: workspaceId }).first('last_seq');
+      const lastSeq = Number(row?.last_seq ?? 0);
+      const deadline = Date.now() + 5000;
+      // A head known below lastSeq would answer a cursor at lastSeq - 1 "nothing new".
+      while (running.services.heads.nothingAfter(workspaceId, lastSeq - 1)) {
+        if (Date.now() > deadline) throw new Error(`the server did not hear of ${workspaceId}'s commits within 5 s`);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
     },
     stop: async () => {
       await running.close();

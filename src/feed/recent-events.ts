@@ -1,0 +1,122 @@
+import type { StoredPage } from '../store/events.ts';
+import type { FeedHeads } from './heads.ts';
+
+/** An event this process committed: its seq is the run's first seq plus its index. */
+export interface RecentEvent {
+  mailboxId: string | null;
+  envelope: string;
+}
+
+interface Run {
+  firstSeq: number;
+  mailboxIds: Array<string | null>;
+  /** The envelopes' JSON text: the very strings the append stored, kept alive rather than copied. */
+  chunks: string[];
+  /** Their length in characters (what memory is bounded by). */
+  chars: number;
+  addedAt: number[];
+}
+
+/**
+ * The last events this process committed to each workspace, so that tailing readers, who only
+ * ever ask for what was just written, are answered without a query (on Postgres each one is a
+ * round trip that wakes a backend: bench/README.md, change 14).
+ *
+ * A committed event never changes at its seq, so what is kept here is the truth; what it cannot
+ * tell alone is whether more came after. A page is served from here only when it is whole:
+ * - it covers every seq from the cursor on (a run of consecutive seqs; a gap sends the read to
+ *   the database), and
+ * - it is full (`limit` events for the key), or the heads (feed/heads.ts) know nothing was
+ *   committed past the run's last seq.
+ * So a page from here is the one a read at that moment would have given. No retention watermark
+ * to read either: an event stays here at most MAX_AGE_MS by `now`, the service's clock, by which
+ * retention only prunes events at least 30 days old (config.ts), so nothing held here is pruned.
+ *
+ * Bounded: EVENTS_PER_WORKSPACE per workspace, MAX_CHARS of envelope text in all (the workspace
+ * least recently appended to goes first), MAX_AGE_MS each. Forgetting only sends readers to the
+ * database.
+ */
+export class RecentEvents {
+  #runs = new Map<string, Run>();
+  #chars = 0;
+
+  constructor(private readonly now: () => number) {}
+
+  /** Committed: `events` took the seqs firstSeq, firstSeq + 1, … of the workspace's feed. */
+  committed(workspaceId: string, firstSeq: number, events: readonly RecentEvent[]): void {
+    if (events.length === 0) return;
+    let run = this.#runs.get(workspaceId);
+    if (run && firstSeq !== run.firstSeq + run.chunks.length) {
+      // Another instance committed in between (or this is old news): start again from here.
+      this.#drop(workspaceId, run);
+      run = undefined;
+    }
+    if (!run) run = { firstSeq, mailboxIds: [], chunks: [], chars: 0, addedAt: [] };
+    else this.#runs.delete(workspaceId); // re-inserted below: the map stays in order of last append
+    this.#runs.set(workspaceId, run);
+    const at = this.now();
+    for (const event of events) {
+      const chunk = event.envelope;
+      run.mailboxIds.push(event.mailboxId);
+      run.chunks.push(chunk);
+      run.addedAt.push(at);
+      run.chars += chunk.length;
+      this.#chars += chunk.length;
+    }
+    this.#trimFront(run, run.chunks.length - EVENTS_PER_WORKSPACE);
+    while (this.#chars > MAX_CHARS) {
+      const [oldestId, oldest] = this.#runs.entries().next().value!;
+      this.#drop(oldestId, oldest);
+    }
+  }
+
+  /**
+   * The page after `afterSeq` if it can be answered whole from here; undefined sends the read to
+   * the database. `mailboxes` null: every event; otherwise only those of these mailboxes.
+   */
+  page(workspaceId: string, afterSeq: number, limit: number, mailboxes: readonly string[] | null, heads: FeedHeads): StoredPage | undefined {
+    const run = this.#runs.get(workspaceId);
+    if (!run) return undefined;
+    this.#trimFront(run, this.#expired(run));
+    const start = afterSeq + 1 - run.firstSeq;
+    if (start < 0 || start >= run.chunks.length) return undefined; // before the run, or nothing here after the cursor
+    const picked: string[] = [];
+    let lastSeq: number | undefined;
+    for (let i = start; i < run.chunks.length && picked.length < limit; i++) {
+      const mailboxId = run.mailboxIds[i]!;
+      if (mailboxes !== null && (mailboxId === null || !mailboxes.includes(mailboxId))) continue;
+      picked.push(run.chunks[i]!);
+      lastSeq = run.firstSeq + i;
+    }
+    // Short of the limit, the page ends at the run's end: whole only if nothing is committed past it.
+    if (picked.length < limit && !heads.nothingAfter(workspaceId, run.firstSeq + run.chunks.length - 1)) return undefined;
+    if (picked.length === 0) return { bytes: Buffer.alloc(0), count: 0, lastSeq: undefined };
+    return { bytes: Buffer.from(picked.length === 1 ? picked[0]! : picked.join(',')), count: picked.length, lastSeq };
+  }
+
+  #expired(run: Run): number {
+    const oldest = this.now() - MAX_AGE_MS;
+    let n = 0;
+    while (n < run.addedAt.length && run.addedAt[n]! < oldest) n++;
+    return n;
+  }
+
+  #trimFront(run: Run, n: number): void {
+    if (n <= 0) return;
+    const gone = run.chunks.splice(0, n).reduce((sum, chunk) => sum + chunk.length, 0);
+    run.mailboxIds.splice(0, n);
+    run.addedAt.splice(0, n);
+    run.firstSeq += n;
+    run.chars -= gone;
+    this.#chars -= gone;
+  }
+
+  #drop(workspaceId: string, run: Run): void {
+    this.#runs.delete(workspaceId);
+    this.#chars -= run.chars;
+  }
+}
+
+const EVENTS_PER_WORKSPACE = 256;
+const MAX_CHARS = 4 * 1024 * 1024;
+const MAX_AGE_MS = 60_000;
