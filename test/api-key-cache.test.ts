@@ -17,6 +17,7 @@ import { openDatabase, type Db } from '../src/store/db.ts';
 import { migrateLatest } from '../src/store/migrate.ts';
 import { createWorkspace } from '../src/store/workspaces.ts';
 import { databaseKinds, postgresAvailable, postgresDatabase, type TestDatabase } from './support/databases.ts';
+import { until } from './support/wait.ts';
 
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`API key lookups and revocation (${kind})`, { skip }, () => {
@@ -215,11 +216,3 @@ describe('API keys with the key channel (postgres)', { skip: !(await postgresAva
     assert.equal(await lookupsDuring(() => authenticate(here, key)), 0, 'kept long again');
   });
 });
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}

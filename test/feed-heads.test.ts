@@ -5,7 +5,6 @@
  * poll, and that a lost or silent channel sends every poll back to the database.
  */
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { VerifiedKeys } from '../src/auth/verified-keys.ts';
 import { systemClock } from '../src/clock.ts';
@@ -20,14 +19,8 @@ import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase, sqliteDatabase, type TestDatabase } from './support/databases.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { startTcpProxy } from './support/tcp-proxy.ts';
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
+import { checkoutsDuring } from './support/checkouts.ts';
+import { until } from './support/wait.ts';
 
 describe('FeedHeads: what a process may believe of a head', () => {
   const clock = () => {
@@ -114,27 +107,6 @@ async function emit(server: TestServer, key: string, n: number): Promise<string>
   return response.json.event.id;
 }
 
-/**
- * How many times a server's pool handed out a connection while `work` ran: every statement takes
- * one, whether through knex or the page reader (store/pg-page.ts). The servers' webhook dispatchers
- * tick once a minute here, so nothing else runs meanwhile.
- */
-async function checkoutsDuring(server: TestServer, work: () => Promise<unknown>): Promise<number> {
-  const client = server.services.db.client as { acquireConnection(): Promise<unknown> };
-  const acquire = client.acquireConnection;
-  let count = 0;
-  client.acquireConnection = function (this: unknown) {
-    count++;
-    return acquire.call(this);
-  };
-  try {
-    await work();
-  } finally {
-    client.acquireConnection = acquire;
-  }
-  return count;
-}
-
 const QUIET = { WEBHOOK_DISPATCH_INTERVAL_MS: '60000' };
 
 describe('feed heads on Postgres: two instances on one database', { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' }, () => {
@@ -163,12 +135,12 @@ describe('feed heads on Postgres: two instances on one database', { skip: !(awai
 
   it('a poll at the head is answered without a statement once the head is known, for full and restricted keys', async () => {
     const full = await feed(b, key); // reads, and learns the head
-    assert.equal(await checkoutsDuring(b, async () => assert.deepEqual(await feed(b, key, full.next_cursor), { ids: [], next_cursor: full.next_cursor })), 0);
+    assert.equal(await checkoutsDuring(b.services.db, async () => assert.deepEqual(await feed(b, key, full.next_cursor), { ids: [], next_cursor: full.next_cursor })), 0);
     const mine = await feed(b, restricted);
     assert.equal(mine.ids.length, 1);
-    assert.equal(await checkoutsDuring(b, async () => assert.deepEqual(await feed(b, restricted, mine.next_cursor), { ids: [], next_cursor: mine.next_cursor })), 0);
+    assert.equal(await checkoutsDuring(b.services.db, async () => assert.deepEqual(await feed(b, restricted, mine.next_cursor), { ids: [], next_cursor: mine.next_cursor })), 0);
     // Not at the head: read as ever.
-    assert.ok((await checkoutsDuring(b, () => feed(b, key))) > 0);
+    assert.ok((await checkoutsDuring(b.services.db, () => feed(b, key))) > 0);
   });
 
   it("hears the other instance's commits: its heads move without a read", async () => {
@@ -203,7 +175,7 @@ describe('feed heads on Postgres: two instances on one database', { skip: !(awai
     await until('b listens again', () => b.services.heads.live);
     assert.deepEqual((await feed(b, key, at.next_cursor)).ids, [id], 'what b knew before the loss is forgotten');
     const now = await feed(b, key, at.next_cursor);
-    assert.equal(await checkoutsDuring(b, () => feed(b, key, now.next_cursor)), 0, 'trusted again');
+    assert.equal(await checkoutsDuring(b.services.db, () => feed(b, key, now.next_cursor)), 0, 'trusted again');
   });
 });
 

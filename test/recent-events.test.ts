@@ -11,6 +11,8 @@ import { RecentEvents, type RecentEvent } from '../src/feed/recent-events.ts';
 import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase, type TestDatabase } from './support/databases.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
+import { checkoutsDuring } from './support/checkouts.ts';
+import { until } from './support/wait.ts';
 
 const event = (n: number, mailboxId: string | null = 'mbx_a'): RecentEvent => ({ mailboxId, envelope: `{"n":${n}}` });
 const text = (page: { bytes: Buffer } | undefined) => (page === undefined ? undefined : `[${page.bytes.toString()}]`);
@@ -91,23 +93,6 @@ async function post(server: TestServer, path: string, body: unknown, key: string
   return response;
 }
 
-/** How many connections a server's pool handed out while `work` ran (as in feed-heads.test.ts). */
-async function checkoutsDuring(server: TestServer, work: () => Promise<unknown>): Promise<number> {
-  const client = server.services.db.client as { acquireConnection(): Promise<unknown> };
-  const acquire = client.acquireConnection;
-  let count = 0;
-  client.acquireConnection = function (this: unknown) {
-    count++;
-    return acquire.call(this);
-  };
-  try {
-    await work();
-  } finally {
-    client.acquireConnection = acquire;
-  }
-  return count;
-}
-
 describe('recent events on Postgres', { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' }, () => {
   let database: TestDatabase;
   let a: TestServer;
@@ -124,11 +109,7 @@ describe('recent events on Postgres', { skip: !(await postgresAvailable()) && 'P
     ({ key } = await a.key(ws, ['read', 'write']));
     ({ key: restricted } = await a.key(ws, ['read'], ['mbx_sales']));
     for (const server of [a, b]) await post(server, '/v1/event_feed', {}, key); // keys verified, channels opening
-    const deadline = Date.now() + 5000;
-    while (!(a.services.heads.live && b.services.heads.live)) {
-      assert.ok(Date.now() < deadline, 'channels open');
-      await sleep(10);
-    }
+    await until('channels open', () => a.services.heads.live && b.services.heads.live);
   });
   after(async () => {
     await a?.stop();
@@ -150,7 +131,7 @@ describe('recent events on Postgres', { skip: !(await postgresAvailable()) && 'P
           let fromMemory = '';
           // b committed none of these events: it reads them from the database.
           const fromDatabase = (await post(b, '/v1/event_feed', { after: cursor, limit }, reader)).text;
-          const checkouts = await checkoutsDuring(a, async () => (fromMemory = (await post(a, '/v1/event_feed', { after: cursor, limit }, reader)).text));
+          const checkouts = await checkoutsDuring(a.services.db, async () => (fromMemory = (await post(a, '/v1/event_feed', { after: cursor, limit }, reader)).text));
           assert.equal(fromMemory, fromDatabase, `limit ${limit}, page ${page}`);
           assert.equal(checkouts, 0, `limit ${limit}, page ${page}: answered from memory`);
           const next = JSON.parse(fromMemory).next_cursor as string;

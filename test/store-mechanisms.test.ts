@@ -30,6 +30,7 @@ import { queryRows } from '../src/store/sql.ts';
 import { WalCheckpointer } from '../src/store/sqlite-connection.ts';
 import { createWorkspace } from '../src/store/workspaces.ts';
 import { sampleEvent } from './support/contract.ts';
+import { checkoutsDuring } from './support/checkouts.ts';
 import { databaseKinds, sqliteDatabase, type TestDatabase } from './support/databases.ts';
 
 const emitRequest = (n: number, id?: string) => ({ ...sampleEvent('mbx_sales', n), ...(id ? { id } : {}) }) as EmitEventRequest;
@@ -314,27 +315,19 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
     it("a restricted page brings its mailboxes' retention watermark, from one statement", { skip: kind !== 'postgres' && 'Postgres reader only' }, async () => {
       const q = { workspaceId, afterSeq: 10, limit: 50, mailboxes: ['mbx_b', 'mbx_c'] };
-      const client = db.client as { acquireConnection(): Promise<unknown> };
-      const acquire = client.acquireConnection;
-      let statements = 0;
-      client.acquireConnection = function (this: unknown) {
-        statements++;
-        return acquire.call(this);
-      };
       try {
-        const before = await readPage(db, { ...q, limit: 1 }); // a limit of 1 is never read ahead
-        assert.equal(before.prunedThrough, 0, 'nothing pruned yet');
-        assert.equal(statements, 1);
+        let before: StoredPage | undefined;
+        // A limit of 1 is never read ahead.
+        assert.equal(await checkoutsDuring(db, async () => (before = await readPage(db, { ...q, limit: 1 }))), 1);
+        assert.equal(before!.prunedThrough, 0, 'nothing pruned yet');
         await db('feed_retention_mailboxes').insert({ workspace_id: workspaceId, mailbox_id: 'mbx_b', pruned_through: 42 });
         await db('feed_retention_mailboxes').insert({ workspace_id: workspaceId, mailbox_id: 'mbx_z', pruned_through: 99 });
-        statements = 0;
-        const page = await readPage(db, { ...q, limit: 7 });
-        assert.equal(statements, 1, 'page and watermark in one round trip');
-        assert.equal(page.prunedThrough, 42, "the highest of the key's own mailboxes");
-        await expectPage(db, { ...q, limit: 7 }, page);
+        let page: StoredPage | undefined;
+        assert.equal(await checkoutsDuring(db, async () => (page = await readPage(db, { ...q, limit: 7 }))), 1, 'page and watermark in one round trip');
+        assert.equal(page!.prunedThrough, 42, "the highest of the key's own mailboxes");
+        await expectPage(db, { ...q, limit: 7 }, page!);
         assert.equal((await readPage(db, { ...q, mailboxes: null, limit: 1 })).prunedThrough, undefined, 'unrestricted pages prove themselves');
       } finally {
-        client.acquireConnection = acquire;
         await db('feed_retention_mailboxes').where({ workspace_id: workspaceId }).delete();
       }
     });

@@ -7,6 +7,7 @@ import { startServer, type RunningServer } from '../../src/server.ts';
 import { openDatabase, type Db } from '../../src/store/db.ts';
 import { createWorkspace } from '../../src/store/workspaces.ts';
 import type { TestDatabase } from './databases.ts';
+import { until } from './wait.ts';
 
 export interface TestServer extends RunningServer {
   /** A second connection to the same database, for provisioning and for looking behind the API. */
@@ -61,12 +62,8 @@ export async function startTestServer(database: TestDatabase, env: Record<string
     heard: async (workspaceId) => {
       const row = await db('feed_counters').where({ workspace_id: workspaceId }).first('last_seq');
       const lastSeq = Number(row?.last_seq ?? 0);
-      const deadline = Date.now() + 5000;
       // A head known below lastSeq would answer a cursor at lastSeq - 1 "nothing new".
-      while (running.services.heads.nothingAfter(workspaceId, lastSeq - 1)) {
-        if (Date.now() > deadline) throw new Error(`the server did not hear of ${workspaceId}'s commits within 5 s`);
-        await new Promise((resolve) => setTimeout(resolve, 2));
-      }
+      await until(`the server to hear of ${workspaceId}'s commits`, () => !running.services.heads.nothingAfter(workspaceId, lastSeq - 1));
     },
     stop: async () => {
       await running.close();

@@ -1,0 +1,21 @@
+import type { Db } from '../../src/store/db.ts';
+
+/**
+ * How many times a database handle's pool handed out a connection while `work` ran: every
+ * statement takes one, whether through knex or the page reader (store/pg-page.ts).
+ */
+export async function checkoutsDuring(db: Db, work: () => Promise<unknown>): Promise<number> {
+  const client = db.client as { acquireConnection(): Promise<unknown> };
+  const acquire = client.acquireConnection;
+  let count = 0;
+  client.acquireConnection = function (this: unknown) {
+    count++;
+    return acquire.call(this);
+  };
+  try {
+    await work();
+  } finally {
+    client.acquireConnection = acquire;
+  }
+  return count;
+}
