@@ -42,7 +42,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const rateLimitPerSecond = number(env, 'RATE_LIMIT_PER_SECOND', 100);
   return {
     retentionDays,
-    pruneIntervalSeconds: positive(env, 'PRUNE_INTERVAL_SECONDS', 3600),
+    // 0: the server never prunes on its own (one `event-feed prune` from cron serves every instance).
+    pruneIntervalSeconds: number(env, 'PRUNE_INTERVAL_SECONDS', 3600),
     pruneBatchSize: positive(env, 'PRUNE_BATCH_SIZE', 1000),
     rateLimitPerSecond,
     webhooksAllowInsecure: env.WEBHOOKS_ALLOW_INSECURE === '1',

@@ -12,8 +12,9 @@ export async function pruneExpired(services: Services, config: Pick<Config, 'ret
   return pruneAll(services.db, cutoff, config.pruneBatchSize);
 }
 
-/** Prunes on a timer inside the server; one run at a time; stops with `stop()`. */
+/** Prunes on a timer inside the server (never with an interval of 0); one run at a time; stops with `stop()`. */
 export function schedulePruning(services: Services, config: Config, log: Logger): { stop(): Promise<void> } {
+  if (config.pruneIntervalSeconds === 0) return { stop: async () => {} };
   let running: Promise<void> | undefined;
   const run = () => {
     running ??= pruneExpired(services, config)

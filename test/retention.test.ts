@@ -186,6 +186,23 @@ describe('pruning actually runs: on its schedule in the server, and with `event-
     }
   });
 
+  it('with PRUNE_INTERVAL_SECONDS=0 the server never prunes on its own (cron runs `event-feed prune`)', async () => {
+    const clock = new FakeClock(Date.now());
+    const { sqliteDatabase } = await import('./support/databases.ts');
+    const server = await startTestServer(await sqliteDatabase(), { PRUNE_INTERVAL_SECONDS: '0' }, { clock });
+    try {
+      const ws = await server.workspace();
+      const { key } = await server.key(ws, ['read', 'write']);
+      for (let i = 0; i < 3; i++) assert.equal((await server.post('/v1/emit_event', sampleEvent('mbx_a', i), key)).status, 201);
+      clock.advanceDays(31);
+      await new Promise((r) => setTimeout(r, 1500)); // past the first scheduled run (~1 s after start)
+      assert.equal(await feedCount(server, key), 3);
+    } finally {
+      await server.stop();
+      await server.database.drop();
+    }
+  });
+
   it('`event-feed prune` deletes what is past RETENTION_DAYS and keeps the rest', async () => {
     const { sqliteDatabase } = await import('./support/databases.ts');
     const database = await sqliteDatabase();

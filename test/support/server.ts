@@ -27,10 +27,12 @@ export interface TestServer extends RunningServer {
 
 /**
  * The real server on port 0 over a test database. Rate limiting is off unless `env` sets it:
- * suites send hundreds of requests per key; test/rate-limit.test.ts covers the limiter.
+ * suites send hundreds of requests per key; test/rate-limit.test.ts covers the limiter. So is
+ * scheduled pruning: its first run, 1 s after start, took a connection in the middle of tests that
+ * count them; test/retention.test.ts covers the schedule.
  */
 export async function startTestServer(database: TestDatabase, env: Record<string, string> = {}, options: { clock?: Clock; log?: Logger } = {}): Promise<TestServer> {
-  const config = loadConfig({ DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'silent', RATE_LIMIT_PER_SECOND: '0', ...env });
+  const config = loadConfig({ DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'silent', RATE_LIMIT_PER_SECOND: '0', PRUNE_INTERVAL_SECONDS: '0', ...env });
   const running = await startServer(config, options.log ?? createLogger('silent'), { clock: options.clock });
   const db = openDatabase(database.url);
   return {
