@@ -7,7 +7,7 @@ import { FeedHeads } from './feed/heads.ts';
 import { RecentEvents } from './feed/recent-events.ts';
 import type { AppServices } from './operations/context.ts';
 import { RateLimiter } from './limits/rate-limiter.ts';
-import { dbKind, type Db } from './store/db.ts';
+import { dbKind, othersWritesVersion, type Db } from './store/db.ts';
 import { sharedCursorSecret } from './store/settings.ts';
 
 export async function createServices(
@@ -16,10 +16,11 @@ export async function createServices(
   clock: Clock = systemClock,
 ): Promise<AppServices> {
   const secret = config.cursorSecret ?? (await sharedCursorSecret(db));
-  // Knows nothing until a channel opens it (server.ts starts one on Postgres): every poll reads.
-  const heads = new FeedHeads();
-  // SQLite reads in process (~70 µs): not worth the memory. Ages by the clock retention prunes by.
-  const recent = dbKind(db) === 'postgres' ? new RecentEvents(() => clock.now().getTime()) : undefined;
+  // Postgres: knows nothing until a channel opens it (server.ts starts one). SQLite: used while no
+  // other process writes to the file (a tailing poll's page read is most of its database time).
+  const heads = dbKind(db) === 'postgres' ? new FeedHeads() : new FeedHeads({ othersWrites: () => othersWritesVersion(db) });
+  // Ages by the clock retention prunes by.
+  const recent = new RecentEvents(() => clock.now().getTime());
   return {
     db,
     cursors: new CursorCodec(secret),

@@ -2,7 +2,8 @@
  * Verified keys are kept on Postgres (auth/verified-keys.ts): a revocation through this process
  * refuses the key at once; one made elsewhere (another instance, the CLI, SQL) as soon as the key
  * channel tells of it, or within VERIFIED_KEY_TTL_MS when there is no channel.
- * On SQLite nothing is kept: a revocation by another process takes effect at once.
+ * On SQLite keys are kept only while no other process has written to the file (PRAGMA
+ * data_version of the writing connection): a revocation by another process takes effect at once.
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -16,7 +17,8 @@ import { HEAD_LISTENER_NAME, listenForHeads, type HeadListener } from '../src/st
 import { openDatabase, type Db } from '../src/store/db.ts';
 import { migrateLatest } from '../src/store/migrate.ts';
 import { createWorkspace } from '../src/store/workspaces.ts';
-import { databaseKinds, postgresAvailable, postgresDatabase, type TestDatabase } from './support/databases.ts';
+import { databaseKinds, postgresAvailable, postgresDatabase, sqliteDatabase, type TestDatabase } from './support/databases.ts';
+import { sqliteReadsDuring } from './support/checkouts.ts';
 import { until } from './support/wait.ts';
 
 for (const { kind, create, skip } of await databaseKinds()) {
@@ -82,6 +84,48 @@ for (const { kind, create, skip } of await databaseKinds()) {
     });
   });
 }
+
+describe('API keys kept on SQLite while no other process writes', () => {
+  let database: TestDatabase;
+  let here: Db;
+  let elsewhere: Db;
+  let workspaceId: string;
+  before(async () => {
+    database = await sqliteDatabase();
+    here = openDatabase(database.url);
+    elsewhere = openDatabase(database.url);
+    await migrateLatest(here);
+    workspaceId = (await createWorkspace(here, 'Keys', true, Date.now())).id;
+  });
+  after(async () => {
+    await here?.destroy();
+    await elsewhere?.destroy();
+    await database?.drop();
+  });
+
+  const lookupsDuring = (work: () => Promise<unknown>) => sqliteReadsDuring(here, /FROM api_keys/, work);
+
+  it('a verified key is not read again while nothing else wrote, and is again once something did', async () => {
+    const { id, key } = await createKey(here, { workspaceId, permissions: ['read'], mailboxes: null }, Date.now());
+    assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 1);
+    // Writes of this process (a workspace, a key) do not count: they cannot revoke behind its back.
+    await createWorkspace(here, 'Another', false, Date.now());
+    assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 0);
+    await createWorkspace(elsewhere, 'Written by another process', false, Date.now());
+    assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 1);
+  });
+
+  it('while a transaction of this process holds a snapshot, the key is read: a revocation elsewhere is refused at once', async () => {
+    const { id, key } = await createKey(here, { workspaceId, permissions: ['read'], mailboxes: null }, Date.now());
+    assert.equal((await authenticate(here, key))?.keyId, id);
+    await here.transaction(async (trx) => {
+      await trx('workspaces').count({ n: '*' }); // the writing connection now reads a snapshot
+      await elsewhere('api_keys').where({ id }).update({ revoked_at: Date.now() });
+      assert.equal(await authenticate(here, key), undefined);
+    });
+    assert.equal(await authenticate(here, key), undefined);
+  });
+});
 
 describe('VerifiedKeys: how long a verified key may be believed', () => {
   const principal = { keyId: 'key_a', workspaceId: 'ws', permissions: new Set(['read']), mailboxes: null } as Principal;

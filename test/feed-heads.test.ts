@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { VerifiedKeys } from '../src/auth/verified-keys.ts';
 import { systemClock } from '../src/clock.ts';
 import { GroupCommit } from '../src/feed/group-commit.ts';
+import { publishInTransaction } from '../src/feed/publish.ts';
 import { FeedHeads } from '../src/feed/heads.ts';
 import { createLogger } from '../src/log.ts';
 import { HEAD_LISTENER_NAME, listenForHeads } from '../src/store/head-listener.ts';
@@ -19,7 +20,7 @@ import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase, sqliteDatabase, type TestDatabase } from './support/databases.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { startTcpProxy } from './support/tcp-proxy.ts';
-import { checkoutsDuring } from './support/checkouts.ts';
+import { checkoutsDuring, sqliteReadsDuring } from './support/checkouts.ts';
 import { until } from './support/wait.ts';
 
 describe('FeedHeads: what a process may believe of a head', () => {
@@ -232,23 +233,56 @@ describe('an emit committed by this process', () => {
   });
 });
 
-describe('feed heads on SQLite', () => {
-  it('stay unknown: every poll reads (there is no channel, and a read costs no round trip)', async () => {
-    const database = await sqliteDatabase();
-    const server = await startTestServer(database, QUIET);
-    try {
-      const ws = await server.workspace();
-      const { key } = await server.key(ws, ['read', 'write']);
-      await emit(server, key, 1);
-      const at = await feed(server, key);
-      await feed(server, key, at.next_cursor);
-      assert.equal(server.services.heads.live, false);
-      assert.equal(server.services.heads.nothingAfter(ws, server.services.cursors.decode(ws, at.next_cursor)), false);
-      const id = await emit(server, key, 2);
-      assert.deepEqual((await feed(server, key, at.next_cursor)).ids, [id]);
-    } finally {
-      await server.stop();
-      await database.drop();
-    }
+describe('feed heads and recent events on SQLite: known while no other process writes to the file', () => {
+  let database: TestDatabase;
+  let a: TestServer;
+  let b: TestServer;
+  let ws: string;
+  let key: string;
+  const pageReads = (server: TestServer, work: () => Promise<unknown>) => sqliteReadsDuring(server.services.db, /FROM events/, work);
+  /** What another process does: the library, on a handle (a connection) of its own. */
+  const publishElsewhere = (server: TestServer, n: number) =>
+    server.db.transaction((trx) => publishInTransaction(trx, ws, [sampleEvent('mbx_sales', n)], new Date()));
+
+  before(async () => {
+    database = await sqliteDatabase();
+    a = await startTestServer(database, QUIET);
+    b = await startTestServer(database, QUIET); // a second server on the same file
+    ws = await a.workspace();
+    ({ key } = await a.key(ws, ['read', 'write']));
+  });
+  after(async () => {
+    await a?.stop();
+    await b?.stop();
+    await database?.drop();
+  });
+
+  it("polls after this server's own emits read nothing, and give what a server that read the file gives", async () => {
+    const start = await feed(a, key);
+    await emit(a, key, 1);
+    await emit(a, key, 2);
+    const fromFile = await feed(b, key, start.next_cursor);
+    let fromMemory: Awaited<ReturnType<typeof feed>> | undefined;
+    assert.equal(await pageReads(a, async () => (fromMemory = await feed(a, key, start.next_cursor))), 0, 'just behind the head: from memory');
+    assert.deepEqual(fromMemory, fromFile);
+    assert.equal(fromFile.ids.length, 2);
+    assert.equal(await pageReads(a, () => feed(a, key, fromFile.next_cursor)), 0, 'at the head: nothing to read');
+  });
+
+  it('an event another process wrote is in the very next poll', async () => {
+    const at = await feed(a, key);
+    assert.equal(await pageReads(a, () => feed(a, key, at.next_cursor)), 0);
+    const [published] = await publishElsewhere(a, 3);
+    assert.deepEqual((await feed(a, key, at.next_cursor)).ids, [JSON.parse(published!.envelope).id]);
+  });
+
+  it("while a transaction of this server is open on its writing connection, polls read the file", async () => {
+    const at = await feed(a, key);
+    assert.equal(await pageReads(a, () => feed(a, key, at.next_cursor)), 0);
+    await a.services.db.transaction(async (trx) => {
+      await trx('workspaces').count({ n: '*' }); // its snapshot would hide what others commit now
+      const [published] = await publishElsewhere(a, 4);
+      assert.deepEqual((await feed(a, key, at.next_cursor)).ids, [JSON.parse(published!.envelope).id]);
+    });
   });
 });

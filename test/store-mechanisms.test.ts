@@ -405,9 +405,12 @@ describe('WAL checkpoints in the background', () => {
     }
   });
 
-  it('the WAL starts over under a steady write load instead of growing without bound', async () => {
+  it('the WAL starts over under a steady write load instead of growing without bound, and never checkpoints on the event loop', async () => {
     const database = await sqliteDatabase();
     const db = openDatabase(database.url, { checkpointInBackground: true });
+    // A checkpoint by the writing connection would run on the event loop, blocking every request.
+    const checkpointsOnWriter: string[] = [];
+    db.on('query', ({ sql }: { sql: string }) => /checkpoint/i.test(sql) && checkpointsOnWriter.push(sql));
     try {
       await migrateLatest(db);
       const ws = await createWorkspace(db, 'steady', true, Date.now());
@@ -434,6 +437,7 @@ describe('WAL checkpoints in the background', () => {
       let n = 1;
       for (; restarts() - before < 3 && n < 9000 && Date.now() < deadline; n++) await groupCommit.append(ws.id, emitRequest(n));
       assert.ok(restarts() - before >= 3, `the WAL started over ${restarts() - before} times in ${n} transactions`);
+      assert.deepEqual(checkpointsOnWriter, []);
     } finally {
       await db.destroy();
       await database.drop();
@@ -442,7 +446,7 @@ describe('WAL checkpoints in the background', () => {
 
   it('a checkpointer that cannot work reports it, so SQLite checkpoints by itself again', async () => {
     const failures: string[] = [];
-    const checkpointer = new WalCheckpointer('/nonexistent-dir/feed.sqlite', { onFailure: (reason) => failures.push(reason), finishOnWriter: async () => {} });
+    const checkpointer = new WalCheckpointer('/nonexistent-dir/feed.sqlite', { onFailure: (reason) => failures.push(reason), holdWriter: (work) => work() });
     checkpointer.start();
     for (let waited = 0; waited < 5000 && failures.length === 0; waited += 50) await sleep(50);
     checkpointer.stop();

@@ -15,8 +15,8 @@ interface Kept {
 }
 
 /**
- * Keys verified against one Postgres database, kept so a request does not pay a round trip for
- * its key. Only keys found valid are kept (an unknown or revoked key is looked up every time, so
+ * Keys verified against one database, kept so a request does not pay a round trip (Postgres) or a
+ * read (SQLite, while no other process writes to the file: auth/api-keys.ts) for its key. Only keys found valid are kept (an unknown or revoked key is looked up every time, so
  * a new key works at once); the secret is still checked against the stored hash on every request.
  *
  * A revocation must still take effect: one made through this process forgets the key at once;
@@ -32,6 +32,7 @@ export class VerifiedKeys {
   #live = false;
   #epoch = 0;
   #forgets = 0;
+  #othersVersion: string | undefined;
 
   constructor(private readonly now: () => number = () => performance.now()) {}
 
@@ -61,6 +62,17 @@ export class VerifiedKeys {
     if (this.#kept.size >= KEYS_KEPT) this.#kept.delete(this.#kept.keys().next().value!);
     const epoch = mark.epoch === this.#epoch && this.#live ? mark.epoch : undefined;
     this.#kept.set(keyId, { principal, secretSha256, keptAt: this.now(), epoch });
+  }
+
+  /**
+   * SQLite: `version` changes whenever another process wrote to the file (othersWritesVersion):
+   * any such write may have been a revocation, so nothing kept before it is believed.
+   */
+  othersWrote(version: string): void {
+    if (version === this.#othersVersion) return;
+    this.#othersVersion = version;
+    this.#forgets++;
+    this.#kept.clear();
   }
 
   /** The key was revoked or changed (here, or heard on the channel). */

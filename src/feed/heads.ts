@@ -18,14 +18,26 @@
  * When the channel drops, everything is forgotten until it is back (a commit meanwhile would go
  * unheard). And a head is trusted for TRUST_MS after it was last confirmed: a channel that
  * failed without a sign costs at most that much staleness, never a feed stuck on "nothing new".
+ *
+ * SQLite has no channel, but this process's own commits need none, and whether another process
+ * (the CLI, an application publishing with the library) has written to the file since is one
+ * pragma away (`othersWrites`: store/db.ts othersWritesVersion). Heads are used only once that
+ * was checked, and forgotten whenever it says another process wrote.
  */
 export class FeedHeads {
   #heads = new Map<string, { seq: number; confirmedAt: number }>();
   #live = false;
   #epoch = 0;
+  #othersVersion: string | undefined;
 
   constructor(
-    private readonly options: { trustMs?: number; maxWorkspaces?: number; now?: () => number } = {},
+    private readonly options: {
+      trustMs?: number;
+      maxWorkspaces?: number;
+      now?: () => number;
+      /** SQLite: changes whenever another process wrote; undefined when that cannot be told now. */
+      othersWrites?: () => string | undefined;
+    } = {},
   ) {}
 
   get live(): boolean {
@@ -34,14 +46,14 @@ export class FeedHeads {
 
   /** True when this process knows that no event of the workspace is past `seq`. */
   nothingAfter(workspaceId: string, seq: number): boolean {
-    if (!this.#live) return false;
+    if (!this.#checked()) return false;
     const head = this.#heads.get(workspaceId);
     return head !== undefined && head.seq <= seq && this.#now() - head.confirmedAt <= this.#trustMs();
   }
 
   /** Taken before a read whose result may be learned: a token that `learn` checks. */
   mark(): number | undefined {
-    return this.#live ? this.#epoch : undefined;
+    return this.#checked() ? this.#epoch : undefined;
   }
 
   /** A read begun at `mark` found no event of the workspace past `seq`. */
@@ -70,6 +82,20 @@ export class FeedHeads {
 
   now(): number {
     return this.#now();
+  }
+
+  /** Live, and (SQLite) no other process has written since what is known was learned. */
+  #checked(): boolean {
+    const othersWrites = this.options.othersWrites;
+    if (!othersWrites) return this.#live;
+    const version = othersWrites();
+    if (version === undefined) return false;
+    if (version !== this.#othersVersion) {
+      this.#othersVersion = version;
+      this.lose();
+      this.open();
+    }
+    return true;
   }
 
   #raise(workspaceId: string, seq: number, confirmedAt: number): void {

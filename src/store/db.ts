@@ -81,7 +81,7 @@ export function openDatabase(url: string, options: { queryTimeoutMs?: number; ch
     // A long-running server checkpoints the WAL off its event loop (WalCheckpointer); others as SQLite does.
     const checkpointer =
       options.checkpointInBackground && filename !== ':memory:'
-        ? new WalCheckpointer(filename, { onFailure: (reason) => onCheckpointFailure(reason), finishOnWriter: () => db.raw('PRAGMA wal_checkpoint(PASSIVE)') })
+        ? new WalCheckpointer(filename, { onFailure: (reason) => onCheckpointFailure(reason), holdWriter: (work) => db.transaction(() => work()) })
         : undefined;
     const db = knexFactory({
       client: 'better-sqlite3',
@@ -92,6 +92,7 @@ export function openDatabase(url: string, options: { queryTimeoutMs?: number; ch
         afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: unknown) => void) {
           configureSqlite(conn);
           if (checkpointer) conn.pragma('wal_autocheckpoint = 0');
+          sqliteWriters.set(db, { conn, dataVersion: conn.prepare('PRAGMA data_version').pluck(), generation: ++writerGenerations });
           done(null, conn);
         },
       },
@@ -143,6 +144,27 @@ export function openDatabase(url: string, options: { queryTimeoutMs?: number; ch
 }
 
 const sqliteReaders = new WeakMap<object, SqliteReader>();
+const sqliteWriters = new WeakMap<object, { conn: SqliteConnection; dataVersion: { get(): unknown }; generation: number; version?: string }>();
+let writerGenerations = 0;
+
+/**
+ * SQLite: a value that changes whenever another connection (another process: the CLI, an
+ * application publishing with the library) has committed to the file since this handle's writing
+ * connection last looked; this handle's own commits leave it alone (PRAGMA data_version, ~5 µs).
+ * undefined when it cannot be told now: no connection yet, or a transaction of this handle is open
+ * on it (its snapshot would hide what others committed since).
+ */
+export function othersWritesVersion(db: Db): string | undefined {
+  const writer = sqliteWriters.get(db);
+  if (!writer || !writer.conn.open || writer.conn.inTransaction) return undefined;
+  // One answer per synchronous stretch of code (a poll asks several times in one): nothing that
+  // stretch does can tell an answer from one a few microseconds later.
+  if (writer.version === undefined) {
+    writer.version = `${writer.generation}:${writer.dataVersion.get()}`;
+    queueMicrotask(() => (writer.version = undefined));
+  }
+  return writer.version;
+}
 
 /** The read connection of a SQLite database (see SqliteReader); none for Postgres, in-memory SQLite or a transaction. */
 export function sqliteReaderOf(db: Db | Knex.Transaction): SqliteReader | undefined {

@@ -1,4 +1,4 @@
-import type { Db } from '../../src/store/db.ts';
+import { sqliteReaderOf, type Db } from '../../src/store/db.ts';
 
 /**
  * How many times a database handle's pool handed out a connection while `work` ran: every
@@ -16,6 +16,23 @@ export async function checkoutsDuring(db: Db, work: () => Promise<unknown>): Pro
     await work();
   } finally {
     client.acquireConnection = acquire;
+  }
+  return count;
+}
+
+/** How many statements matching `pattern` a SQLite handle's read connection (store/db.ts) ran while `work` ran. */
+export async function sqliteReadsDuring(db: Db, pattern: RegExp, work: () => Promise<unknown>): Promise<number> {
+  const reader = sqliteReaderOf(db)!;
+  const rows = reader.rows;
+  let count = 0;
+  reader.rows = function <T>(this: typeof reader, sql: string, bindings: readonly unknown[]): T[] {
+    if (pattern.test(sql)) count++;
+    return rows.call(this, sql, bindings) as T[];
+  };
+  try {
+    await work();
+  } finally {
+    reader.rows = rows;
   }
   return count;
 }
