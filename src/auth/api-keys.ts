@@ -88,9 +88,10 @@ export async function authenticate(db: Db, token: string): Promise<Principal | u
  * round trip: keys are kept as auth/verified-keys.ts says. On SQLite a lookup is an in-process
  * read (~30 µs, a tenth of a tailing poll's cost), and a revocation by another process (the CLI)
  * must take effect at once: keys are kept only while no other process has written to the file
- * since, checked on every request (which makes it a channel that is always up: HEARD_KEY_TTL_MS);
- * when that cannot be told (a transaction of this process is open on the writing connection), the
- * key is looked up.
+ * since, checked on every request (which makes it a channel that is always up: HEARD_KEY_TTL_MS;
+ * in this process every revocation goes through revokeKey, which forgets the key); when that
+ * cannot be told (a transaction of this process is open on the writing connection), the key is
+ * looked up.
  */
 function keptKeysOf(db: Db): VerifiedKeys | undefined {
   const keys = verifiedKeysOf(db);

@@ -16,8 +16,9 @@ interface Kept {
 
 /**
  * Keys verified against one database, kept so a request does not pay a round trip (Postgres) or a
- * read (SQLite, while no other process writes to the file: auth/api-keys.ts) for its key. Only keys found valid are kept (an unknown or revoked key is looked up every time, so
- * a new key works at once); the secret is still checked against the stored hash on every request.
+ * read (SQLite, while no other process writes to the file: auth/api-keys.ts) for its key. Only
+ * keys found valid are kept (an unknown or revoked key is looked up every time, so a new key works
+ * at once); the secret is still checked against the stored hash on every request.
  *
  * A revocation must still take effect: one made through this process forgets the key at once;
  * one made elsewhere (another instance, the CLI, an operator's SQL) is announced by a trigger on

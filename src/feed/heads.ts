@@ -22,7 +22,9 @@
  * SQLite has no channel, but this process's own commits need none, and whether another process
  * (the CLI, an application publishing with the library) has written to the file since is one
  * pragma away (`othersWrites`: store/db.ts othersWritesVersion). Heads are used only once that
- * was checked, and forgotten whenever it says another process wrote.
+ * was checked, and forgotten whenever it says another process wrote. (An append through the
+ * server's own handle that bypasses the group commit, which nothing in this service does, would
+ * go unheard: TRUST_MS bounds it.)
  */
 export class FeedHeads {
   #heads = new Map<string, { seq: number; confirmedAt: number }>();

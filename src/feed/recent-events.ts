@@ -119,6 +119,6 @@ export class RecentEvents {
 
 const EVENTS_PER_WORKSPACE = 256;
 // ~1 MB of one-byte strings: at 500 events/s over 100 feeds, the last ~3.5 s of each (4 Mi: 3–5 MB
-// more RSS while tailing, and no fewer reads: bench/README.md, change 16).
+// more RSS while tailing, and no fewer reads: bench/README.md, change 17).
 const MAX_CHARS = 1024 * 1024;
 const MAX_AGE_MS = 60_000;

@@ -150,7 +150,7 @@ let writerGenerations = 0;
 /**
  * SQLite: a value that changes whenever another connection (another process: the CLI, an
  * application publishing with the library) has committed to the file since this handle's writing
- * connection last looked; this handle's own commits leave it alone (PRAGMA data_version, ~5 µs).
+ * connection last looked; this handle's own commits leave it alone (PRAGMA data_version, 5–10 µs).
  * undefined when it cannot be told now: no connection yet, or a transaction of this handle is open
  * on it (its snapshot would hide what others committed since).
  */
