@@ -17,7 +17,7 @@ import { HEAD_LISTENER_NAME, listenForHeads, type HeadListener } from '../src/st
 import { openDatabase, type Db } from '../src/store/db.ts';
 import { migrateLatest } from '../src/store/migrate.ts';
 import { createWorkspace } from '../src/store/workspaces.ts';
-import { databaseKinds, postgresAvailable, postgresDatabase, sqliteDatabase, type TestDatabase } from './support/databases.ts';
+import { databaseKinds, postgresAvailable, postgresDatabase, type TestDatabase } from './support/databases.ts';
 import { sqliteReadsDuring } from './support/checkouts.ts';
 import { until } from './support/wait.ts';
 
@@ -82,50 +82,32 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const { id, key } = await createKey(elsewhere, { workspaceId, permissions: ['read'], mailboxes: null }, Date.now());
       assert.equal((await authenticate(here, key))?.keyId, id);
     });
-  });
-}
 
-describe('API keys kept on SQLite while no other process writes', () => {
-  let database: TestDatabase;
-  let here: Db;
-  let elsewhere: Db;
-  let workspaceId: string;
-  before(async () => {
-    database = await sqliteDatabase();
-    here = openDatabase(database.url);
-    elsewhere = openDatabase(database.url);
-    await migrateLatest(here);
-    workspaceId = (await createWorkspace(here, 'Keys', true, Date.now())).id;
-  });
-  after(async () => {
-    await here?.destroy();
-    await elsewhere?.destroy();
-    await database?.drop();
-  });
+    const sqliteOnly = { skip: kind !== 'sqlite' && 'SQLite only (Postgres: the key channel, below)' };
+    const lookupsDuring = (work: () => Promise<unknown>) => sqliteReadsDuring(here, /FROM api_keys/, work);
 
-  const lookupsDuring = (work: () => Promise<unknown>) => sqliteReadsDuring(here, /FROM api_keys/, work);
+    it('SQLite: a verified key is not read again while nothing else wrote, and is again once something did', sqliteOnly, async () => {
+      const { id, key } = await newKey();
+      assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 1);
+      // Writes of this process (a workspace, a key) do not count: they cannot revoke behind its back.
+      await createWorkspace(here, 'Another', false, Date.now());
+      assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 0);
+      await createWorkspace(elsewhere, 'Written by another process', false, Date.now());
+      assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 1);
+    });
 
-  it('a verified key is not read again while nothing else wrote, and is again once something did', async () => {
-    const { id, key } = await createKey(here, { workspaceId, permissions: ['read'], mailboxes: null }, Date.now());
-    assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 1);
-    // Writes of this process (a workspace, a key) do not count: they cannot revoke behind its back.
-    await createWorkspace(here, 'Another', false, Date.now());
-    assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 0);
-    await createWorkspace(elsewhere, 'Written by another process', false, Date.now());
-    assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 1);
-  });
-
-  it('while a transaction of this process holds a snapshot, the key is read: a revocation elsewhere is refused at once', async () => {
-    const { id, key } = await createKey(here, { workspaceId, permissions: ['read'], mailboxes: null }, Date.now());
-    assert.equal((await authenticate(here, key))?.keyId, id);
-    await here.transaction(async (trx) => {
-      await trx('workspaces').count({ n: '*' }); // the writing connection now reads a snapshot
-      await elsewhere('api_keys').where({ id }).update({ revoked_at: Date.now() });
+    it('SQLite: while a transaction of this process holds a snapshot, the key is read: a revocation elsewhere is refused at once', sqliteOnly, async () => {
+      const { id, key } = await newKey();
+      assert.equal((await authenticate(here, key))?.keyId, id);
+      await here.transaction(async (trx) => {
+        await trx('workspaces').count({ n: '*' }); // the writing connection now reads a snapshot
+        await elsewhere('api_keys').where({ id }).update({ revoked_at: Date.now() });
+        assert.equal(await authenticate(here, key), undefined);
+      });
       assert.equal(await authenticate(here, key), undefined);
     });
-    assert.equal(await authenticate(here, key), undefined);
   });
-});
+}
 
 describe('VerifiedKeys: how long a verified key may be believed', () => {
   const principal = { keyId: 'key_a', workspaceId: 'ws', permissions: new Set(['read']), mailboxes: null } as Principal;
