@@ -61,7 +61,6 @@ async function seed(server: TestServer, ws: string, mailboxes: Array<string | un
   const published = await server.db.transaction((trx) =>
     publish(trx, ws, mailboxes.map((m, i) => sampleEvent(m, offset + i))),
   );
-  await server.heard(ws);
   return published.map((p) => JSON.parse(p.envelope));
 }
 

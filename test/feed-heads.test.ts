@@ -96,6 +96,83 @@ describe('FeedHeads: what a process may believe of a head', () => {
   });
 });
 
+describe('FeedHeads.nothingAfterNow: every commit made before the request arrived is counted', () => {
+  /** A channel whose round trips come back when the test says, each bringing the news queued for it. */
+  function channel() {
+    const heads = new FeedHeads();
+    const sent: Array<{ back: () => void; fail: () => void }> = [];
+    heads.open(
+      () =>
+        new Promise<void>((resolve, reject) => {
+          sent.push({ back: resolve, fail: () => reject(new Error('lost')) });
+        }),
+    );
+    return { heads, sent };
+  }
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('waits for a round trip sent after the request arrived, and sees what came before its answer', async () => {
+    const { heads, sent } = channel();
+    heads.heard('ws_a', 5);
+    const answer = heads.nothingAfterNow('ws_a', 5, heads.ticket());
+    await turn();
+    assert.equal(sent.length, 1, 'one round trip');
+    heads.heard('ws_a', 6); // another instance's commit, heard before the round trip's answer
+    sent[0]!.back();
+    assert.equal(await answer, false);
+    const again = heads.nothingAfterNow('ws_a', 6, heads.ticket());
+    await turn();
+    sent[1]!.back();
+    assert.equal(await again, true);
+  });
+
+  it('shares one round trip among the requests of a turn; one arriving while it is out waits for the next', async () => {
+    const { heads, sent } = channel();
+    heads.heard('ws_a', 1);
+    const first = [0, 1, 2].map(() => heads.nothingAfterNow('ws_a', 1, heads.ticket()));
+    await turn();
+    assert.equal(sent.length, 1);
+    const late = heads.nothingAfterNow('ws_a', 1, heads.ticket()); // arrived after that one was sent
+    await turn();
+    assert.equal(sent.length, 1, 'one round trip out at a time');
+    sent[0]!.back();
+    assert.deepEqual(await Promise.all(first), [true, true, true]);
+    await turn();
+    assert.equal(sent.length, 2, 'the late request has one of its own');
+    let settled = false;
+    void late.then(() => (settled = true));
+    await turn();
+    assert.equal(settled, false, 'not answered by the round trip sent before it arrived');
+    sent[1]!.back();
+    assert.equal(await late, true);
+    // One that arrived before a round trip now back needs no other; one arriving now does.
+    assert.equal(await heads.nothingAfterNow('ws_a', 1, heads.ticket() - 1), true);
+    assert.equal(sent.length, 2);
+    void heads.nothingAfterNow('ws_a', 1, heads.ticket());
+    await turn();
+    assert.equal(sent.length, 3);
+    sent[2]!.back();
+  });
+
+  it('answers false when the round trip fails, and at once when the head is not known', async () => {
+    const { heads, sent } = channel();
+    assert.equal(await heads.nothingAfterNow('ws_a', 1, heads.ticket()), false);
+    assert.equal(sent.length, 0, 'no round trip for a head not known');
+    heads.heard('ws_a', 1);
+    const answer = heads.nothingAfterNow('ws_a', 1, heads.ticket());
+    await turn();
+    sent[0]!.fail();
+    assert.equal(await answer, false);
+  });
+
+  it('needs no round trip without a channel that offers one (SQLite reads its file instead)', async () => {
+    const heads = new FeedHeads();
+    heads.open();
+    heads.heard('ws_a', 1);
+    assert.equal(await heads.nothingAfterNow('ws_a', 1, heads.ticket()), true);
+  });
+});
+
 async function feed(server: TestServer, key: string, after?: string) {
   const response = await server.post('/v1/event_feed', after === undefined ? {} : { after }, key);
   assert.equal(response.status, 200, response.text);
@@ -153,12 +230,29 @@ describe('feed heads on Postgres: two instances on one database', { skip: !(awai
     assert.deepEqual((await feed(b, key, at.next_cursor)).ids, [id]);
   });
 
-  it("an instance's own emit is in its very next poll", async () => {
-    for (let n = 0; n < 20; n++) {
-      const at = await feed(b, key);
-      await feed(b, key, at.next_cursor); // at the head, answered from it
-      const id = await emit(b, key, 100 + n);
-      assert.deepEqual((await feed(b, key, at.next_cursor)).ids, [id], `round ${n}`);
+  /** Rounds of: `reader` polls at the head (answered from it), `writer` emits, `reader` polls again. */
+  async function emitsSeenByNextPoll(reader: TestServer, writer: TestServer, rounds: number, firstN: number) {
+    for (let n = 0; n < rounds; n++) {
+      const at = await feed(reader, key);
+      await feed(reader, key, at.next_cursor); // at the head, answered from it
+      const id = await emit(writer, key, firstN + n);
+      assert.deepEqual((await feed(reader, key, at.next_cursor)).ids, [id], `round ${n}`);
+    }
+  }
+
+  it("an instance's own emit is in its very next poll", () => emitsSeenByNextPoll(b, b, 20, 100));
+
+  it("an emit answered by one instance is in the other's very next poll (a client behind a load balancer)", () => emitsSeenByNextPoll(b, a, 30, 300));
+
+  it("counts the other instance's commit answered before the poll even when its notification comes 50 ms late", async () => {
+    const proxy = await startTcpProxy(undefined, { delayMs: 50 });
+    const far = await startTestServer({ ...database, url: proxy.via(database.url) }, QUIET);
+    try {
+      await until('the far channel open', () => far.services.heads.live, 10_000);
+      await emitsSeenByNextPoll(far, a, 5, 400);
+    } finally {
+      await far.stop();
+      await proxy.close();
     }
   });
 
@@ -191,6 +285,30 @@ describe('the heads channel on Postgres', { skip: !(await postgresAvailable()) &
   after(async () => {
     await db?.destroy();
     await database?.drop();
+  });
+
+  it("counts another connection's commit answered before the request arrived, its notification still on the way", async () => {
+    const heads = new FeedHeads();
+    const listener = listenForHeads(database.url, heads, new VerifiedKeys(), createLogger('silent'));
+    try {
+      await until('open', () => heads.live);
+      const ws = (await createWorkspace(db, 'w', false, Date.now())).id;
+      const elsewhere = new GroupCommit(db, systemClock); // another instance: this process hears it only by the channel
+      await elsewhere.append(ws, sampleEvent('mbx_sales', 0));
+      await until('heard', () => heads.nothingAfter(ws, 1));
+      let unheardYet = 0;
+      for (let seq = 1; seq <= 40; seq++) {
+        await elsewhere.append(ws, sampleEvent('mbx_sales', seq)); // answered: seq + 1 is committed
+        const ticket = heads.ticket(); // a poll arrives
+        if (heads.nothingAfter(ws, seq)) unheardYet++;
+        assert.equal(await heads.nothingAfterNow(ws, seq, ticket), false, `event ${seq + 1} is not "nothing"`);
+        assert.equal(await heads.nothingAfterNow(ws, seq + 1, heads.ticket()), true, `event ${seq + 1} is the head`);
+      }
+      // What the round trip is for: in-process, the notification usually has not been read yet.
+      assert.ok(unheardYet > 0, 'the notification never lagged: this test proves nothing here');
+    } finally {
+      await listener.stop();
+    }
   });
 
   it('gives its heads up when pings stop coming back, and takes them up again when they do', async () => {

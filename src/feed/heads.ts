@@ -7,9 +7,12 @@
  * Postgres NOTIFY (store/head-listener.ts), sent by the very statement that moves a workspace's
  * counter, so it is delivered exactly when that commit is (in commit order) and never for a
  * rollback. While the channel is up, a head can only be behind the truth by the commits still
- * on their way to this process: answering from it is answering as a read a moment earlier
- * would have, and the cursor handed back is the caller's own, so nothing is ever skipped.
- * Heads come from:
+ * on their way to this process, so a request does not answer from it before `nothingAfterNow`
+ * made one round trip on the channel, sent after the request arrived: Postgres hands a listening
+ * connection the notifications of every commit made before it reads a statement, ahead of that
+ * statement's answer. So an event whose emit was answered (by any instance) before a poll arrived
+ * is in that poll, as a read would have it; one round trip serves every request waiting for it,
+ * and it wakes no backend but the listener's. Heads come from:
  * - `heard`: a notification, or this process's own commit (so an emit answered here is seen by
  *   the next poll here, before the notification comes back);
  * - `learn`: a read that found nothing past a seq (a short unrestricted page), if the channel
@@ -31,6 +34,13 @@ export class FeedHeads {
   #live = false;
   #epoch = 0;
   #othersVersion: string | undefined;
+  /** Postgres: one round trip on the channel (set by `open`); SQLite needs none. */
+  #roundTrip: (() => Promise<void>) | undefined;
+  /** Round trips sent so far, and the last one back in order: see `ticket`. */
+  #sent = 0;
+  #back = 0;
+  #inFlight: { n: number; done: Promise<boolean> } | undefined;
+  #next: { done: Promise<boolean>; settle: (ok: boolean) => void } | undefined;
 
   constructor(
     private readonly options: {
@@ -53,6 +63,22 @@ export class FeedHeads {
     return head !== undefined && head.seq <= seq && this.#now() - head.confirmedAt <= this.#trustMs();
   }
 
+  /** Taken when a request arrives: `nothingAfterNow` then counts every commit made before it. */
+  ticket(): number {
+    return this.#sent;
+  }
+
+  /**
+   * `nothingAfter`, counting every commit made before `ticket` was taken, this process's or
+   * another's: on Postgres it waits for a round trip on the channel sent after that (shared with
+   * every request waiting then). False sends the request to the database.
+   */
+  async nothingAfterNow(workspaceId: string, seq: number, ticket: number): Promise<boolean> {
+    if (!this.nothingAfter(workspaceId, seq)) return false;
+    if (this.#roundTrip === undefined) return true; // SQLite: nothingAfter checked the file itself
+    return (await this.#heardAllBefore(ticket)) && this.nothingAfter(workspaceId, seq);
+  }
+
   /** Taken before a read whose result may be learned: a token that `learn` checks. */
   mark(): number | undefined {
     return this.#checked() ? this.#epoch : undefined;
@@ -69,10 +95,14 @@ export class FeedHeads {
     if (this.#live) this.#raise(workspaceId, seq, this.#now());
   }
 
-  /** The channel is up and verified: from now on every commit will be heard. */
-  open(): void {
+  /**
+   * The channel is up and verified: from now on every commit will be heard, and every commit made
+   * before `roundTrip` is sent has been heard once it is back (it rejects if it cannot tell).
+   */
+  open(roundTrip?: () => Promise<void>): void {
     this.#epoch++;
     this.#live = true;
+    this.#roundTrip = roundTrip;
   }
 
   /** The channel dropped: commits may go unheard, so nothing known so far can be trusted. */
@@ -95,9 +125,38 @@ export class FeedHeads {
     if (version !== this.#othersVersion) {
       this.#othersVersion = version;
       this.lose();
-      this.open();
+      this.open(); // SQLite: no round trip, the version was read from the file just now
     }
     return true;
+  }
+
+  /** True once a round trip sent after `ticket` is back; false if it failed. */
+  #heardAllBefore(ticket: number): Promise<boolean> | boolean {
+    if (this.#back > ticket) return true;
+    if (this.#inFlight && this.#inFlight.n > ticket) return this.#inFlight.done;
+    if (!this.#next) {
+      let settle!: (ok: boolean) => void;
+      this.#next = { done: new Promise<boolean>((resolve) => (settle = resolve)), settle };
+      // Sent after this turn of the event loop, so that every request arriving in it shares it.
+      if (!this.#inFlight) setImmediate(() => this.#send());
+    }
+    return this.#next.done;
+  }
+
+  #send(): void {
+    const waiting = this.#next;
+    if (!waiting || this.#inFlight) return;
+    this.#next = undefined;
+    const n = ++this.#sent;
+    this.#inFlight = { n, done: waiting.done };
+    const roundTrip = this.#roundTrip;
+    const sent = roundTrip ? Promise.resolve().then(roundTrip).then(() => true, () => false) : Promise.resolve(false);
+    void sent.then((ok) => {
+      this.#inFlight = undefined;
+      if (ok) this.#back = n;
+      waiting.settle(ok);
+      this.#send(); // those who arrived meanwhile
+    });
   }
 
   #raise(workspaceId: string, seq: number, confirmedAt: number): void {

@@ -1,5 +1,10 @@
 import type { StoredPage } from '../store/events.ts';
-import type { FeedHeads } from './heads.ts';
+
+/** A page from memory; an empty one stands only if nothing was committed past `wholeIfNothingAfter`. */
+export interface RecentPage {
+  page: StoredPage;
+  wholeIfNothingAfter?: number;
+}
 
 /** An event this process committed: its seq is the run's first seq plus its index. */
 export interface RecentEvent {
@@ -23,12 +28,13 @@ interface Run {
  * round trip that wakes a backend: bench/README.md, change 14).
  *
  * A committed event never changes at its seq, so what is kept here is the truth; what it cannot
- * tell alone is whether more came after. A page is served from here only when it is whole:
- * - it covers every seq from the cursor on (a run of consecutive seqs; a gap sends the read to
- *   the database), and
- * - it is full (`limit` events for the key), or the heads (feed/heads.ts) know nothing was
- *   committed past the run's last seq.
- * So a page from here is the one a read at that moment would have given. No retention watermark
+ * tell alone is whether more came after. A page is served from here when it covers every seq
+ * from the cursor on (a run of consecutive seqs; a gap sends the read to the database). Then its
+ * events are the very first that a read would give, in order: the page may stop short of `limit`
+ * at the run's end, which the contract allows ("a page shorter than `limit` does not mean the end
+ * was reached"; the client's next poll brings the rest). Only an empty page says more: that the
+ * reader is caught up; it stands only if nothing was committed past the run's last seq, which the
+ * caller asks the heads (feed/heads.ts: `wholeIfNothingAfter`). No retention watermark
  * to read either: an event stays here at most MAX_AGE_MS by `now`, the service's clock, by which
  * retention only prunes events at least 30 days old (config.ts), so nothing held here is pruned.
  *
@@ -71,10 +77,10 @@ export class RecentEvents {
   }
 
   /**
-   * The page after `afterSeq` if it can be answered whole from here; undefined sends the read to
-   * the database. `mailboxes` null: every event; otherwise only those of these mailboxes.
+   * The page after `afterSeq` if it can be answered from here; undefined sends the read to the
+   * database. `mailboxes` null: every event; otherwise only those of these mailboxes.
    */
-  page(workspaceId: string, afterSeq: number, limit: number, mailboxes: readonly string[] | null, heads: FeedHeads): StoredPage | undefined {
+  page(workspaceId: string, afterSeq: number, limit: number, mailboxes: readonly string[] | null): RecentPage | undefined {
     const run = this.#runs.get(workspaceId);
     if (!run) return undefined;
     this.#trimFront(run, this.#expired(run));
@@ -88,10 +94,12 @@ export class RecentEvents {
       picked.push(run.chunks[i]!);
       lastSeq = run.firstSeq + i;
     }
-    // Short of the limit, the page ends at the run's end: whole only if nothing is committed past it.
-    if (picked.length < limit && !heads.nothingAfter(workspaceId, run.firstSeq + run.chunks.length - 1)) return undefined;
-    if (picked.length === 0) return { bytes: Buffer.alloc(0), count: 0, lastSeq: undefined };
-    return { bytes: Buffer.from(picked.length === 1 ? picked[0]! : picked.join(',')), count: picked.length, lastSeq };
+    const page: StoredPage =
+      picked.length === 0
+        ? { bytes: Buffer.alloc(0), count: 0, lastSeq: undefined }
+        : { bytes: Buffer.from(picked.length === 1 ? picked[0]! : picked.join(',')), count: picked.length, lastSeq };
+    // Nothing for this key up to the run's end: "caught up" only if nothing is committed past it.
+    return picked.length === 0 ? { page, wholeIfNothingAfter: run.firstSeq + run.chunks.length - 1 } : { page };
   }
 
   #expired(run: Run): number {

@@ -17,16 +17,21 @@ export async function eventFeed(ctx: Pick<OperationContext, 'db' | 'cursors' | '
   requirePermission(ctx.principal, 'read');
   const { workspaceId, mailboxes } = ctx.principal;
   const limit = input.limit ?? DEFAULT_LIMIT;
+  const ticket = ctx.heads.ticket();
   // Without a cursor, start right after what retention removed: the oldest retained event.
   const afterSeq = input.after === undefined ? await prunedThrough(ctx.db, workspaceId) : ctx.cursors.decode(workspaceId, input.after);
 
   // Nothing new: hand back the caller's own cursor, byte for byte. A cursor at the head cannot have
   // expired either (retention never passes the head), so when this process knows the head no
-  // query is needed (feed/heads.ts).
-  if (input.after !== undefined && ctx.heads.nothingAfter(workspaceId, afterSeq)) return { events: NOTHING, next_cursor: input.after };
-  // Just written by this process: the page, whole, from memory (feed/recent-events.ts).
-  const recent = input.after !== undefined ? ctx.recent?.page(workspaceId, afterSeq, limit, mailboxes, ctx.heads) : undefined;
-  if (recent) return { events: recent, next_cursor: recent.lastSeq !== undefined ? ctx.cursors.encode(workspaceId, recent.lastSeq) : input.after! };
+  // query is needed (feed/heads.ts), counting every commit made before this request arrived.
+  if (input.after !== undefined && (await ctx.heads.nothingAfterNow(workspaceId, afterSeq, ticket))) return { events: NOTHING, next_cursor: input.after };
+  // Just written by this process: the page from memory (feed/recent-events.ts); an empty one only
+  // stands, like the answer above, once the heads counted every commit made before this request.
+  const recent = input.after !== undefined ? ctx.recent?.page(workspaceId, afterSeq, limit, mailboxes) : undefined;
+  if (recent && (recent.wholeIfNothingAfter === undefined || (await ctx.heads.nothingAfterNow(workspaceId, recent.wholeIfNothingAfter, ticket)))) {
+    const { page } = recent;
+    return { events: page, next_cursor: page.lastSeq !== undefined ? ctx.cursors.encode(workspaceId, page.lastSeq) : input.after! };
+  }
 
   const mark = ctx.heads.mark();
   const startedAt = ctx.heads.now();

@@ -29,8 +29,9 @@ export interface HeadListener {
  * KEYS_CHANNEL, where a trigger notifies the id of a key updated or deleted (migration 005). Both
  * are trusted only once a notification this connection sent itself came back (a pooler that does
  * not carry notifications, such as PgBouncer in transaction mode, never gets that far), and again
- * every PING_INTERVAL_MS; a lost connection or a ping not back in time forgets all heads and cuts
- * the keys' trust short (FeedHeads.lose, VerifiedKeys.lose) until the channel is back.
+ * every PING_INTERVAL_MS; a lost connection, or a ping or a round trip for FeedHeads not back in
+ * time, forgets all heads and cuts the keys' trust short (FeedHeads.lose, VerifiedKeys.lose) until
+ * the channel is back.
  */
 export function listenForHeads(
   databaseUrl: string,
@@ -75,6 +76,22 @@ export function listenForHeads(
     current.query('SELECT pg_notify($1, $2)', [HEADS_CHANNEL, awaitedPing]).catch((err: unknown) => drop(current, 'ping failed', err));
   };
 
+  /** What FeedHeads waits for before it answers from a head: see its `nothingAfterNow`. */
+  const roundTrip = (current: Client) => (): Promise<void> => {
+    if (client !== current) return Promise.reject(new Error('channel lost'));
+    return new Promise((resolve, reject) => {
+      const deadline = setTimeout(() => {
+        reject(new Error('round trip timed out'));
+        void drop(current, 'a round trip did not come back in time');
+      }, pingTimeoutMs);
+      // The empty statement: nothing to parse or plan, yet the notifications come before its answer.
+      current.query('').then(
+        () => (clearTimeout(deadline), resolve()),
+        (err: unknown) => (clearTimeout(deadline), reject(err), void drop(current, 'round trip failed', err)),
+      );
+    });
+  };
+
   const onNotification = (current: Client, message: Notification) => {
     const payload = message.payload ?? '';
     if (message.channel === KEYS_CHANNEL) {
@@ -85,7 +102,7 @@ export function listenForHeads(
       clearTimeout(pingDeadline);
       awaitedPing = undefined;
       if (!heads.live) {
-        heads.open();
+        heads.open(roundTrip(current));
         keys.open();
       }
       retryMs = RECONNECT_MIN_MS;

@@ -7,7 +7,6 @@ import { startServer, type RunningServer } from '../../src/server.ts';
 import { openDatabase, type Db } from '../../src/store/db.ts';
 import { createWorkspace } from '../../src/store/workspaces.ts';
 import type { TestDatabase } from './databases.ts';
-import { until } from './wait.ts';
 
 export interface TestServer extends RunningServer {
   /** A second connection to the same database, for provisioning and for looking behind the API. */
@@ -16,12 +15,6 @@ export interface TestServer extends RunningServer {
   workspace(options?: { verified?: boolean; name?: string }): Promise<string>;
   key(workspaceId: string, permissions: Permission[], mailboxes?: string[] | null): Promise<{ id: string; key: string }>;
   post(path: string, body: unknown, key?: string, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; text: string; json: any }>;
-  /**
-   * Waits until the server has heard of every commit to the workspace so far. Writes through `db`
-   * are another process's as far as the server knows: on Postgres it hears of them a moment after
-   * they commit (feed/heads.ts), and a poll in between is answered as a read a moment earlier.
-   */
-  heard(workspaceId: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -60,12 +53,6 @@ export async function startTestServer(database: TestDatabase, env: Record<string
         json = undefined;
       }
       return { status: response.status, headers: response.headers, text, json };
-    },
-    heard: async (workspaceId) => {
-      const row = await db('feed_counters').where({ workspace_id: workspaceId }).first('last_seq');
-      const lastSeq = Number(row?.last_seq ?? 0);
-      // A head known below lastSeq would answer a cursor at lastSeq - 1 "nothing new".
-      await until(`the server to hear of ${workspaceId}'s commits`, () => !running.services.heads.nothingAfter(workspaceId, lastSeq - 1));
     },
     stop: async () => {
       await running.close();

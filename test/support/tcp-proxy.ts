@@ -4,6 +4,8 @@
  * - blackhole(): keeps connections open but forwards nothing, and accepts new ones that never get
  *   an answer (a network partition: nothing fails, everything waits);
  * - restore(): back to forwarding (blackholed connections are dropped).
+ * With `delayMs`, what the target sends reaches the client that much later, in order (a far or
+ * busy network: Postgres's notifications arrive late, and so does everything else).
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 
@@ -19,7 +21,10 @@ export interface TcpProxy {
   readonly accepted: number;
 }
 
-export async function startTcpProxy(target: { host: string; port: number } = { host: '127.0.0.1', port: 5432 }): Promise<TcpProxy> {
+export async function startTcpProxy(
+  target: { host: string; port: number } = { host: '127.0.0.1', port: 5432 },
+  options: { delayMs?: number } = {},
+): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
   let mode: 'forward' | 'cut' | 'blackhole' = 'forward';
   let accepted = 0;
@@ -32,7 +37,13 @@ export async function startTcpProxy(target: { host: string; port: number } = { h
     const upstream = connect(target.port, target.host);
     track(upstream);
     client.pipe(upstream);
-    upstream.pipe(client);
+    const delayMs = options.delayMs ?? 0;
+    if (delayMs === 0) upstream.pipe(client);
+    else {
+      // Timers of one delay fire in the order they were set: the bytes stay in order.
+      upstream.on('data', (chunk) => setTimeout(() => mode === 'forward' && client.write(chunk), delayMs));
+      upstream.on('end', () => setTimeout(() => client.end(), delayMs));
+    }
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   };
