@@ -22,7 +22,7 @@ function fixture() {
   const heads = new FeedHeads({ now: () => t });
   heads.open();
   const recent = new RecentEvents(() => t);
-  /** The page, if it stands by what the heads know (the operation asks them the same after a round trip). */
+  /** The page, if whole by what the heads know (the operation asks them the same after a round trip). */
   const whole = (ws: string, afterSeq: number, limit: number, mailboxes: string[] | null = null) => {
     const found = recent.page(ws, afterSeq, limit, mailboxes);
     if (found === undefined) return undefined;
@@ -32,13 +32,15 @@ function fixture() {
 }
 
 describe('RecentEvents: a page from memory only when it is whole', () => {
-  it('a page needs nothing else, even short of the limit; an empty one needs the head known past the run', () => {
+  it('a full page needs nothing else; a short one needs the head to be known past the run', () => {
     const { heads, recent, whole } = fixture();
     recent.committed('ws', 11, [event(11), event(12), event(13)]);
     assert.equal(text(whole('ws', 10, 2)), '[{"n":11},{"n":12}]');
-    const short = recent.page('ws', 11, 5, null);
-    assert.deepEqual([text(short?.page), short?.page.count, short?.page.lastSeq, short?.wholeIfNothingAfter], ['[{"n":12},{"n":13}]', 2, 13, undefined], 'the first events after the cursor, whatever comes after');
+    assert.equal(recent.page('ws', 10, 2, null)?.wholeIfNothingAfter, undefined);
+    assert.equal(recent.page('ws', 11, 5, null)?.wholeIfNothingAfter, 13);
+    assert.equal(whole('ws', 11, 5), undefined, 'short, and the head is unknown');
     heads.heard('ws', 14);
+    assert.equal(whole('ws', 11, 5), undefined, 'seq 14 is not here');
     recent.committed('ws', 14, [event(14)]);
     const page = whole('ws', 11, 5);
     assert.deepEqual([text(page), page?.count, page?.lastSeq], ['[{"n":12},{"n":13},{"n":14}]', 3, 14]);
@@ -68,11 +70,11 @@ describe('RecentEvents: a page from memory only when it is whole', () => {
     const { heads, recent, whole } = fixture();
     recent.committed('ws', 1, [event(1, 'mbx_a'), event(2, 'mbx_b'), event(3, null), event(4, 'mbx_a'), event(5, 'mbx_b')]);
     assert.equal(text(whole('ws', 0, 2, ['mbx_a'])), '[{"n":1},{"n":4}]', 'full: two of mbx_a');
-    const page = whole('ws', 0, 3, ['mbx_a']);
-    assert.deepEqual([text(page), page?.lastSeq], ['[{"n":1},{"n":4}]', 4], 'short: the run ends there');
-    assert.equal(recent.page('ws', 4, 3, ['mbx_a'])?.wholeIfNothingAfter, 5);
+    assert.equal(whole('ws', 0, 3, ['mbx_a']), undefined, 'short: a third one may be past the run');
     assert.equal(whole('ws', 4, 3, ['mbx_a']), undefined, 'none of its events in the run: one may be past it');
     heads.heard('ws', 5);
+    const page = whole('ws', 0, 3, ['mbx_a']);
+    assert.deepEqual([text(page), page?.lastSeq], ['[{"n":1},{"n":4}]', 4]);
     assert.deepEqual(whole('ws', 4, 3, ['mbx_a']), { bytes: Buffer.alloc(0), count: 0, lastSeq: undefined });
     assert.equal(whole('ws', 4, 3, [])?.count, 0);
   });
@@ -157,6 +159,17 @@ describe('recent events on Postgres', { skip: !(await postgresAvailable()) && 'P
     const theirs = (await post(b, '/v1/emit_event', sampleEvent('mbx_sales', 501), key)).json.event.id as string;
     const page = (await post(a, '/v1/event_feed', { after: at }, restricted)).json;
     assert.deepEqual(page.events.map((e: { id: string }) => e.id), [theirs]);
+  });
+
+  it('a short page from memory is whole: it holds what the other instance committed after it too', async () => {
+    for (const reader of [key, restricted]) {
+      const at = (await post(a, '/v1/event_feed', {}, reader)).json.next_cursor as string;
+      const mine = (await post(a, '/v1/emit_event', sampleEvent('mbx_sales', 600), key)).json.event.id as string; // in a's memory
+      const theirs = (await post(b, '/v1/emit_event', sampleEvent('mbx_sales', 601), key)).json.event.id as string;
+      const page = (await post(a, '/v1/event_feed', { after: at }, reader)).json;
+      // Shorter than the limit says "nothing else was there" (the MCP text says "à jour").
+      assert.deepEqual(page.events.map((e: { id: string }) => e.id), [mine, theirs]);
+    }
   });
 
   it('a reader tailing one instance gets every event exactly once, in order, while both instances emit', async () => {

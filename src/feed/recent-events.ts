@@ -1,6 +1,6 @@
 import type { StoredPage } from '../store/events.ts';
 
-/** A page from memory; an empty one stands only if nothing was committed past `wholeIfNothingAfter`. */
+/** A page from memory: whole as it is, or only if nothing was committed past `wholeIfNothingAfter`. */
 export interface RecentPage {
   page: StoredPage;
   wholeIfNothingAfter?: number;
@@ -28,13 +28,13 @@ interface Run {
  * round trip that wakes a backend: bench/README.md, change 14).
  *
  * A committed event never changes at its seq, so what is kept here is the truth; what it cannot
- * tell alone is whether more came after. A page is served from here when it covers every seq
- * from the cursor on (a run of consecutive seqs; a gap sends the read to the database). Then its
- * events are the very first that a read would give, in order: the page may stop short of `limit`
- * at the run's end, which the contract allows ("a page shorter than `limit` does not mean the end
- * was reached"; the client's next poll brings the rest). Only an empty page says more: that the
- * reader is caught up; it stands only if nothing was committed past the run's last seq, which the
- * caller asks the heads (feed/heads.ts: `wholeIfNothingAfter`). No retention watermark
+ * tell alone is whether more came after. A page is served from here only when it is whole:
+ * - it covers every seq from the cursor on (a run of consecutive seqs; a gap sends the read to
+ *   the database), and
+ * - it is full (`limit` events for the key), or the heads (feed/heads.ts) know nothing was
+ *   committed past the run's last seq (the caller asks them: `wholeIfNothingAfter`).
+ * So a page from here is the one a read at that moment would have given: a short page still means
+ * nothing else was there (the MCP text and the web view say "à jour" on it). No retention watermark
  * to read either: an event stays here at most MAX_AGE_MS by `now`, the service's clock, by which
  * retention only prunes events at least 30 days old (config.ts), so nothing held here is pruned.
  *
@@ -77,8 +77,8 @@ export class RecentEvents {
   }
 
   /**
-   * The page after `afterSeq` if it can be answered from here; undefined sends the read to the
-   * database. `mailboxes` null: every event; otherwise only those of these mailboxes.
+   * The page after `afterSeq` if it can be answered whole from here; undefined sends the read to
+   * the database. `mailboxes` null: every event; otherwise only those of these mailboxes.
    */
   page(workspaceId: string, afterSeq: number, limit: number, mailboxes: readonly string[] | null): RecentPage | undefined {
     const run = this.#runs.get(workspaceId);
@@ -98,8 +98,8 @@ export class RecentEvents {
       picked.length === 0
         ? { bytes: Buffer.alloc(0), count: 0, lastSeq: undefined }
         : { bytes: Buffer.from(picked.length === 1 ? picked[0]! : picked.join(',')), count: picked.length, lastSeq };
-    // Nothing for this key up to the run's end: "caught up" only if nothing is committed past it.
-    return picked.length === 0 ? { page, wholeIfNothingAfter: run.firstSeq + run.chunks.length - 1 } : { page };
+    // Short of the limit, the page ends at the run's end: whole only if nothing is committed past it.
+    return picked.length < limit ? { page, wholeIfNothingAfter: run.firstSeq + run.chunks.length - 1 } : { page };
   }
 
   #expired(run: Run): number {

@@ -25,8 +25,8 @@ export async function eventFeed(ctx: Pick<OperationContext, 'db' | 'cursors' | '
   // expired either (retention never passes the head), so when this process knows the head no
   // query is needed (feed/heads.ts), counting every commit made before this request arrived.
   if (input.after !== undefined && (await ctx.heads.nothingAfterNow(workspaceId, afterSeq, ticket))) return { events: NOTHING, next_cursor: input.after };
-  // Just written by this process: the page from memory (feed/recent-events.ts); an empty one only
-  // stands, like the answer above, once the heads counted every commit made before this request.
+  // Just written by this process: the page, whole, from memory (feed/recent-events.ts); a short
+  // one only once the heads counted every commit made before this request, like the answer above.
   const recent = input.after !== undefined ? ctx.recent?.page(workspaceId, afterSeq, limit, mailboxes) : undefined;
   if (recent && (recent.wholeIfNothingAfter === undefined || (await ctx.heads.nothingAfterNow(workspaceId, recent.wholeIfNothingAfter, ticket)))) {
     const { page } = recent;
