@@ -168,15 +168,21 @@ describe('pruning actually runs: on its schedule in the server, and with `event-
   const DAY = 24 * 3600 * 1000;
   const feedCount = async (server: TestServer, key: string) => (await server.post('/v1/event_feed', { limit: 500 }, key)).json.events.length;
 
-  it('the server prunes on its own timer (first run ~1 s after start, then every PRUNE_INTERVAL_SECONDS)', async () => {
+  /** A server pruning every `interval` seconds, holding 3 events that its clock has made 31 days old. */
+  async function serverWithOldEvents(interval: string) {
     const clock = new FakeClock(Date.now());
     const { sqliteDatabase } = await import('./support/databases.ts');
-    const server = await startTestServer(await sqliteDatabase(), { PRUNE_INTERVAL_SECONDS: '1' }, { clock });
+    const server = await startTestServer(await sqliteDatabase(), { PRUNE_INTERVAL_SECONDS: interval }, { clock });
+    const ws = await server.workspace();
+    const { key } = await server.key(ws, ['read', 'write']);
+    for (let i = 0; i < 3; i++) assert.equal((await server.post('/v1/emit_event', sampleEvent('mbx_a', i), key)).status, 201);
+    clock.advanceDays(31);
+    return { server, key };
+  }
+
+  it('the server prunes on its own timer (first run ~1 s after start, then every PRUNE_INTERVAL_SECONDS)', async () => {
+    const { server, key } = await serverWithOldEvents('1');
     try {
-      const ws = await server.workspace();
-      const { key } = await server.key(ws, ['read', 'write']);
-      for (let i = 0; i < 3; i++) assert.equal((await server.post('/v1/emit_event', sampleEvent('mbx_a', i), key)).status, 201);
-      clock.advanceDays(31);
       const deadline = Date.now() + 5000;
       while ((await feedCount(server, key)) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       assert.equal(await feedCount(server, key), 0, 'no scheduled prune ran within 5 s');
@@ -187,14 +193,8 @@ describe('pruning actually runs: on its schedule in the server, and with `event-
   });
 
   it('with PRUNE_INTERVAL_SECONDS=0 the server never prunes on its own (cron runs `event-feed prune`)', async () => {
-    const clock = new FakeClock(Date.now());
-    const { sqliteDatabase } = await import('./support/databases.ts');
-    const server = await startTestServer(await sqliteDatabase(), { PRUNE_INTERVAL_SECONDS: '0' }, { clock });
+    const { server, key } = await serverWithOldEvents('0');
     try {
-      const ws = await server.workspace();
-      const { key } = await server.key(ws, ['read', 'write']);
-      for (let i = 0; i < 3; i++) assert.equal((await server.post('/v1/emit_event', sampleEvent('mbx_a', i), key)).status, 201);
-      clock.advanceDays(31);
       await new Promise((r) => setTimeout(r, 1500)); // past the first scheduled run (~1 s after start)
       assert.equal(await feedCount(server, key), 3);
     } finally {

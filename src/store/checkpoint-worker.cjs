@@ -10,7 +10,7 @@ parentPort.on('message', () => {
   try {
     // PASSIVE: copies what no reader still needs, never waits for (nor blocks) readers and writers.
     const [result] = db.pragma('wal_checkpoint(PASSIVE)');
-    parentPort.postMessage({ ok: true, log: result.log, checkpointed: result.checkpointed });
+    parentPort.postMessage({ ok: true, log: result.log });
   } catch (err) {
     parentPort.postMessage({ ok: false, error: String(err && err.message) });
   }

@@ -85,9 +85,8 @@ export interface CheckpointHooks {
 interface CheckpointAnswer {
   ok: boolean;
   error?: string;
-  /** WAL frames, and how many of them are now in the database file. */
+  /** WAL frames after the checkpoint. */
   log?: number;
-  checkpointed?: number;
 }
 
 /**
