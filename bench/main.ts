@@ -19,7 +19,7 @@ import knexFactory from 'knex';
 import { CursorCodec } from '../src/feed/cursor.ts';
 import { openDatabase, type Db } from '../src/store/db.ts';
 import { feedPageJson } from '../src/feed/page.ts';
-import { readPage, readPageRows } from '../src/store/events.ts';
+import { readPageRows } from '../src/store/events.ts';
 import { migrateLatest } from '../src/store/migrate.ts';
 import { sharedCursorSecret } from '../src/store/settings.ts';
 import { cpuSecondsOf, cpuSecondsOfAll, machineLoad, memoryOf, ROOT, runClient, sampleLoad, sampleMemory, startFloorServer, startServer, type MemoryPhase } from './processes.ts';
@@ -264,8 +264,11 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
         const pageFile = join(mkdtempSync(join(tmpdir(), 'event-feed-bench-page-')), 'page.json');
         const readDb = openDatabase(database.url);
         try {
-          const page = await readPage(readDb, { workspaceId: seeded.workspaceId, afterSeq: Math.floor(N / 2), limit: 500, mailboxes: null });
-          writeFileSync(pageFile, Buffer.concat(feedPageJson({ events: page, next_cursor: codec.encode(seeded.workspaceId, page.lastSeq!) })));
+          // The rows, not readPage: its read-ahead of the next page would still be waiting for a
+          // connection when readDb is destroyed (knex then warns "Acquire connection error" 5 s later).
+          const rows = await readPageRows(readDb, { workspaceId: seeded.workspaceId, afterSeq: Math.floor(N / 2), limit: 500, mailboxes: null });
+          const page = { bytes: Buffer.from(rows.map((row) => row.envelope).join(',')), count: rows.length, lastSeq: rows.at(-1)!.seq };
+          writeFileSync(pageFile, Buffer.concat(feedPageJson({ events: page, next_cursor: codec.encode(seeded.workspaceId, Number(page.lastSeq)) })));
         } finally {
           await readDb.destroy();
         }

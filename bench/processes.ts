@@ -82,24 +82,27 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-/** The Node flags of bin/event-feed.js's `#!` line: the service is measured as it ships. */
-function shippedNodeFlags(root: string): string[] {
-  const shebang = readFileSync(join(root, 'bin', 'event-feed.js'), 'utf8').split('\n', 1)[0]!;
-  return shebang.split(/\s+/).filter((word) => word.startsWith('--'));
+/** The Node flags and environment of bin/event-feed.js's `#!` line: the service is measured as it ships. */
+function shippedLaunch(root: string): { nodeFlags: string[]; env: Record<string, string> } {
+  const words = readFileSync(join(root, 'bin', 'event-feed.js'), 'utf8').split('\n', 1)[0]!.split(/\s+/);
+  const assignments = words.filter((word) => /^[A-Z_]+=/.test(word)).map((word) => word.split('=', 2) as [string, string]);
+  return { nodeFlags: words.filter((word) => word.startsWith('--')), env: Object.fromEntries(assignments) };
 }
 
 /**
- * `node <the bin's flags> bin/event-feed.js serve` on `databaseUrl`, rate limiting off, warn-level
- * logs; waits for /healthz. SERVER_NODE_ARGS (space-separated) replaces the bin's flags, to try others.
+ * `node <the bin's flags> bin/event-feed.js serve` with the environment its `#!` line sets, on
+ * `databaseUrl`, rate limiting off, warn-level logs; waits for /healthz. SERVER_NODE_ARGS
+ * (space-separated) replaces the bin's flags, to try others; the caller's environment wins.
  */
 export async function startServer(databaseUrl: string, options: { cpuProfileDir?: string; root?: string } = {}): Promise<ServerProcess> {
   const port = await freePort();
   const root = options.root ?? ROOT;
-  const nodeFlags = process.env.SERVER_NODE_ARGS !== undefined ? process.env.SERVER_NODE_ARGS.split(' ').filter(Boolean) : shippedNodeFlags(root);
+  const shipped = shippedLaunch(root);
+  const nodeFlags = process.env.SERVER_NODE_ARGS !== undefined ? process.env.SERVER_NODE_ARGS.split(' ').filter(Boolean) : shipped.nodeFlags;
   const args = [...nodeFlags, ...(options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : []), 'bin/event-feed.js', 'serve'];
   const child = spawn(process.execPath, args, {
     cwd: root,
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0' },
+    env: { ...shipped.env, ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';

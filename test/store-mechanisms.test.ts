@@ -27,7 +27,7 @@ import { dbKind, type Db } from '../src/store/db.ts';
 import { readPage, readPageRows, readSqlitePage, type PageQuery, type StoredPage } from '../src/store/events.ts';
 import { readPgPage } from '../src/store/pg-page.ts';
 import { queryRows } from '../src/store/sql.ts';
-import { WalCheckpointer } from '../src/store/sqlite-connection.ts';
+import { WalCheckpointer, type SqliteConnection } from '../src/store/sqlite-connection.ts';
 import { createWorkspace } from '../src/store/workspaces.ts';
 import { sampleEvent } from './support/contract.ts';
 import { checkoutsDuring } from './support/checkouts.ts';
@@ -37,21 +37,30 @@ const emitRequest = (n: number, id?: string) => ({ ...sampleEvent('mbx_sales', n
 const idOf = (envelope: string) => (JSON.parse(envelope) as { id: string }).id;
 const allRows = (db: Db, workspaceId: string) => readPageRows(db, { workspaceId, afterSeq: 0, limit: 500, mailboxes: null });
 
-/** Counts the transactions begun on db from now on (knex reports each BEGIN as a query). */
 /**
- * Counts the transactions that append events: on SQLite those that BEGIN, on Postgres the append
+ * Counts the transactions that append events from now on: on SQLite those begun on the writing
+ * connection (the group commit runs them there itself, not through knex), on Postgres the append
  * statements (one statement, atomic alone: the group commit sends no BEGIN there).
  */
-function countTransactions(db: Db): { readonly count: number; stop(): void } {
-  const counter = {
-    count: 0,
-    stop: () => db.off('query', onQuery),
-  };
-  const postgres = dbKind(db) === 'postgres';
-  const onQuery = (query: { sql: string }) => {
-    if (postgres ? /\binsert into events\b/i.test(query.sql) : /^begin/i.test(query.sql)) counter.count++;
-  };
-  db.on('query', onQuery);
+async function countTransactions(db: Db): Promise<{ readonly count: number; stop(): void }> {
+  const counter = { count: 0, stop: () => {} };
+  if (dbKind(db) === 'postgres') {
+    const onQuery = (query: { sql: string }) => {
+      if (/\binsert into events\b/i.test(query.sql)) counter.count++;
+    };
+    db.on('query', onQuery);
+    counter.stop = () => db.off('query', onQuery);
+    return counter;
+  }
+  const client = db.client as { acquireConnection(): Promise<SqliteConnection>; releaseConnection(conn: SqliteConnection): Promise<unknown> };
+  const conn = await client.acquireConnection();
+  await client.releaseConnection(conn);
+  const transaction = conn.transaction;
+  conn.transaction = function (this: SqliteConnection, ...args: Parameters<SqliteConnection['transaction']>) {
+    counter.count++;
+    return transaction.apply(this, args);
+  } as SqliteConnection['transaction'];
+  counter.stop = () => (conn.transaction = transaction);
   return counter;
 }
 
@@ -81,7 +90,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
     it('emits made in one turn share one transaction and are stored in arrival order', async () => {
       const ws = await createWorkspace(db, 'gc-order', true, Date.now());
       const groupCommit = new GroupCommit(db, systemClock);
-      const transactions = countTransactions(db);
+      const transactions = await countTransactions(db);
       const published = await Promise.all(Array.from({ length: 40 }, (_, n) => groupCommit.append(ws.id, emitRequest(n))));
       transactions.stop();
       assert.equal(transactions.count, 1, 'forty concurrent emits should commit together');
@@ -94,7 +103,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
     it('an emit that arrives while a transaction commits waits for the next one, not for a timer', async () => {
       const ws = await createWorkspace(db, 'gc-alone', true, Date.now());
       const groupCommit = new GroupCommit(db, systemClock);
-      const transactions = countTransactions(db);
+      const transactions = await countTransactions(db);
       const first = groupCommit.append(ws.id, emitRequest(1));
       await first;
       const second = await groupCommit.append(ws.id, emitRequest(2));
@@ -108,7 +117,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const groupCommit = new GroupCommit(db, systemClock);
       const taken = newEventId();
       await groupCommit.append(ws.id, emitRequest(1, taken));
-      const transactions = countTransactions(db);
+      const transactions = await countTransactions(db);
       const outcomes = await Promise.allSettled([
         groupCommit.append(ws.id, emitRequest(2)),
         groupCommit.append(ws.id, emitRequest(3, taken)), // same id, other content
@@ -134,7 +143,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       await endpoint(spaces[1]!, `wh_${spaces[1]}_off`, false);
       const groupCommit = new GroupCommit(db, systemClock);
       await groupCommit.append(spaces[2]!, emitRequest(0)); // a feed that already has one event
-      const transactions = countTransactions(db);
+      const transactions = await countTransactions(db);
       const published = await Promise.all(Array.from({ length: 12 }, (_, n) => groupCommit.append(spaces[n % 3]!, emitRequest(n + 1))));
       transactions.stop();
       assert.equal(transactions.count, 1);

@@ -1,13 +1,13 @@
-import type { Knex } from 'knex';
 import type { EmitEventRequest } from '../../generated/types.ts';
 import type { Clock } from '../clock.ts';
 import { ApiError } from '../errors.ts';
 import { dbKind, type Db } from '../store/db.ts';
 import type { NewEvent } from '../store/events.ts';
-import { retryingTransient, writeTransaction } from '../store/write-transaction.ts';
+import { inSqliteWriteTransaction } from '../store/sqlite-append.ts';
+import { retryingTransient } from '../store/write-transaction.ts';
 import type { FeedHeads } from './heads.ts';
 import type { RecentEvents } from './recent-events.ts';
-import { appendPrepared, prepareEvent, type PublishedEvent } from './publish.ts';
+import { appendPrepared, appendPreparedOn, prepareEvent, type PublishedEvent } from './publish.ts';
 
 /** The most events one shared transaction takes; the rest wait for the next one. */
 export const GROUP_COMMIT_MAX_EVENTS = 256;
@@ -28,7 +28,7 @@ interface Pending {
  * alone, an append commits at once, without waiting for company.
  *
  * Each event keeps its own answer: an idempotency conflict fails that event only; a failed
- * transaction (run again first when its error is transient, see writeTransaction) fails the events
+ * transaction (run again first when its error is transient, see retryingTransient) fails the events
  * it carried. A transaction appends its events in arrival order, and an emit is answered only once
  * committed, so one client's successive emits keep their order (concurrent emits have none to keep).
  *
@@ -93,7 +93,7 @@ export class GroupCommit {
    * The next transaction's events, in arrival order. A second event with an id already in the batch
    * (a client retrying before its first try was answered) waits for a later transaction, which
    * then finds the first one stored (or, on Postgres, runs into it on the unique index and is run
-   * again by writeTransaction) and answers as an idempotent replay or a conflict.
+   * again by retryingTransient) and answers as an idempotent replay or a conflict.
    */
   #take(): Pending[] {
     const batch: Pending[] = [];
@@ -119,20 +119,17 @@ export class GroupCommit {
       else byWorkspace.set(pending.workspaceId, [pending]);
     }
     const groups = [...byWorkspace.values()]; // appendEvents locks their counters in workspace order
+    const appends = groups.map((group) => ({ workspaceId: group[0]!.workspaceId, events: group.map((p) => p.event) }));
+    const storedAt = this.clock.now().getTime();
     try {
-      const append = async (exec: Knex) => {
-        const { outcomes: results, appended } = await appendPrepared(
-          exec,
-          groups.map((group) => ({ workspaceId: group[0]!.workspaceId, events: group.map((p) => p.event) })),
-          this.clock.now().getTime(),
-        );
-        const all = new Map<Pending, PublishedEvent | ApiError>();
-        groups.forEach((group, g) => group.forEach((pending, i) => all.set(pending, results[g]![i]!)));
-        return { outcomes: all, appended };
-      };
       // Postgres: the append is one statement, atomic alone (store/pg-append.ts), so no BEGIN and
-      // COMMIT around it: two round trips fewer. SQLite: a transaction, for its several statements.
-      const { outcomes, appended } = this.#postgres ? await retryingTransient(() => append(this.db)) : await writeTransaction(this.db, append);
+      // COMMIT around it: two round trips fewer. SQLite: one synchronous transaction on the
+      // writing connection (store/sqlite-append.ts), without a knex transaction.
+      const { outcomes: results, appended } = await retryingTransient(() =>
+        this.#postgres ? appendPrepared(this.db, appends, storedAt) : inSqliteWriteTransaction(this.db, (conn) => appendPreparedOn(conn, appends, storedAt)),
+      );
+      const outcomes = new Map<Pending, PublishedEvent | ApiError>();
+      groups.forEach((group, g) => group.forEach((pending, i) => outcomes.set(pending, results[g]![i]!)));
       // Committed: a poll of this process after an emit's answer must find it, even before the
       // commit's notification comes back (feed/heads.ts); and tailing readers find the events
       // here rather than in the database (feed/recent-events.ts).

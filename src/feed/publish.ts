@@ -4,7 +4,10 @@ import stringify from 'safe-stable-stringify';
 import type { EmitEventRequest } from '../../generated/types.ts';
 import { ApiError, invalidArgument } from '../errors.ts';
 import { newEventId } from '../ids.ts';
-import { appendEvents, findByIds, type NewEvent, type WorkspaceAppend } from '../store/events.ts';
+import { dbKind, type Db } from '../store/db.ts';
+import { appendEvents, findByIds, inWorkspaceOrder, type NewEvent, type StoredIdRow, type WorkspaceAppend } from '../store/events.ts';
+import { connectionOf, sqliteAppendEvents, sqliteStoredByIds } from '../store/sqlite-append.ts';
+import type { SqliteConnection } from '../store/sqlite-connection.ts';
 
 export interface PublishedEvent {
   /** The envelope's JSON text, as stored and as every reader will get it. */
@@ -52,18 +55,36 @@ export interface Appended {
  * when the content is the same (an idempotent replay) and as an invalid_argument error otherwise;
  * the others are appended. One answer per event, in the shape of `appends`. Whatever the number of
  * workspaces, it is two statements on Postgres: stored ids (only when the client gave ids) and the
- * append (counters, events, webhook deliveries). On SQLite `exec` is a transaction; on Postgres it
- * may be the database itself: only the last statement writes, and it is atomic on its own.
+ * append (counters, events, webhook deliveries); `exec` may be the database itself there: only the
+ * last statement writes, and it is atomic on its own. On SQLite `exec` is a transaction, whose
+ * connection runs appendPreparedOn.
  */
 export async function appendPrepared(exec: Knex | Knex.Transaction, appends: WorkspaceAppend[], storedAt: number): Promise<Appended> {
-  const storedRows = await findByIds(
-    exec,
-    appends.map(({ workspaceId, events }) => ({ workspaceId, ids: events.filter((event) => event.idempotencyHash !== null).map((event) => event.id) })),
-  );
-  const stored = new Map(storedRows.map((row) => [`${row.workspace_id} ${row.id}`, row]));
+  if (dbKind(exec as Db) === 'sqlite') {
+    if (!(exec as Knex.Transaction).isTransaction) throw new Error('appendPrepared on SQLite runs in a transaction');
+    return appendPreparedOn(await connectionOf(exec as Knex.Transaction), appends, storedAt);
+  }
+  const stored = await findByIds(exec, idsToLookUp(appends));
+  const { outcomes, fresh } = sortOut(appends, stored);
+  const firstSeqs = fresh.length > 0 ? await appendEvents(exec, fresh, storedAt) : new Map<string, number>();
+  return { outcomes, appended: fresh.map(({ workspaceId, events }) => ({ workspaceId, firstSeq: firstSeqs.get(workspaceId)!, events })) };
+}
 
+/** appendPrepared on SQLite, synchronously, inside a transaction open on `conn` (store/sqlite-append.ts). */
+export function appendPreparedOn(conn: SqliteConnection, appends: WorkspaceAppend[], storedAt: number): Appended {
+  const { outcomes, fresh } = sortOut(appends, sqliteStoredByIds(conn, idsToLookUp(appends)));
+  const firstSeqs = fresh.length > 0 ? sqliteAppendEvents(conn, inWorkspaceOrder(fresh), storedAt) : new Map<string, number>();
+  return { outcomes, appended: fresh.map(({ workspaceId, events }) => ({ workspaceId, firstSeq: firstSeqs.get(workspaceId)!, events })) };
+}
+
+/** The client-supplied ids of these events (generated ones cannot be stored yet). */
+const idsToLookUp = (appends: WorkspaceAppend[]) =>
+  appends.map(({ workspaceId, events }) => ({ workspaceId, ids: events.filter((event) => event.idempotencyHash !== null).map((event) => event.id) }));
+
+/** Each event's answer given what is stored under its id, and the events still to append. */
+function sortOut(appends: WorkspaceAppend[], storedRows: StoredIdRow[]): { outcomes: Appended['outcomes']; fresh: WorkspaceAppend[] } {
+  const stored = new Map(storedRows.map((row) => [`${row.workspace_id} ${row.id}`, row]));
   const fresh: WorkspaceAppend[] = [];
-  const appended: Appended['appended'] = [];
   const outcomes = appends.map(({ workspaceId, events }) => {
     const freshEvents: NewEvent[] = [];
     const answers = events.map((event): PublishedEvent | ApiError => {
@@ -80,11 +101,7 @@ export async function appendPrepared(exec: Knex | Knex.Transaction, appends: Wor
     if (freshEvents.length > 0) fresh.push({ workspaceId, events: freshEvents });
     return answers;
   });
-  if (fresh.length > 0) {
-    const firstSeqs = await appendEvents(exec, fresh, storedAt);
-    for (const { workspaceId, events } of fresh) appended.push({ workspaceId, firstSeq: firstSeqs.get(workspaceId)!, events });
-  }
-  return { outcomes, appended };
+  return { outcomes, fresh };
 }
 
 /** An event's final envelope text and its columns; throws invalid_argument for an unusable `occurred_at`. */

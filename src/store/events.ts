@@ -4,7 +4,7 @@ import { pgAppendStatement } from './pg-append.ts';
 import { readPgPage } from './pg-page.ts';
 import { mailboxesWatermark } from './retention.ts';
 import { placeholders, queryRows, readRows } from './sql.ts';
-import { deliveriesOwed, enabledEndpoints } from '../webhooks/store.ts';
+import { connectionOf, sqliteAppendEvents } from './sqlite-append.ts';
 
 /** An event ready to append: its envelope is final JSON text. */
 export interface NewEvent {
@@ -39,8 +39,6 @@ export interface StoredPage {
   prunedThrough?: number;
 }
 
-const INSERT_CHUNK = 500;
-const BUMP_COUNTER = 'UPDATE feed_counters SET last_seq = last_seq + ? WHERE workspace_id = ? RETURNING last_seq';
 /** Where Postgres announces each workspace's new last seq, "<workspace> <seq>", as its append commits (feed/heads.ts). */
 export const HEADS_CHANNEL = 'event_feed_heads';
 const SELECT_PAGE = 'SELECT seq, envelope FROM events WHERE workspace_id = ? AND seq > ? ORDER BY seq LIMIT ?';
@@ -90,8 +88,7 @@ export async function appendEvents(
   appends: WorkspaceAppend[],
   storedAt: number,
 ): Promise<Map<string, number>> {
-  const sorted = appends.filter((a) => a.events.length > 0).sort((a, b) => (a.workspaceId < b.workspaceId ? -1 : a.workspaceId > b.workspaceId ? 1 : 0));
-  if (sorted.length === 0) throw new Error('appendEvents needs at least one event');
+  const sorted = inWorkspaceOrder(appends);
   const firstSeqs = new Map<string, number>();
   if (dbKind(exec as Db) === 'postgres') {
     // One statement: counters, events, outbox and the heads' notification (store/pg-append.ts).
@@ -102,44 +99,14 @@ export async function appendEvents(
     return firstSeqs;
   }
   if (!(exec as Knex.Transaction).isTransaction) throw new Error('appendEvents on SQLite runs in a transaction');
-  const trx = exec as Knex.Transaction;
-  // One writer on SQLite: statements in a loop cost no round trip.
-  const seqOf = new Map<string, number>();
-  const records: Array<Record<string, Knex.Value>> = [];
-  for (const { workspaceId, events } of sorted) {
-    const [row] = await queryRows<{ last_seq: number | string }>(trx, BUMP_COUNTER, [events.length, workspaceId]);
-    if (!row) throw new Error(`workspace ${workspaceId} has no feed counter`);
-    const firstSeq = Number(row.last_seq) - events.length + 1;
-    firstSeqs.set(workspaceId, firstSeq);
-    events.forEach((event, i) => {
-      seqOf.set(`${workspaceId} ${event.id}`, firstSeq + i);
-      records.push({
-        workspace_id: workspaceId,
-        seq: firstSeq + i,
-        id: event.id,
-        type: event.type,
-        mailbox_id: event.mailboxId,
-        occurred_at_ms: event.occurredAtMs,
-        stored_at: storedAt,
-        idempotency_hash: event.idempotencyHash,
-        envelope: event.envelope,
-      });
-    });
-  }
-  for (let i = 0; i < records.length; i += INSERT_CHUNK) await trx('events').insert(records.slice(i, i + INSERT_CHUNK));
-  const endpoints = await enabledEndpoints(trx, sorted.map((a) => a.workspaceId));
-  const outbox = deliveriesOwed(endpoints, sorted.flatMap(({ workspaceId, events }) => events.map((event) => ({ workspaceId, id: event.id, type: event.type }))));
-  const deliveries = outbox.map((o) => ({
-    endpoint_id: o.endpointId,
-    workspace_id: o.workspaceId,
-    event_seq: seqOf.get(`${o.workspaceId} ${o.eventId}`)!,
-    event_id: o.eventId,
-    attempts: 0,
-    next_attempt_at: storedAt,
-    created_at: storedAt,
-  }));
-  for (let i = 0; i < deliveries.length; i += INSERT_CHUNK) await trx('webhook_deliveries').insert(deliveries.slice(i, i + INSERT_CHUNK));
-  return firstSeqs;
+  return sqliteAppendEvents(await connectionOf(exec as Knex.Transaction), sorted, storedAt);
+}
+
+/** The appends that carry events, in workspace order: the order every writer locks counters in. */
+export function inWorkspaceOrder(appends: WorkspaceAppend[]): WorkspaceAppend[] {
+  const sorted = appends.filter((a) => a.events.length > 0).sort((a, b) => (a.workspaceId < b.workspaceId ? -1 : a.workspaceId > b.workspaceId ? 1 : 0));
+  if (sorted.length === 0) throw new Error('appendEvents needs at least one event');
+  return sorted;
 }
 
 export interface PageQuery {
@@ -289,16 +256,21 @@ function pageRows(q: PageQuery): { sql: string; bindings: Knex.Value[] } | undef
   };
 }
 
+/** A stored event found by its client-supplied id: what an idempotent replay or a conflict is told from. */
+export interface StoredIdRow {
+  workspace_id: string;
+  id: string;
+  envelope: string;
+  idempotency_hash: string | null;
+}
+
 /** Events with these client-supplied ids already stored, for several workspaces at once. */
-export async function findByIds(
-  db: Db | Knex.Transaction,
-  wanted: Array<{ workspaceId: string; ids: string[] }>,
-): Promise<Array<{ workspace_id: string; id: string; envelope: string; idempotency_hash: string | null }>> {
+export async function findByIds(db: Db | Knex.Transaction, wanted: Array<{ workspaceId: string; ids: string[] }>): Promise<StoredIdRow[]> {
   const asked = wanted.filter((w) => w.ids.length > 0);
   if (asked.length === 0) return [];
   const ids = asked.flatMap((w) => w.ids);
   // Both lists as IN: the (workspace_id, id) unique index serves it; pairs not asked for are dropped below.
-  const rows = await queryRows<{ workspace_id: string; id: string; envelope: string; idempotency_hash: string | null }>(
+  const rows = await queryRows<StoredIdRow>(
     db,
     `SELECT workspace_id, id, envelope, idempotency_hash FROM events WHERE workspace_id IN (${placeholders(asked.length)}) AND id IN (${placeholders(ids.length)})`,
     [...asked.map((w) => w.workspaceId), ...ids],

@@ -2,7 +2,6 @@ import type { Knex } from 'knex';
 import type { WebhookAttempt, WebhookEndpoint } from '../../generated/types.ts';
 import { matchesTypes } from '../feed/type-filter.ts';
 import { dbKind, type Db } from '../store/db.ts';
-import { placeholders, queryRows } from '../store/sql.ts';
 import { secretHint } from './signature.ts';
 
 type Reader = Db | Knex.Transaction;
@@ -55,7 +54,7 @@ export interface OutboxRow {
  * if and only if it is in the feed. (On Postgres the append statement applies the same rule in
  * SQL: store/pg-append.ts.)
  */
-export function deliveriesOwed(endpoints: EndpointRow[], events: Array<{ workspaceId: string; id: string; type: string }>): OutboxRow[] {
+export function deliveriesOwed(endpoints: Array<Pick<EndpointRow, 'id' | 'workspace_id' | 'event_types'>>, events: Array<{ workspaceId: string; id: string; type: string }>): OutboxRow[] {
   return endpoints.flatMap((endpoint) => {
     const types = JSON.parse(endpoint.event_types) as string[];
     return events
@@ -63,12 +62,6 @@ export function deliveriesOwed(endpoints: EndpointRow[], events: Array<{ workspa
       .map((event) => ({ endpointId: endpoint.id, workspaceId: endpoint.workspace_id, eventId: event.id }));
   });
 }
-
-/** The enabled endpoints of these workspaces (one query for a batch of appends). */
-export const enabledEndpoints = (trx: Reader, workspaceIds: string[]): Promise<EndpointRow[]> =>
-  workspaceIds.length === 0
-    ? Promise.resolve([])
-    : queryRows<EndpointRow>(trx, `SELECT * FROM webhook_endpoints WHERE workspace_id IN (${placeholders(workspaceIds.length)}) AND enabled = ?`, [...workspaceIds, true]);
 
 /**
  * Leases up to `max` enabled endpoints that have deliveries due and no live lease. On Postgres the

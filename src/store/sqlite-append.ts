@@ -1,0 +1,87 @@
+import type { Knex } from 'knex';
+import { deliveriesOwed } from '../webhooks/store.ts';
+import type { Db } from './db.ts';
+import type { StoredIdRow, WorkspaceAppend } from './events.ts';
+import type { SqliteConnection } from './sqlite-connection.ts';
+
+/*
+ * The SQLite append, run synchronously on the writing connection. better-sqlite3 is synchronous
+ * anyway; going through knex added, per group commit, a transaction object (knex defines ~100
+ * properties on each: 12 % of everything the server allocated while tailing) and a query builder
+ * or raw query per statement, all garbage (bench/README.md, change 20). Statements are the
+ * connection's prepared ones (configureSqlite keeps them).
+ */
+const STORED_BY_ID = 'SELECT workspace_id, id, envelope, idempotency_hash FROM events WHERE workspace_id = ? AND id = ?';
+const BUMP_COUNTER = 'UPDATE feed_counters SET last_seq = last_seq + ? WHERE workspace_id = ? RETURNING last_seq';
+const INSERT_EVENT =
+  'INSERT INTO events (workspace_id, seq, id, type, mailbox_id, occurred_at_ms, stored_at, idempotency_hash, envelope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)';
+const ENABLED_ENDPOINTS = 'SELECT id, workspace_id, event_types FROM webhook_endpoints WHERE workspace_id = ? AND enabled = 1';
+const INSERT_DELIVERY =
+  'INSERT INTO webhook_deliveries (endpoint_id, workspace_id, event_seq, event_id, attempts, next_attempt_at, created_at) VALUES (?, ?, ?, ?, 0, ?, ?)';
+
+/**
+ * Runs `work` in one transaction on the database's writing connection, which no other query of
+ * this process uses meanwhile (knex's pool of one lends it like for a knex transaction). BEGIN
+ * IMMEDIATE takes the write lock first, waiting for other processes' writers (busy_timeout), so a
+ * transaction that reads before it writes is never refused the lock half-way. A throw rolls back.
+ */
+export async function inSqliteWriteTransaction<T>(db: Db, work: (conn: SqliteConnection) => T): Promise<T> {
+  const client = db.client as { acquireConnection(): Promise<SqliteConnection>; releaseConnection(conn: SqliteConnection): Promise<unknown> };
+  const conn = await client.acquireConnection();
+  try {
+    return conn.transaction(() => work(conn)).immediate();
+  } finally {
+    await client.releaseConnection(conn);
+  }
+}
+
+/** The connection a knex transaction on SQLite runs on (its client lends only that one). */
+export async function connectionOf(trx: Knex.Transaction): Promise<SqliteConnection> {
+  return (await (trx.client as { acquireConnection(): Promise<SqliteConnection> }).acquireConnection()) as SqliteConnection;
+}
+
+/** The stored events among these client-supplied ids (idempotency), by the (workspace_id, id) unique index. */
+export function sqliteStoredByIds(conn: SqliteConnection, wanted: Array<{ workspaceId: string; ids: string[] }>): StoredIdRow[] {
+  const statement = conn.prepare(STORED_BY_ID);
+  const rows: StoredIdRow[] = [];
+  for (const { workspaceId, ids } of wanted) {
+    for (const id of ids) {
+      const row = statement.get(workspaceId, id) as StoredIdRow | undefined;
+      if (row) rows.push(row);
+    }
+  }
+  return rows;
+}
+
+/**
+ * appendEvents on SQLite (store/events.ts gives the ordering argument): inside the caller's
+ * transaction, each workspace's counter moved, its events inserted at the seqs that gives, and
+ * the webhook deliveries they owe written with them. `sorted` is in workspace order.
+ */
+export function sqliteAppendEvents(conn: SqliteConnection, sorted: WorkspaceAppend[], storedAt: number): Map<string, number> {
+  const bump = conn.prepare(BUMP_COUNTER);
+  const insertEvent = conn.prepare(INSERT_EVENT);
+  const endpointsOf = conn.prepare(ENABLED_ENDPOINTS);
+  const firstSeqs = new Map<string, number>();
+  const deliveries: Array<[string, string, number, string]> = [];
+  for (const { workspaceId, events } of sorted) {
+    const row = bump.get(events.length, workspaceId) as { last_seq: number | bigint } | undefined;
+    if (!row) throw new Error(`workspace ${workspaceId} has no feed counter`);
+    const firstSeq = Number(row.last_seq) - events.length + 1;
+    firstSeqs.set(workspaceId, firstSeq);
+    events.forEach((event, i) => {
+      insertEvent.run(workspaceId, firstSeq + i, event.id, event.type, event.mailboxId, event.occurredAtMs, storedAt, event.idempotencyHash, event.envelope);
+    });
+    const endpoints = endpointsOf.all(workspaceId) as Array<{ id: string; workspace_id: string; event_types: string }>;
+    if (endpoints.length === 0) continue;
+    const seqOf = new Map(events.map((event, i) => [event.id, firstSeq + i]));
+    for (const owed of deliveriesOwed(endpoints, events.map((event) => ({ workspaceId, id: event.id, type: event.type })))) {
+      deliveries.push([owed.endpointId, owed.workspaceId, seqOf.get(owed.eventId)!, owed.eventId]);
+    }
+  }
+  if (deliveries.length > 0) {
+    const insertDelivery = conn.prepare(INSERT_DELIVERY);
+    for (const [endpointId, workspaceId, seq, eventId] of deliveries) insertDelivery.run(endpointId, workspaceId, seq, eventId, storedAt, storedAt);
+  }
+  return firstSeqs;
+}
