@@ -4,7 +4,8 @@
  *
  * Seeds each database, starts the real server (`node bin/event-feed.js serve`) on it and measures,
  * from load processes of their own: replay throughput, the in-process ceiling, the Redis Streams
- * peer, depth, sparse scope, tailing under load, ingestion, MCP overhead and the server's memory.
+ * peer, depth, sparse scope, tailing under load (and on Postgres its floor: bench/tail-floor-server.ts),
+ * ingestion, MCP overhead and the server's memory.
  * Prints a table and writes bench/results.json (or --out). Phases: ceiling, redis, replay, depth,
  * sparse, mcp, tail, ingest (default all). --profile writes the server's `--cpu-prof` profiles
  * there (read them with bench/cpuprofile-summary.ts). See bench/README.md.
@@ -273,7 +274,7 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
           await readDb.destroy();
         }
         const floorPages = Math.max(40, Math.min(400, Math.floor(seeded.events / 500)));
-        const floor = await startFloorServer({ pageFile, pages: floorPages });
+        const floor = await startFloorServer('floor-server.ts', { pageFile, pages: floorPages });
         try {
           const cpu0 = cpuSecondsOf(floor.pid);
           const run = await runClient<Run & { pages: number }>('client-http.ts', { mode: 'replay', url: floor.url, key: seeded.keys.read, limit: 500, warmupPages: P.warmupPages, expectEvents: floorPages * 500 });
@@ -342,6 +343,33 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
           delete tail.received;
           delete tailWriter.okPerKey;
           result[pollMs === 100 ? 'tail' : 'tailSlow'] = { ...tail, writer: tailWriter, serverCpuSeconds: round(serverCpu, 2), clientsMissingEvents: undelivered, allDelivered: undelivered === 0 };
+        }
+        if (kind === 'postgres') {
+          // The floor: the same clients at 100 ms against a bare server answering "nothing new",
+          // without and then with the round trip a correct answer waits for, while the writer
+          // keeps the service and the database as busy with its emits as above. --quick runs only
+          // the second, which has all the floor's code, to stay short.
+          const tailFloor: Record<string, unknown> = {};
+          result.tailFloor = tailFloor;
+          const floors = [['answerOnly', false], ['roundTrip', true]] as const;
+          for (const [label, roundTrip] of quick ? floors.slice(1) : floors) {
+            log(`[${kind}] tailing floor (${roundTrip ? 'a bare answer after the round trip' : 'a bare answer'}), ${P.tailSeconds} s…`);
+            const floor = await startFloorServer('tail-floor-server.ts', { databaseUrl: database.url, roundTrip });
+            try {
+              const clients = seeded.ingest.flatMap((ws) => ws.readKeys.map((key) => ({ key, cursor: codec.encode(ws.workspaceId, 0) })));
+              const tailWarmup = Math.min(3, P.tailSeconds * 0.2);
+              const cpu0 = cpuSecondsOf(floor.pid);
+              const serviceCpu0 = cpuSecondsOf(server.pid);
+              const [tail] = await Promise.all([
+                runClient<Record<string, any>>('client-http.ts', { mode: 'tail', url: floor.url, clients: clients.slice(0, TAIL_CLIENTS), pollMs: 100, seconds: P.tailSeconds, warmupSeconds: tailWarmup, limit: 100, drainSeconds: 0 }),
+                runClient<Record<string, any>>('client-http.ts', { mode: 'writer', url: server.url, keys: seeded.ingest.map((w) => w.writeKey), rate: WRITER_RATE, seconds: P.tailSeconds + tailWarmup + 0.5, seedChunk: 7_002_001 + Number(roundTrip) }),
+              ]);
+              delete tail.received;
+              tailFloor[label] = { ...tail, serverCpuSeconds: round(cpuSecondsOf(floor.pid) - cpu0, 2), serviceCpuSeconds: round(cpuSecondsOf(server.pid) - serviceCpu0, 2) };
+            } finally {
+              await floor.stop();
+            }
+          }
         }
       }
 

@@ -226,9 +226,12 @@ export function sampleLoad(everyMs = 2000) {
   };
 }
 
-/** bench/floor-server.ts in its own process; resolves with its URL and a stop function. */
-export async function startFloorServer(config: { pageFile: string; pages: number }): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join('bench', 'floor-server.ts'), JSON.stringify(config)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+/**
+ * A floor server (bench/floor-server.ts, bench/tail-floor-server.ts) in its own process, on Node's
+ * defaults (a floor owes the service's heap bounds nothing); resolves with its URL and a stop function.
+ */
+export async function startFloorServer(script: string, config: object): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join('bench', script), JSON.stringify(config)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`floor server exited with ${code}`)));
     child.stdout!.once('data', (c: Buffer) => resolve(Number(c.toString('utf8').trim())));

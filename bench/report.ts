@@ -91,6 +91,8 @@ export function printTable(r: any): string {
     both(`  writer 500/s; delivery`, (d) => `${fmt(d[key].writer.eventsPerSecond)} ev/s, p99 ${fmt(d[key].writer.latency.p99, 1)} ms; ${d[key].allDelivered ? 'all delivered' : `${d[key].clientsMissingEvents} clients missed events`}`);
     both(`  empty answers; server CPU`, (d) => `${fmt(d[key].emptyShare * 100, 0)}% empty; ${fmt((d[key].serverCpuSeconds / d[key].totalSeconds) * 100, 0)}% of a core`);
   }
+  both('tailing floor, poll 100 ms: bare answer', (d) => `${fmt(d.tailFloor.answerOnly.requestsPerSecond)} req/s, ${lat(d.tailFloor.answerOnly.latency)}, ${d.tailFloor.answerOnly.errors} err`);
+  both('  bare answer after the round trip', (d) => `${fmt(d.tailFloor.roundTrip.requestsPerSecond)} req/s, ${lat(d.tailFloor.roundTrip.latency)}, ${d.tailFloor.roundTrip.errors} err`);
   both('ingest 16 clients → 1 ws', (d) => `${fmt(d.ingest.oneWorkspace.eventsPerSecond)} ev/s, p99 ${fmt(d.ingest.oneWorkspace.latency.p99, 1)} ms, ${d.ingest.oneWorkspace.errors} err, ${fmt(d.ingest.oneWorkspace.serverCpuMsPerEvent, 2)} ms CPU/ev`);
   both('ingest 16 clients → 100 ws', (d) => `${fmt(d.ingest.manyWorkspaces.eventsPerSecond)} ev/s, p99 ${fmt(d.ingest.manyWorkspaces.latency.p99, 1)} ms, ${d.ingest.manyWorkspaces.errors} err, ${fmt(d.ingest.manyWorkspaces.serverCpuMsPerEvent, 2)} ms CPU/ev`);
   both('ingest 1 ws / 100 ws: database per event', (d) =>

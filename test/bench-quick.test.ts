@@ -43,6 +43,11 @@ describe('npm run bench -- --quick', () => {
         assert.ok(results[kind].tail.requests > 0 && results[kind].tailSlow.requests > 0, `${kind} tailing measured`);
         assert.ok(results[kind].ingest.oneWorkspace.events > 0 && results[kind].ingest.manyWorkspaces.events > 0, `${kind} ingestion measured`);
       }
+      if (withPostgres) {
+        // --quick runs the floor after the round trip only (the bare answer is the same server without it).
+        const floor = results.postgres.tailFloor;
+        assert.ok(floor.roundTrip.requests > 0 && floor.roundTrip.errors === 0, 'Postgres tailing floor (after the round trip) measured without errors');
+      }
       if (withPostgres) assert.ok(results.postgres.ingest.oneWorkspace.walBytesPerEvent > 0 && results.postgres.ingest.manyWorkspaces.walBytesPerEvent > 0, 'Postgres WAL per event measured');
       if (!withPostgres) assert.ok(results.postgres.skipped, 'Postgres part marked skipped');
       // The Redis peer is skipped (with a notice) only when Redis is unreachable outside CI.
