@@ -53,9 +53,9 @@ const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://root@12
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const runId = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
 
-// Phase sizes: the full run takes ~15-20 minutes at 1M events; --quick well under a minute.
+// Phase sizes: the full run takes 7-11 minutes at 1M events here; --quick under a minute (bench/README.md).
 const P = quick
-  ? { replayRuns: 1, warmupPages: 3, depthRounds: 40, sparseRounds: 20, mcpRounds: 40, tailSeconds: 1.5, tailDrain: 1, ingestSeconds: 1, ingestWarmup: 0.5 }
+  ? { replayRuns: 1, warmupPages: 3, depthRounds: 40, sparseRounds: 20, mcpRounds: 40, tailSeconds: 1, tailDrain: 1, ingestSeconds: 1, ingestWarmup: 0.5 }
   : { replayRuns: 3, warmupPages: 20, depthRounds: 300, sparseRounds: 60, mcpRounds: 300, tailSeconds: 30, tailDrain: 2, ingestSeconds: 10, ingestWarmup: 2 };
 const TAIL_CLIENTS = 200;
 // Each tailing client polls again this long after an answer that was not a full page. At 100 ms
