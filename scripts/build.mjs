@@ -1,10 +1,11 @@
 /**
  * npm run build: compiles src/ and generated/ to plain JavaScript in dist/ (same tree), so the
  * service runs without a TypeScript loader: tsx's loader thread costs ~50 MB of RSS and the
- * start-up compile. bench/ too: the benchmark starts a dozen load processes per database, and
- * each would spend ~1 s of start-up in tsx (bench/processes.ts). One file in, one file out (esbuild, ~0.1 s); relative `.ts` imports become
- * `.js`, packages stay imports. bin/event-feed.js runs dist/ only while it is newer than every
- * source file (see bin/fresh-build.js), else the sources through tsx.
+ * start-up compile. bench/ too: the benchmark starts a dozen load processes per database, each of
+ * which would spend ~1 s starting tsx (bench/processes.ts). One file in, one file out (esbuild,
+ * ~0.1 s); relative `.ts` imports become `.js`, packages stay imports. bin/event-feed.js runs dist/
+ * only while it is newer than every source file (see bin/fresh-build.js), else the sources through
+ * tsx.
  */
 import { build } from 'esbuild';
 import { readdirSync, rmSync, writeFileSync } from 'node:fs';
