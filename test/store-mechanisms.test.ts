@@ -26,7 +26,7 @@ import { migrateLatest, openDatabase, publish } from '../src/library.ts';
 import { dbKind, type Db } from '../src/store/db.ts';
 import { readPage, readPageRows, readSqlitePage, type PageQuery, type StoredPage } from '../src/store/events.ts';
 import { readPgPage } from '../src/store/pg-page.ts';
-import { queryRows } from '../src/store/sql.ts';
+import { queryRows, readRows } from '../src/store/sql.ts';
 import { WalCheckpointer, type SqliteConnection } from '../src/store/sqlite-connection.ts';
 import { createWorkspace } from '../src/store/workspaces.ts';
 import { sampleEvent } from './support/contract.ts';
@@ -374,6 +374,12 @@ describe('SQLite read connection', () => {
     } finally {
       if (!trx.isCompleted()) await trx.rollback();
     }
+  });
+
+  it('keeps the page cache of both connections at 2 MB, not the 16 MB of RSS each that better-sqlite3 gives', async () => {
+    const [writer] = await queryRows<{ cache_size: number }>(db, 'PRAGMA cache_size', []);
+    const [reader] = await readRows<{ cache_size: number }>(db, 'PRAGMA cache_size', []);
+    assert.deepEqual([writer!.cache_size, reader!.cache_size], [-2000, -2000]);
   });
 
   it('a page whose fast aggregate comes back out of order is read again in order', async () => {
