@@ -66,16 +66,18 @@ export async function appendPrepared(exec: Knex | Knex.Transaction, appends: Wor
   }
   const stored = await findByIds(exec, idsToLookUp(appends));
   const { outcomes, fresh } = sortOut(appends, stored);
-  const firstSeqs = fresh.length > 0 ? await appendEvents(exec, fresh, storedAt) : new Map<string, number>();
-  return { outcomes, appended: fresh.map(({ workspaceId, events }) => ({ workspaceId, firstSeq: firstSeqs.get(workspaceId)!, events })) };
+  return { outcomes, appended: appendedAt(fresh, fresh.length > 0 ? await appendEvents(exec, fresh, storedAt) : new Map()) };
 }
 
 /** appendPrepared on SQLite, synchronously, inside a transaction open on `conn` (store/sqlite-append.ts). */
 export function appendPreparedOn(conn: SqliteConnection, appends: WorkspaceAppend[], storedAt: number): Appended {
   const { outcomes, fresh } = sortOut(appends, sqliteStoredByIds(conn, idsToLookUp(appends)));
-  const firstSeqs = fresh.length > 0 ? sqliteAppendEvents(conn, inWorkspaceOrder(fresh), storedAt) : new Map<string, number>();
-  return { outcomes, appended: fresh.map(({ workspaceId, events }) => ({ workspaceId, firstSeq: firstSeqs.get(workspaceId)!, events })) };
+  return { outcomes, appended: appendedAt(fresh, fresh.length > 0 ? sqliteAppendEvents(conn, inWorkspaceOrder(fresh), storedAt) : new Map()) };
 }
+
+/** The appended events with the first seq each workspace's run took. */
+const appendedAt = (fresh: WorkspaceAppend[], firstSeqs: Map<string, number>): Appended['appended'] =>
+  fresh.map(({ workspaceId, events }) => ({ workspaceId, firstSeq: firstSeqs.get(workspaceId)!, events }));
 
 /** The client-supplied ids of these events (generated ones cannot be stored yet). */
 const idsToLookUp = (appends: WorkspaceAppend[]) =>
