@@ -20,11 +20,11 @@ import { freshBuild } from '../bin/fresh-build.js';
 import { systemClock } from '../src/clock.ts';
 import { ApiError } from '../src/errors.ts';
 import { GroupCommit } from '../src/feed/group-commit.ts';
-import { publishInTransaction } from '../src/feed/publish.ts';
+import { prepareEvent, publishInTransaction } from '../src/feed/publish.ts';
 import { newEventId } from '../src/ids.ts';
 import { migrateLatest, openDatabase, publish } from '../src/library.ts';
 import { dbKind, type Db } from '../src/store/db.ts';
-import { readPage, readPageRows, readSqlitePage, type PageQuery, type StoredPage } from '../src/store/events.ts';
+import { appendEvents, readPage, readPageRows, readSqlitePage, type PageQuery, type StoredPage } from '../src/store/events.ts';
 import { readPgPage } from '../src/store/pg-page.ts';
 import { queryRows, readRows } from '../src/store/sql.ts';
 import { WalCheckpointer, type SqliteConnection } from '../src/store/sqlite-connection.ts';
@@ -156,6 +156,44 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const deliveries = await db('webhook_deliveries').select('endpoint_id', 'workspace_id', 'event_seq', 'event_id').whereIn('workspace_id', spaces).orderBy('event_seq');
       const expected = (await allRows(db, spaces[0]!)).map((row) => ({ endpoint_id: `wh_${spaces[0]}_on`, workspace_id: spaces[0], event_seq: Number(row.seq), event_id: idOf(row.envelope) }));
       assert.deepEqual(deliveries.map((d) => ({ ...d, event_seq: Number(d.event_seq) })), expected, 'one delivery per event of the enabled endpoint, none for the disabled one');
+    });
+
+    it('on Postgres the append is two statement texts whatever the batch, prepared once per connection and planned once', { skip: kind !== 'postgres' && 'a Postgres statement' }, async () => {
+      const spaces: string[] = [];
+      for (const name of ['gc-prep-a', 'gc-prep-b', 'gc-prep-c']) spaces.push((await createWorkspace(db, name, true, Date.now())).id);
+      const events = (n: number, first: number) => Array.from({ length: n }, (_, i) => prepareEvent('unused', emitRequest(first + i), new Date()));
+      const statements = await db.transaction(async (trx) => {
+        // A transaction holds one connection: what it prepared is in its pg_prepared_statements.
+        for (let n = 1; n <= 12; n++) {
+          await appendEvents(trx, [{ workspaceId: spaces[0]!, events: events(n, n * 100) }], Date.now());
+          await appendEvents(trx, spaces.slice(0, 2 + (n % 2)).map((workspaceId, w) => ({ workspaceId, events: events(n, n * 100 + w * 20) })), Date.now());
+        }
+        return queryRows<{ name: string; generic_plans: number; custom_plans: number }>(
+          trx,
+          "SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'event_feed_append%' ORDER BY name",
+          [],
+        );
+      });
+      assert.equal(statements.length, 2, 'one text for one workspace, one for several, whatever the sizes');
+      for (const statement of statements) {
+        assert.equal(Number(statement.generic_plans) + Number(statement.custom_plans), 12, statement.name);
+        assert.ok(Number(statement.generic_plans) >= 6, `${statement.name} ran on its generic plan after Postgres's five custom ones: ${JSON.stringify(statement)}`);
+      }
+    });
+
+    it('an append keeps every character of its values, whatever the characters, and absent values absent', async () => {
+      const ws = (await createWorkspace(db, 'gc-chars', true, Date.now())).id;
+      const awkward = ['{"a":"\\\"}{,}"}', '{"b":"NULL"}', '{"c":"é’😀\\n\\u0000x"}'];
+      const base = prepareEvent(ws, emitRequest(1), new Date());
+      const stored = [
+        { ...base, id: 'evt_chars_1', envelope: awkward[0]!, mailboxId: null, idempotencyHash: null },
+        { ...base, id: 'evt_chars_2', envelope: awkward[1]!, mailboxId: 'NULL', idempotencyHash: '{"x",}' },
+        { ...base, id: 'evt_chars_3', envelope: awkward[2]!, mailboxId: 'mbx_"q"\\', idempotencyHash: null },
+      ];
+      await db.transaction((trx) => appendEvents(trx, [{ workspaceId: ws, events: stored }], Date.now()));
+      assert.deepEqual((await allRows(db, ws)).map((row) => row.envelope), awkward);
+      const rows = await db('events').select('id', 'mailbox_id', 'idempotency_hash').where({ workspace_id: ws }).orderBy('seq');
+      assert.deepEqual(rows, stored.map((e) => ({ id: e.id, mailbox_id: e.mailboxId, idempotency_hash: e.idempotencyHash })));
     });
 
     it('the same id twice in flight (a client retrying early) is stored once and answered as a replay', async () => {

@@ -3,7 +3,7 @@ import { dbKind, type Db } from './db.ts';
 import { pgAppendStatement } from './pg-append.ts';
 import { readPgPage } from './pg-page.ts';
 import { mailboxesWatermark } from './retention.ts';
-import { placeholders, queryRows, readRows } from './sql.ts';
+import { placeholders, preparedRows, queryRows, readRows } from './sql.ts';
 import { connectionOf, sqliteAppendEvents } from './sqlite-append.ts';
 
 /** An event ready to append: its envelope is final JSON text. */
@@ -92,8 +92,7 @@ export async function appendEvents(
   const firstSeqs = new Map<string, number>();
   if (dbKind(exec as Db) === 'postgres') {
     // One statement: counters, events, outbox and the heads' notification (store/pg-append.ts).
-    const { sql, bindings } = pgAppendStatement(sorted, storedAt, HEADS_CHANNEL);
-    const rows = await queryRows<{ workspace_id: string; last_seq: number; k: number }>(exec, sql, bindings);
+    const rows = await preparedRows<{ workspace_id: string; last_seq: number; k: number }>(exec, pgAppendStatement(sorted, storedAt, HEADS_CHANNEL));
     for (const row of rows) firstSeqs.set(row.workspace_id, Number(row.last_seq) - Number(row.k) + 1);
     for (const { workspaceId } of sorted) if (!firstSeqs.has(workspaceId)) throw new Error(`workspace ${workspaceId} has no feed counter`);
     return firstSeqs;

@@ -1,6 +1,5 @@
-import type { Knex } from 'knex';
 import type { WorkspaceAppend } from './events.ts';
-import { placeholders } from './sql.ts';
+import type { PgStatement } from './sql.ts';
 
 /**
  * An append on Postgres as one statement: move the workspaces' counters, insert their events at
@@ -14,64 +13,90 @@ import { placeholders } from './sql.ts';
  * order. All parts of a statement run on one snapshot, but the UPDATE of a row that another
  * transaction changed meanwhile waits for it and then works on the committed row (READ COMMITTED's
  * re-check), which is what gives each transaction the counter its predecessor left.
+ *
+ * The events travel as one array per column, so the text is the same for every batch (one for a
+ * single workspace, one for several) and is prepared once per connection: Postgres planned the
+ * old text, whose VALUES list followed the batch's shape, on every run, which was about half of
+ * its CPU per event (bench/README.md, change 22).
  */
-export function pgAppendStatement(
-  sorted: WorkspaceAppend[],
-  storedAt: number,
-  notifyChannel: string,
-): { sql: string; bindings: Knex.Value[] } {
-  const bindings: Knex.Value[] = [];
-  let bump: string;
-  if (sorted.length === 1) {
-    bump = `bumped AS (
-      UPDATE feed_counters SET last_seq = last_seq + ?::bigint WHERE workspace_id = ? RETURNING workspace_id, last_seq, ?::bigint AS k
+export function pgAppendStatement(sorted: WorkspaceAppend[], storedAt: number, notifyChannel: string): PgStatement {
+  const single = sorted.length === 1;
+  const columns: [string[], number[], string[], string[], (string | null)[], number[], (string | null)[], string[]] = [[], [], [], [], [], [], [], []];
+  const [workspaceIds, ords, ids, types, mailboxIds, occurredAts, hashes, envelopes] = columns;
+  for (const { workspaceId, events } of sorted) {
+    events.forEach((event, i) => {
+      workspaceIds.push(workspaceId);
+      ords.push(i + 1);
+      ids.push(event.id);
+      types.push(event.type);
+      mailboxIds.push(event.mailboxId);
+      occurredAts.push(event.occurredAtMs);
+      hashes.push(event.idempotencyHash);
+      envelopes.push(event.envelope);
+    });
+  }
+  const counters = single ? [sorted[0]!.workspaceId, sorted[0]!.events.length] : [sorted.map((a) => a.workspaceId), sorted.map((a) => a.events.length)];
+  return { ...statementFor(single, notifyChannel), values: [...counters, storedAt, ...columns] };
+}
+
+/** $1 the workspace, $2 its event count. */
+const ONE_WORKSPACE_BUMP = `bumped AS (
+      UPDATE feed_counters SET last_seq = last_seq + $2::bigint WHERE workspace_id = $1::text RETURNING workspace_id, last_seq, $2::bigint AS k
     )`;
-    bindings.push(sorted[0]!.events.length, sorted[0]!.workspaceId, sorted[0]!.events.length);
-  } else {
-    // Postgres locks the rows of a multi-row UPDATE in scan order: lock them in workspace order first.
-    bump = `locked AS MATERIALIZED (
-      SELECT workspace_id FROM feed_counters WHERE workspace_id IN (${placeholders(sorted.length)}) ORDER BY workspace_id FOR UPDATE
+
+/** $1 the workspaces (sorted, distinct), $2 their event counts. */
+const MANY_WORKSPACES_BUMP =
+  // Postgres locks the rows of a multi-row UPDATE in scan order: lock them in workspace order first.
+  `locked AS MATERIALIZED (
+      SELECT workspace_id FROM feed_counters WHERE workspace_id = ANY($1::text[]) ORDER BY workspace_id FOR UPDATE
     ), bumped AS (
       UPDATE feed_counters c SET last_seq = c.last_seq + v.k
-        FROM (VALUES ${sorted.map(() => '(?::text, ?::bigint)').join(', ')}) AS v(workspace_id, k), locked
+        FROM unnest($1::text[], $2::bigint[]) AS v(workspace_id, k), locked
        WHERE c.workspace_id = v.workspace_id AND locked.workspace_id = c.workspace_id
       RETURNING c.workspace_id, c.last_seq, v.k
     )`;
-    bindings.push(...sorted.map((a) => a.workspaceId), ...sorted.flatMap((a) => [a.workspaceId, a.events.length]));
-  }
 
-  const rows: string[] = [];
-  bindings.push(storedAt);
-  for (const { workspaceId, events } of sorted) {
-    events.forEach((event, i) => {
-      rows.push('(?::text, ?::bigint, ?::text, ?::text, ?::text, ?::bigint, ?::text, ?::text)');
-      bindings.push(workspaceId, i + 1, event.id, event.type, event.mailboxId, event.occurredAtMs, event.idempotencyHash, event.envelope);
-    });
+/** The two statements (one workspace, several) per channel, each under a name of its own. */
+const statements = new Map<string, { name: string; text: string }>();
+function statementFor(single: boolean, notifyChannel: string): { name: string; text: string } {
+  const key = `${single ? 'one' : 'many'} ${notifyChannel}`;
+  let statement = statements.get(key);
+  if (!statement) {
+    statement = { name: `event_feed_append_${statements.size + 1}`, text: statementText(single ? ONE_WORKSPACE_BUMP : MANY_WORKSPACES_BUMP, notifyChannel) };
+    statements.set(key, statement);
   }
+  return statement;
+}
+
+/**
+ * The statement after its counter step `bump`: $3 stored_at, then one array per column of the
+ * events, in workspace order and arrival order within a workspace ($4 workspace, $5 position in
+ * its workspace's part, $6 id, $7 type, $8 mailbox, $9 occurred_at_ms, $10 idempotency hash,
+ * $11 envelope).
+ */
+function statementText(bump: string, notifyChannel: string): string {
   const insert = `inserted AS (
     INSERT INTO events (workspace_id, seq, id, type, mailbox_id, occurred_at_ms, stored_at, idempotency_hash, envelope)
-    SELECT r.workspace_id, b.last_seq - b.k + r.ord, r.id, r.type, r.mailbox_id, r.occurred_at_ms, ?::bigint, r.idempotency_hash, r.envelope
-      FROM (VALUES ${rows.join(', ')}) AS r(workspace_id, ord, id, type, mailbox_id, occurred_at_ms, idempotency_hash, envelope)
+    SELECT r.workspace_id, b.last_seq - b.k + r.ord, r.id, r.type, r.mailbox_id, r.occurred_at_ms, $3::bigint, r.idempotency_hash, r.envelope
+      FROM unnest($4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::text[], $11::text[])
+           AS r(workspace_id, ord, id, type, mailbox_id, occurred_at_ms, idempotency_hash, envelope)
       JOIN bumped b ON b.workspace_id = r.workspace_id
     RETURNING workspace_id, seq, id, type
   )`;
-
   // The deliveries owed: one per (enabled endpoint of the event's workspace, event of a type it
   // takes). Filters are exact types or prefixes ending in `.*`, [] takes every type: the rule of
   // matchesTypes (feed/type-filter.ts), which SQLite applies in process; the webhook tests hold
   // both to it. Emitted types are the contract's, so a prefix matches exactly what it expands to.
   const deliveries = `, outbox AS (
     INSERT INTO webhook_deliveries (endpoint_id, workspace_id, event_seq, event_id, attempts, next_attempt_at, created_at)
-    SELECT w.id, i.workspace_id, i.seq, i.id, 0, ?::bigint, ?::bigint
+    SELECT w.id, i.workspace_id, i.seq, i.id, 0, $3::bigint, $3::bigint
       FROM inserted i JOIN webhook_endpoints w ON w.workspace_id = i.workspace_id AND w.enabled
      WHERE json_array_length(w.event_types::json) = 0 OR EXISTS (
        SELECT 1 FROM json_array_elements_text(w.event_types::json) AS f(filter)
         WHERE f.filter = i.type OR (f.filter LIKE '%.*' AND starts_with(i.type, left(f.filter, -1))))
   )`;
-  bindings.push(storedAt, storedAt);
 
   // Data-modifying parts run to completion whether or not the final SELECT reads them.
-  const sql = `WITH ${bump}, ${insert}${deliveries}
+  return `WITH ${bump}, ${insert}${deliveries}
     SELECT workspace_id, last_seq, k, pg_notify('${notifyChannel}', workspace_id || ' ' || last_seq) FROM bumped`;
-  return { sql, bindings };
 }

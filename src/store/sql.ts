@@ -13,6 +13,23 @@ export async function queryRows<T>(db: Db | Knex.Transaction, sql: string, bindi
   return (Array.isArray(result) ? result : result.rows) as T[];
 }
 
+/** A Postgres statement whose text is the same on every run, with its `$n` values. */
+export interface PgStatement {
+  name: string;
+  text: string;
+  values: unknown[];
+}
+
+/**
+ * Rows of a PgStatement, prepared once per connection under its name (pg's named statements):
+ * Postgres plans it once per connection instead of on every run. The values go to pg as they are
+ * (knex's `?` bindings would expand arrays), through knex's options, so knex still runs the query.
+ */
+export async function preparedRows<T>(exec: Knex | Knex.Transaction, statement: PgStatement): Promise<T[]> {
+  const result = await exec.raw(statement.text).options({ name: statement.name, values: statement.values });
+  return result.rows as T[];
+}
+
 /**
  * Rows of a fixed read statement (same form as queryRows). Outside a transaction on SQLite it runs
  * on the read connection, which never waits behind a write transaction (see SqliteReader).
