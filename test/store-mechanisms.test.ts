@@ -158,7 +158,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       assert.deepEqual(deliveries.map((d) => ({ ...d, event_seq: Number(d.event_seq) })), expected, 'one delivery per event of the enabled endpoint, none for the disabled one');
     });
 
-    it('on Postgres the append is two statement texts whatever the batch, prepared once per connection and planned once', { skip: kind !== 'postgres' && 'a Postgres statement' }, async () => {
+    it('on Postgres the append is two statement texts whatever the batch, each prepared once per connection, the one-workspace text on one plan', { skip: kind !== 'postgres' && 'a Postgres statement' }, async () => {
       const spaces: string[] = [];
       for (const name of ['gc-prep-a', 'gc-prep-b', 'gc-prep-c']) spaces.push((await createWorkspace(db, name, true, Date.now())).id);
       const events = (n: number, first: number) => Array.from({ length: n }, (_, i) => prepareEvent('unused', emitRequest(first + i), new Date()));
@@ -176,13 +176,15 @@ for (const { kind, create, skip } of await databaseKinds()) {
         return [counted, await prepared(trx)];
       });
       assert.equal(after.length, 2, 'one text for one workspace, one for several, whatever the sizes');
-      for (const statement of after) {
+      const runs = after.map((statement) => {
         const earlier = before.find((b) => b.name === statement.name) ?? { generic_plans: 0, custom_plans: 0 };
-        const generic = Number(statement.generic_plans) - Number(earlier.generic_plans);
-        const custom = Number(statement.custom_plans) - Number(earlier.custom_plans);
-        assert.equal(generic + custom, 12, statement.name);
-        assert.ok(generic >= 7 && Number(statement.custom_plans) <= 5, `${statement.name} runs on its generic plan after Postgres's five custom ones: ${JSON.stringify({ before: earlier, after: statement })}`);
-      }
+        return { generic: Number(statement.generic_plans) - Number(earlier.generic_plans), custom: Number(statement.custom_plans) - Number(earlier.custom_plans), totalCustom: Number(statement.custom_plans) };
+      });
+      for (const run of runs) assert.equal(run.generic + run.custom, 12, 'each statement ran 12 times on this connection, prepared once');
+      // Whether a generic plan beats the custom ones is Postgres's call, made on the estimates: for
+      // one workspace they are the same, so it keeps the generic plan after its first five runs
+      // (for several it depends on how many workspaces the table holds: bench/README.md, change 22).
+      assert.ok(runs.some((run) => run.generic >= 7 && run.totalCustom <= 5), `one statement runs on its generic plan: ${JSON.stringify(runs)}`);
     });
 
     it('an append keeps every character of its values, whatever the characters, and absent values absent', async () => {
