@@ -22,7 +22,8 @@ export interface PgStatement {
 
 /**
  * Rows of a PgStatement, prepared once per connection under its name (pg's named statements):
- * Postgres plans it once per connection instead of on every run. The values go to pg as they are
+ * Postgres parses it once per connection, and keeps one plan for it when its estimates say a
+ * generic plan is as good as one made for the values. The values go to pg as they are
  * (knex's `?` bindings would expand arrays), through knex's options, so knex still runs the query.
  */
 export async function preparedRows<T>(exec: Knex | Knex.Transaction, statement: PgStatement): Promise<T[]> {
