@@ -36,7 +36,7 @@ export function pgAppendStatement(sorted: WorkspaceAppend[], storedAt: number, n
     });
   }
   const counters = single ? [sorted[0]!.workspaceId, sorted[0]!.events.length] : [sorted.map((a) => a.workspaceId), sorted.map((a) => a.events.length)];
-  return { ...(single ? ONE_WORKSPACE : SEVERAL_WORKSPACES), values: [...counters, storedAt, ...columns, notifyChannel] };
+  return { ...statementFor(single, notifyChannel), values: [...counters, storedAt, ...columns] };
 }
 
 /** $1 the workspace, $2 its event count. */
@@ -45,7 +45,7 @@ const ONE_WORKSPACE_BUMP = `bumped AS (
     )`;
 
 /** $1 the workspaces (sorted, distinct), $2 their event counts. */
-const SEVERAL_WORKSPACES_BUMP =
+const MANY_WORKSPACES_BUMP =
   // Postgres locks the rows of a multi-row UPDATE in scan order: lock them in workspace order first.
   `locked AS MATERIALIZED (
       SELECT workspace_id FROM feed_counters WHERE workspace_id = ANY($1::text[]) ORDER BY workspace_id FOR UPDATE
@@ -56,17 +56,29 @@ const SEVERAL_WORKSPACES_BUMP =
       RETURNING c.workspace_id, c.last_seq, v.k
     )`;
 
-/** The two statements, each prepared under a name of its own. */
-const ONE_WORKSPACE = { name: 'event_feed_append_one', text: statementText(ONE_WORKSPACE_BUMP) };
-const SEVERAL_WORKSPACES = { name: 'event_feed_append_several', text: statementText(SEVERAL_WORKSPACES_BUMP) };
+/**
+ * The two statements (one workspace, several) per channel, each under a name of its own. The
+ * channel is part of the text rather than a value: as a value ($12) it cost 10-12 % of ingestion
+ * into one workspace in two paired runs (bench/README.md, change 22).
+ */
+const statements = new Map<string, { name: string; text: string }>();
+function statementFor(single: boolean, notifyChannel: string): { name: string; text: string } {
+  const key = `${single ? 'one' : 'many'} ${notifyChannel}`;
+  let statement = statements.get(key);
+  if (!statement) {
+    statement = { name: `event_feed_append_${statements.size + 1}`, text: statementText(single ? ONE_WORKSPACE_BUMP : MANY_WORKSPACES_BUMP, notifyChannel) };
+    statements.set(key, statement);
+  }
+  return statement;
+}
 
 /**
  * The statement after its counter step `bump`: $3 stored_at, then one array per column of the
  * events, in workspace order and arrival order within a workspace ($4 workspace, $5 position in
  * its workspace's part, $6 id, $7 type, $8 mailbox, $9 occurred_at_ms, $10 idempotency hash,
- * $11 envelope), and $12 the channel that hears the new heads.
+ * $11 envelope).
  */
-function statementText(bump: string): string {
+function statementText(bump: string, notifyChannel: string): string {
   const insert = `inserted AS (
     INSERT INTO events (workspace_id, seq, id, type, mailbox_id, occurred_at_ms, stored_at, idempotency_hash, envelope)
     SELECT r.workspace_id, b.last_seq - b.k + r.ord, r.id, r.type, r.mailbox_id, r.occurred_at_ms, $3::bigint, r.idempotency_hash, r.envelope
@@ -90,5 +102,5 @@ function statementText(bump: string): string {
 
   // Data-modifying parts run to completion whether or not the final SELECT reads them.
   return `WITH ${bump}, ${insert}${deliveries}
-    SELECT workspace_id, last_seq, k, pg_notify($12::text, workspace_id || ' ' || last_seq) FROM bumped`;
+    SELECT workspace_id, last_seq, k, pg_notify('${notifyChannel}', workspace_id || ' ' || last_seq) FROM bumped`;
 }
