@@ -5,7 +5,7 @@
  * Seeds each database, starts the real server (`node bin/event-feed.js serve`) on it and measures,
  * from load processes of their own: replay throughput, the in-process ceiling, the Redis Streams
  * peer, depth, sparse scope, tailing under load (and on Postgres its floor: bench/tail-floor-server.ts),
- * ingestion, MCP overhead and the server's memory.
+ * ingestion (and on Postgres its floor: bench/ingest-floor-server.ts), MCP overhead and the server's memory.
  * Prints a table and writes bench/results.json (or --out). Phases: ceiling, redis, replay, depth,
  * sparse, mcp, tail, ingest (default all). --profile writes the server's `--cpu-prof` profiles
  * there (read them with bench/cpuprofile-summary.ts). See bench/README.md.
@@ -400,6 +400,20 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
         const ingestOne = await ingestRun([seeded.keys.write], [seeded.workspaceId], 7_000_002);
         const ingestMany = await ingestRun(seeded.ingest.map((w) => w.writeKey), seeded.ingest.map((w) => w.workspaceId), 7_000_003);
         result.ingest = { oneWorkspace: ingestOne, manyWorkspaces: ingestMany };
+        if (kind === 'postgres') {
+          // The floor: the same clients against a bare server that only inserts the events
+          // (bench/ingest-floor-server.ts): what the insert alone allows into 1 and into 100.
+          log(`[${kind}] ingestion floor (a bare insert): 1 workspace, then ${INGEST_WORKSPACES}…`);
+          const workspaceOfKey = Object.fromEntries([[seeded.keys.write, seeded.workspaceId], ...seeded.ingest.map((w) => [w.writeKey, w.workspaceId])]);
+          const floor = await startFloorServer('ingest-floor-server.ts', { databaseUrl: database.url, workspaceOfKey });
+          try {
+            const floorRun = (keys: string[], seedChunk: number) =>
+              runClient<Record<string, any>>('client-http.ts', { mode: 'ingest', url: floor.url, keys, concurrency: INGEST_CONCURRENCY, seconds: P.ingestSeconds, warmupSeconds: P.ingestWarmup, seedChunk });
+            result.ingestFloor = { oneWorkspace: await floorRun([seeded.keys.write], 7_000_004), manyWorkspaces: await floorRun(seeded.ingest.map((w) => w.writeKey), 7_000_005) };
+          } finally {
+            await floor.stop();
+          }
+        }
       }
       memory.peakHwmMb = round(memoryOf(server.pid)!.hwmMb, 1);
       result.memory = memory;

@@ -100,6 +100,7 @@ export function printTable(r: any): string {
       ? 'n/a'
       : `WAL ${fmt(d.ingest.oneWorkspace.walBytesPerEvent)} / ${fmt(d.ingest.manyWorkspaces.walBytesPerEvent)} B (full pages ${fmt(d.ingest.oneWorkspace.fullPageImagesPerEvent, 3)} / ${fmt(d.ingest.manyWorkspaces.fullPageImagesPerEvent, 3)}), CPU ${fmt(d.ingest.oneWorkspace.databaseCpuMsPerEvent, 2)} / ${fmt(d.ingest.manyWorkspaces.databaseCpuMsPerEvent, 2)} ms`,
   );
+  both('ingest floor (bare insert) → 1 ws / 100 ws', (d) => `${fmt(d.ingestFloor.oneWorkspace.eventsPerSecond)} / ${fmt(d.ingestFloor.manyWorkspaces.eventsPerSecond)} ev/s (100 ÷ 1 = ${fmt(d.ingestFloor.manyWorkspaces.eventsPerSecond / d.ingestFloor.oneWorkspace.eventsPerSecond, 2)}), ${d.ingestFloor.oneWorkspace.errors + d.ingestFloor.manyWorkspaces.errors} err`);
   both('HTTP page of 100', (d) => lat(d.mcp.http));
   both('MCP tools/call page of 100', (d) => `${lat(d.mcp.mcp)} (×${fmt(d.mcp.ratio, 2)})`);
   both('server RSS replay: start→peak', (d) => `${fmt(d.memory.replay.startMb, 0)} → ${fmt(d.memory.replay.peakMb, 0)} MB (growth ${fmt(d.memory.replay.growthMb, 1)})`);

@@ -48,6 +48,9 @@ describe('npm run bench -- --quick', () => {
         // --quick runs the floor after the round trip only (the bare answer is the same server without it).
         const floor = results.postgres.tailFloor;
         assert.ok(floor.roundTrip.requests > 0 && floor.roundTrip.errors === 0, 'Postgres tailing floor (after the round trip) measured without errors');
+        const ingestFloor = results.postgres.ingestFloor;
+        assert.ok(ingestFloor.oneWorkspace.events > 0 && ingestFloor.manyWorkspaces.events > 0, 'Postgres ingestion floor measured');
+        assert.equal(ingestFloor.oneWorkspace.errors + ingestFloor.manyWorkspaces.errors, 0, `Postgres ingestion floor without errors: ${JSON.stringify(ingestFloor.oneWorkspace.errorSamples)}`);
       } else {
         assert.ok(results.postgres.skipped, 'Postgres part marked skipped');
       }
