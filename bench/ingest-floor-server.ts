@@ -13,7 +13,7 @@
 import { createServer, type ServerResponse } from 'node:http';
 import pg from 'pg';
 import type { EmitEventRequest } from '../generated/types.ts';
-import { GROUP_COMMIT_MAX_EVENTS } from '../src/feed/group-commit.ts';
+import { GROUP_COMMIT_MAX_EVENTS, POSTGRES_TRANSACTIONS_IN_FLIGHT } from '../src/feed/group-commit.ts';
 import { prepareEvent } from '../src/feed/publish.ts';
 import type { NewEvent } from '../src/store/events.ts';
 
@@ -39,7 +39,7 @@ let inFlight = 0;
 let scheduled = false;
 
 function kick(): void {
-  if (scheduled || inFlight >= 2 || waiting.length === 0) return;
+  if (scheduled || inFlight >= POSTGRES_TRANSACTIONS_IN_FLIGHT || waiting.length === 0) return;
   scheduled = true;
   setImmediate(() => {
     scheduled = false;

@@ -12,7 +12,7 @@ import { appendPrepared, appendPreparedOn, prepareEvent, type PublishedEvent } f
 /** The most events one shared transaction takes; the rest wait for the next one. */
 export const GROUP_COMMIT_MAX_EVENTS = 256;
 /** On Postgres a second transaction may run while one commits: its statements overlap the first one's WAL flush. */
-const POSTGRES_TRANSACTIONS_IN_FLIGHT = 2;
+export const POSTGRES_TRANSACTIONS_IN_FLIGHT = 2;
 
 interface Pending {
   workspaceId: string;
