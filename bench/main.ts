@@ -268,7 +268,7 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
           // The rows, not readPage: its read-ahead of the next page would still be waiting for a
           // connection when readDb is destroyed (knex then warns "Acquire connection error" 5 s later).
           const rows = await readPageRows(readDb, { workspaceId: seeded.workspaceId, afterSeq: Math.floor(N / 2), limit: 500, mailboxes: null });
-          const page = { bytes: Buffer.from(rows.map((row) => row.envelope).join(',')), count: rows.length, lastSeq: rows.at(-1)!.seq };
+          const page = { bytes: Buffer.from(rows.map((row) => row.envelope).join(',')), count: rows.length, lastSeq: rows.at(-1)!.seq, cutAtByteCap: false };
           writeFileSync(pageFile, Buffer.concat(feedPageJson({ events: page, next_cursor: codec.encode(seeded.workspaceId, Number(page.lastSeq)) })));
         } finally {
           await readDb.destroy();

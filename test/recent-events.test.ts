@@ -8,13 +8,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { FeedHeads } from '../src/feed/heads.ts';
 import { RecentEvents, type RecentEvent } from '../src/feed/recent-events.ts';
+import { PAGE_MAX_BYTES } from '../src/limits/page-bytes.ts';
 import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase, type TestDatabase } from './support/databases.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { checkoutsDuring } from './support/checkouts.ts';
 import { until } from './support/wait.ts';
 
-const event = (n: number, mailboxId: string | null = 'mbx_a'): RecentEvent => ({ mailboxId, envelope: `{"n":${n}}` });
+const event = (n: number, mailboxId: string | null = 'mbx_a'): RecentEvent => ({ mailboxId, type: 'mail.sent', occurredAtMs: n, envelope: `{"n":${n}}` });
 const text = (page: { bytes: Buffer } | undefined) => (page === undefined ? undefined : `[${page.bytes.toString()}]`);
 
 function fixture() {
@@ -46,6 +47,17 @@ describe('RecentEvents: a page from memory only when it is whole', () => {
     assert.deepEqual([text(page), page?.count, page?.lastSeq], ['[{"n":12},{"n":13},{"n":14}]', 3, 14]);
   });
 
+  it('a page from memory stops at the byte cap like a read, and is whole there', () => {
+    const { recent, whole } = fixture();
+    // 200,000 characters of two UTF-8 bytes each: two fit under 1 MiB, not three.
+    const wide = (n: number): RecentEvent => ({ mailboxId: 'mbx_a', type: 'mail.sent', occurredAtMs: n, envelope: `"${'é'.repeat(200_000)}${n}"` });
+    recent.committed('ws', 1, [wide(1), wide(2), wide(3)]);
+    const found = recent.page('ws', 0, 500, null)!;
+    assert.deepEqual([found.page.count, found.page.lastSeq, found.page.cutAtByteCap, found.wholeIfNothingAfter], [2, 2, true, undefined]);
+    assert.ok(found.page.bytes.length <= PAGE_MAX_BYTES);
+    assert.equal(whole('ws', 2, 500)?.count, undefined, 'the last one alone is short: whole only once the head is known');
+  });
+
   it('not before the run, nor at or past its end (the heads answer that)', () => {
     const { heads, recent, whole } = fixture();
     recent.committed('ws', 11, [event(11)]);
@@ -75,7 +87,7 @@ describe('RecentEvents: a page from memory only when it is whole', () => {
     heads.heard('ws', 5);
     const page = whole('ws', 0, 3, ['mbx_a']);
     assert.deepEqual([text(page), page?.lastSeq], ['[{"n":1},{"n":4}]', 4]);
-    assert.deepEqual(whole('ws', 4, 3, ['mbx_a']), { bytes: Buffer.alloc(0), count: 0, lastSeq: undefined });
+    assert.deepEqual(whole('ws', 4, 3, ['mbx_a']), { bytes: Buffer.alloc(0), count: 0, lastSeq: undefined, cutAtByteCap: false });
     assert.equal(whole('ws', 4, 3, [])?.count, 0);
   });
 
@@ -85,7 +97,7 @@ describe('RecentEvents: a page from memory only when it is whole', () => {
     assert.equal(whole('ws', 43, 1), undefined);
     assert.equal(text(whole('ws', 44, 1)), '[{"n":45}]');
 
-    const big = (n: number): RecentEvent => ({ mailboxId: null, envelope: `"${'x'.repeat(100_000)}${n}"` });
+    const big = (n: number): RecentEvent => ({ mailboxId: null, type: 'mail.sent', occurredAtMs: n, envelope: `"${'x'.repeat(100_000)}${n}"` });
     recent.committed('old', 1, [big(1)]);
     recent.committed('new', 1, [big(1)]);
     for (let i = 0; i < 9; i++) recent.committed('bulk', i + 1, [big(i + 1)]);

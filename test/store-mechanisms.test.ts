@@ -24,13 +24,11 @@ import { prepareEvent, publishInTransaction } from '../src/feed/publish.ts';
 import { newEventId } from '../src/ids.ts';
 import { migrateLatest, openDatabase, publish } from '../src/library.ts';
 import { dbKind, type Db } from '../src/store/db.ts';
-import { appendEvents, readPage, readPageRows, readSqlitePage, type PageQuery, type StoredPage } from '../src/store/events.ts';
-import { readPgPage } from '../src/store/pg-page.ts';
+import { appendEvents, readPageRows } from '../src/store/events.ts';
 import { queryRows, readRows } from '../src/store/sql.ts';
 import { WalCheckpointer, type SqliteConnection } from '../src/store/sqlite-connection.ts';
 import { createWorkspace } from '../src/store/workspaces.ts';
 import { sampleEvent } from './support/contract.ts';
-import { checkoutsDuring } from './support/checkouts.ts';
 import { databaseKinds, sqliteDatabase, type TestDatabase } from './support/databases.ts';
 
 const emitRequest = (n: number, id?: string) => ({ ...sampleEvent('mbx_sales', n), ...(id ? { id } : {}) }) as EmitEventRequest;
@@ -320,87 +318,6 @@ describe('group commit across instances (postgres)', { skip: (await databaseKind
   });
 });
 
-/** An event of ~2.5 kB with characters of 1 to 4 UTF-8 bytes: a page of 300 outgrows the Postgres reader's 512 kB scratch. */
-const wideEvent = (n: number, mailboxId: string) => {
-  const event = sampleEvent(mailboxId, n);
-  return { ...event, data: { ...event.data, subject_line: `Réf ’${n}’ 😀 ${'é€x'.repeat(320)}` } };
-};
-
-for (const { kind, create, skip } of await databaseKinds()) {
-  describe(`feed pages as bytes (${kind})`, { skip }, () => {
-    let db: Db;
-    let workspaceId: string;
-    suiteDatabase(create, async (opened) => {
-      db = opened;
-      workspaceId = (await createWorkspace(db, 'pages', true, Date.now())).id;
-      for (let batch = 0; batch < 7; batch++) {
-        await db.transaction((trx) => publish(trx, workspaceId, Array.from({ length: 100 }, (_, i) => wideEvent(batch * 100 + i, i % 3 === 0 ? 'mbx_b' : 'mbx_a'))));
-      }
-    });
-
-    const queries = () => [
-      { workspaceId, afterSeq: 0, limit: 500, mailboxes: null },
-      { workspaceId, afterSeq: 123, limit: 300, mailboxes: null },
-      { workspaceId, afterSeq: 650, limit: 100, mailboxes: null },
-      { workspaceId, afterSeq: 10, limit: 200, mailboxes: ['mbx_b'] },
-      { workspaceId, afterSeq: 700, limit: 100, mailboxes: null },
-    ];
-    /** What a page must be: its rows' envelopes, in seq order, joined by commas. */
-    const expectPage = async (reader: Db | Knex.Transaction, q: PageQuery, page: StoredPage) => {
-      const rows = await readPageRows(reader, q);
-      assert.equal(page.count, rows.length);
-      assert.equal(page.lastSeq, rows.at(-1)?.seq);
-      assert.ok(page.bytes.equals(Buffer.from(rows.map((row) => row.envelope).join(','))), `page after ${q.afterSeq} (limit ${q.limit}) differs from its rows`);
-    };
-
-    it('a page is its rows joined, whatever its size and characters', async () => {
-      for (const q of queries()) await expectPage(db, q, await readPage(db, q));
-      const full = await readPage(db, queries()[0]!);
-      assert.ok(full.bytes.length > 1024 * 1024, 'the first page should outgrow the scratch buffer');
-      assert.equal((JSON.parse(`[${full.bytes.toString('utf8')}]`) as unknown[]).length, 500);
-    });
-
-    it('inside a transaction too', async () => {
-      await db.transaction(async (trx) => {
-        for (const q of queries()) await expectPage(trx, q, await readPage(trx, q));
-      });
-    });
-
-    it('pages read at the same time do not mix', { skip: kind !== 'postgres' && 'SQLite reads one page at a time' }, async () => {
-      const many = Array.from({ length: 24 }, (_, i) => ({ workspaceId, afterSeq: i * 25, limit: 50 + i * 10, mailboxes: i % 4 === 0 ? ['mbx_a'] : null }));
-      const pages = await Promise.all(many.map((q) => readPage(db, q)));
-      for (const [i, q] of many.entries()) await expectPage(db, q, pages[i]!);
-    });
-
-    it("a restricted page brings its mailboxes' retention watermark, from one statement", { skip: kind !== 'postgres' && 'Postgres reader only' }, async () => {
-      const q = { workspaceId, afterSeq: 10, limit: 50, mailboxes: ['mbx_b', 'mbx_c'] };
-      try {
-        let before: StoredPage | undefined;
-        // A limit of 1 is never read ahead.
-        assert.equal(await checkoutsDuring(db, async () => (before = await readPage(db, { ...q, limit: 1 }))), 1);
-        assert.equal(before!.prunedThrough, 0, 'nothing pruned yet');
-        await db('feed_retention_mailboxes').insert({ workspace_id: workspaceId, mailbox_id: 'mbx_b', pruned_through: 42 });
-        await db('feed_retention_mailboxes').insert({ workspace_id: workspaceId, mailbox_id: 'mbx_z', pruned_through: 99 });
-        let page: StoredPage | undefined;
-        assert.equal(await checkoutsDuring(db, async () => (page = await readPage(db, { ...q, limit: 7 }))), 1, 'page and watermark in one round trip');
-        assert.equal(page!.prunedThrough, 42, "the highest of the key's own mailboxes");
-        await expectPage(db, { ...q, limit: 7 }, page!);
-        assert.equal((await readPage(db, { ...q, mailboxes: null, limit: 1 })).prunedThrough, undefined, 'unrestricted pages prove themselves');
-      } finally {
-        await db('feed_retention_mailboxes').where({ workspace_id: workspaceId }).delete();
-      }
-    });
-
-    it('a failing page read gives its connection back', { skip: kind !== 'postgres' && 'Postgres reader only' }, async () => {
-      // More failures than the pool has connections (10): a leaked connection would starve the read that follows.
-      for (let i = 0; i < 15; i++) {
-        await assert.rejects(readPgPage(db, 'SELECT seq, envelope FROM no_such_table WHERE workspace_id = ?', [workspaceId]), /no_such_table/);
-      }
-      await expectPage(db, queries()[1]!, await readPage(db, queries()[1]!));
-    });
-  });
-}
-
 describe('SQLite read connection', () => {
   let db: Db;
   suiteDatabase(sqliteDatabase, (opened) => {
@@ -430,17 +347,6 @@ describe('SQLite read connection', () => {
     const [writer] = await queryRows<{ cache_size: number }>(db, 'PRAGMA cache_size', []);
     const [reader] = await readRows<{ cache_size: number }>(db, 'PRAGMA cache_size', []);
     assert.deepEqual([writer!.cache_size, reader!.cache_size], [-2000, -2000]);
-  });
-
-  it('a page whose fast aggregate comes back out of order is read again in order', async () => {
-    const ws = await createWorkspace(db, 'aggregate', true, Date.now());
-    await db.transaction((trx) => publishInTransaction(trx, ws.id, [1, 2, 3, 4, 5].map((n) => emitRequest(n)), new Date()));
-    const inOrder = await allRows(db, ws.id);
-    // Rows handed to the aggregate newest first: the unordered group_concat keeps that order.
-    const page = await readSqlitePage(db, { sql: 'SELECT seq, envelope FROM events WHERE workspace_id = ? ORDER BY seq DESC', bindings: [ws.id] });
-    assert.equal(page.count, 5);
-    assert.equal(page.lastSeq, inOrder.at(-1)!.seq);
-    assert.equal(page.bytes.toString(), inOrder.map((row) => row.envelope).join(','));
   });
 });
 

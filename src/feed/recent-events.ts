@@ -1,4 +1,5 @@
-import type { StoredPage } from '../store/events.ts';
+import { PAGE_MAX_BYTES } from '../limits/page-bytes.ts';
+import type { StoredPage } from '../store/feed-page.ts';
 
 /** A page from memory: whole as it is, or only if nothing was committed past `wholeIfNothingAfter`. */
 export interface RecentPage {
@@ -9,12 +10,16 @@ export interface RecentPage {
 /** An event this process committed: its seq is the run's first seq plus its index. */
 export interface RecentEvent {
   mailboxId: string | null;
+  type: string;
+  occurredAtMs: number;
   envelope: string;
 }
 
 interface Run {
   firstSeq: number;
   mailboxIds: Array<string | null>;
+  types: string[];
+  occurredAtMs: number[];
   /** The envelopes' JSON text: the very strings the append stored, kept alive rather than copied. */
   chunks: string[];
   /** Their length in characters (what memory is bounded by). */
@@ -57,13 +62,15 @@ export class RecentEvents {
       this.#drop(workspaceId, run);
       run = undefined;
     }
-    if (!run) run = { firstSeq, mailboxIds: [], chunks: [], chars: 0, addedAt: [] };
+    if (!run) run = { firstSeq, mailboxIds: [], types: [], occurredAtMs: [], chunks: [], chars: 0, addedAt: [] };
     else this.#runs.delete(workspaceId); // re-inserted below: the map stays in order of last append
     this.#runs.set(workspaceId, run);
     const at = this.now();
     for (const event of events) {
       const chunk = event.envelope;
       run.mailboxIds.push(event.mailboxId);
+      run.types.push(event.type);
+      run.occurredAtMs.push(event.occurredAtMs);
       run.chunks.push(chunk);
       run.addedAt.push(at);
       run.chars += chunk.length;
@@ -78,28 +85,39 @@ export class RecentEvents {
 
   /**
    * The page after `afterSeq` if it can be answered whole from here; undefined sends the read to
-   * the database. `mailboxes` null: every event; otherwise only those of these mailboxes.
+   * the database. `mailboxes` null: every event; otherwise only those of these mailboxes. The page
+   * stops at the byte cap like a read does (store/feed-page.ts).
    */
-  page(workspaceId: string, afterSeq: number, limit: number, mailboxes: readonly string[] | null): RecentPage | undefined {
+  page(workspaceId: string, afterSeq: number, limit: number, mailboxes: readonly string[] | null, withFacts = false): RecentPage | undefined {
     const run = this.#runs.get(workspaceId);
     if (!run) return undefined;
     this.#trimFront(run, this.#expired(run));
     const start = afterSeq + 1 - run.firstSeq;
     if (start < 0 || start >= run.chunks.length) return undefined; // before the run, or nothing here after the cursor
-    const picked: string[] = [];
-    let lastSeq: number | undefined;
+    const picked: number[] = [];
+    let bytes = -1; // n envelopes take n - 1 commas
+    let cutAtByteCap = false;
     for (let i = start; i < run.chunks.length && picked.length < limit; i++) {
       const mailboxId = run.mailboxIds[i]!;
       if (mailboxes !== null && (mailboxId === null || !mailboxes.includes(mailboxId))) continue;
-      picked.push(run.chunks[i]!);
-      lastSeq = run.firstSeq + i;
+      const size = Buffer.byteLength(run.chunks[i]!) + 1;
+      if (picked.length > 0 && bytes + size > PAGE_MAX_BYTES) {
+        cutAtByteCap = true;
+        break;
+      }
+      bytes += size;
+      picked.push(i);
     }
-    const page: StoredPage =
-      picked.length === 0
-        ? { bytes: Buffer.alloc(0), count: 0, lastSeq: undefined }
-        : { bytes: Buffer.from(picked.length === 1 ? picked[0]! : picked.join(',')), count: picked.length, lastSeq };
-    // Short of the limit, the page ends at the run's end: whole only if nothing is committed past it.
-    return picked.length < limit ? { page, wholeIfNothingAfter: run.firstSeq + run.chunks.length - 1 } : { page };
+    const lastSeq = picked.length === 0 ? undefined : run.firstSeq + picked.at(-1)!;
+    const page: StoredPage = {
+      bytes: picked.length === 0 ? Buffer.alloc(0) : Buffer.from(picked.length === 1 ? run.chunks[picked[0]!]! : picked.map((i) => run.chunks[i]!).join(',')),
+      count: picked.length,
+      lastSeq,
+      cutAtByteCap,
+    };
+    if (withFacts) page.facts = { types: picked.map((i) => run.types[i]!), occurredAtMs: picked.map((i) => run.occurredAtMs[i]!) };
+    // Short of the limit and of the cap, the page ends at the run's end: whole only if nothing is committed past it.
+    return picked.length < limit && !cutAtByteCap ? { page, wholeIfNothingAfter: run.firstSeq + run.chunks.length - 1 } : { page };
   }
 
   #expired(run: Run): number {
@@ -113,6 +131,8 @@ export class RecentEvents {
     if (n <= 0) return;
     const gone = run.chunks.splice(0, n).reduce((sum, chunk) => sum + chunk.length, 0);
     run.mailboxIds.splice(0, n);
+    run.types.splice(0, n);
+    run.occurredAtMs.splice(0, n);
     run.addedAt.splice(0, n);
     run.firstSeq += n;
     run.chars -= gone;

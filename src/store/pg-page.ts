@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Knex } from 'knex';
-import type { StoredPage } from './events.ts';
+import type { StoredPage } from './feed-page.ts';
 
 /*
  * A feed page read on Postgres straight into bytes. pg decodes every field of every row into a
@@ -17,7 +17,7 @@ interface PgClient {
 }
 
 interface PgQueryClass {
-  new (config: { text: string; values: unknown[] }): object;
+  new (config: { name?: string; text: string; values: unknown[] }): object;
 }
 
 /** What a page query collects while its rows arrive. */
@@ -27,6 +27,12 @@ interface PageSink {
   count: number;
   lastSeq: number | undefined;
   prunedThrough: number | undefined;
+  /** The most envelope bytes the page may hold (it always takes its first event). */
+  maxBytes: number;
+  /** A row came that did not fit: it and every later one were left out. */
+  cut: boolean;
+  types: string[] | undefined;
+  occurredAtMs: number[] | undefined;
 }
 
 // Scratch buffers are reused across pages (one per page in flight): a page costs one allocation, its own.
@@ -35,7 +41,7 @@ const SCRATCH_KEPT_MAX_BYTES = 4 * 1024 * 1024;
 const SCRATCH_KEPT = 4;
 const scratchPool: Buffer[] = [];
 
-let PageQuery: (new (config: { text: string; values: unknown[] }, sink: PageSink) => object) | undefined;
+let PageQuery: (new (config: { name?: string; text: string; values: unknown[] }, sink: PageSink) => object) | undefined;
 
 /** pg's own Query (parse, bind, timeouts, errors), keeping its rows as bytes instead of row objects. */
 function pageQueryClass() {
@@ -43,54 +49,84 @@ function pageQueryClass() {
   const { Query } = createRequire(import.meta.url)('pg') as { Query: PgQueryClass };
   PageQuery = class extends Query {
     constructor(
-      config: { text: string; values: unknown[] },
+      config: { name?: string; text: string; values: unknown[] },
       private readonly sink: PageSink,
     ) {
       super(config);
     }
-    /** Columns: seq, envelope (text format); a null seq carries the retention watermark instead (store/events.ts). */
-    handleDataRow(message: { fields: [string | null, string | null] }): void {
-      const [seq, envelope] = message.fields;
+    /**
+     * Columns: seq, envelope (text format), and when asked, type and occurred_at_ms; a null seq
+     * carries the retention watermark instead (store/feed-page.ts).
+     */
+    handleDataRow(message: { fields: [string | null, string | null, string?, string?] }): void {
+      const [seq, envelope, type, occurredAtMs] = message.fields;
+      const sink = this.sink;
       if (seq === null) {
-        this.sink.prunedThrough = Number(envelope ?? 0);
+        sink.prunedThrough = Number(envelope ?? 0);
         return;
       }
-      appendEnvelope(this.sink, envelope!);
-      this.sink.lastSeq = Number(seq);
+      if (sink.cut || !appendEnvelope(sink, envelope!)) {
+        sink.cut = true;
+        return;
+      }
+      sink.lastSeq = Number(seq);
+      if (sink.types) {
+        sink.types.push(type!);
+        sink.occurredAtMs!.push(occurredAtMs === null || occurredAtMs === undefined ? NaN : Number(occurredAtMs));
+      }
     }
   };
   return PageQuery;
 }
 
-function appendEnvelope(sink: PageSink, envelope: string): void {
-  // UTF-8 takes at most 3 bytes per UTF-16 unit: only a page near the end of its buffer measures.
-  const room = sink.scratch.length - sink.used;
+/** Writes the envelope after the page's others, unless it would take the page past its byte cap (the first always goes in). */
+function appendEnvelope(sink: PageSink, envelope: string): boolean {
+  // UTF-8 takes at most 3 bytes per UTF-16 unit: only a page near its cap or its buffer's end measures.
+  const room = Math.min(sink.scratch.length, sink.maxBytes) - sink.used;
   if (envelope.length * 3 + 1 > room) {
-    const needed = sink.used + Buffer.byteLength(envelope) + 1;
+    const needed = sink.used + Buffer.byteLength(envelope) + (sink.count > 0 ? 1 : 0);
+    if (needed > sink.maxBytes && sink.count > 0) return false;
     if (needed > sink.scratch.length) {
-      const bigger = Buffer.allocUnsafeSlow(Math.max(needed, sink.scratch.length * 2));
+      const bigger = Buffer.allocUnsafeSlow(Math.max(needed, Math.min(sink.scratch.length * 2, sink.maxBytes)));
       sink.scratch.copy(bigger, 0, 0, sink.used);
       sink.scratch = bigger;
     }
   }
   if (sink.count++ > 0) sink.scratch[sink.used++] = 0x2c; // ','
   sink.used += sink.scratch.write(envelope, sink.used);
+  return true;
+}
+
+/** A page statement: (seq, envelope[, type, occurred_at_ms]) rows in seq order; prepared once per connection when named. */
+export interface PgPageStatement {
+  name?: string;
+  text: string;
+  values: unknown[];
 }
 
 /**
- * Runs a page statement selecting (seq, envelope) in seq order on a connection of knex's pool and
- * returns the envelopes joined by commas, as one buffer.
+ * Runs a page statement on a connection of knex's pool and returns the envelopes joined by commas,
+ * as one buffer, stopping before the row that would take it past `maxBytes` (rows after it still
+ * arrive, and are dropped as they do: the statements bound how many, store/feed-page.ts).
  */
-export async function readPgPage(db: Knex, sql: string, bindings: readonly Knex.Value[]): Promise<StoredPage> {
+export async function readPgPage(db: Knex, statement: PgPageStatement, maxBytes: number, withFacts = false): Promise<StoredPage> {
   const Query = pageQueryClass();
-  const sink: PageSink = { scratch: scratchPool.pop() ?? Buffer.allocUnsafeSlow(SCRATCH_BYTES), used: 0, count: 0, lastSeq: undefined, prunedThrough: undefined };
-  // knex's own `?` → `$n` rewriting, as knex.raw does it.
-  const text = (db.client as unknown as { positionBindings(sql: string): string }).positionBindings(sql);
+  const sink: PageSink = {
+    scratch: scratchPool.pop() ?? Buffer.allocUnsafeSlow(SCRATCH_BYTES),
+    used: 0,
+    count: 0,
+    lastSeq: undefined,
+    prunedThrough: undefined,
+    maxBytes,
+    cut: false,
+    types: withFacts ? [] : undefined,
+    occurredAtMs: withFacts ? [] : undefined,
+  };
   const connection = (await db.client.acquireConnection()) as PgClient;
   try {
     await new Promise<void>((resolve, reject) => {
       // The callback as last argument: the pool's timeout guard (store/db.ts) wraps it.
-      connection.query(new Query({ text, values: [...bindings] }, sink), (err) => (err ? reject(err) : resolve()));
+      connection.query(new Query({ ...statement, values: [...statement.values] }, sink), (err) => (err ? reject(err) : resolve()));
     });
   } finally {
     await db.client.releaseConnection(connection);
@@ -99,5 +135,11 @@ export async function readPgPage(db: Knex, sql: string, bindings: readonly Knex.
   const bytes = Buffer.allocUnsafe(sink.used);
   sink.scratch.copy(bytes, 0, 0, sink.used);
   if (sink.scratch.length <= SCRATCH_KEPT_MAX_BYTES && scratchPool.length < SCRATCH_KEPT) scratchPool.push(sink.scratch);
-  return { bytes, count: sink.count, lastSeq: sink.lastSeq, ...(sink.prunedThrough === undefined ? {} : { prunedThrough: sink.prunedThrough }) };
+  const page: StoredPage = { bytes, count: sink.count, lastSeq: sink.lastSeq, cutAtByteCap: sink.cut };
+  if (sink.prunedThrough !== undefined) page.prunedThrough = sink.prunedThrough;
+  if (sink.types) page.facts = { types: sink.types, occurredAtMs: sink.occurredAtMs! };
+  return page;
 }
+
+/** knex's own `?` → `$n` rewriting, as knex.raw does it. */
+export const positional = (db: Knex, sql: string): string => (db.client as unknown as { positionBindings(sql: string): string }).positionBindings(sql);

@@ -59,14 +59,19 @@ export class SqliteReader {
   constructor(private readonly filename: string) {}
 
   rows<T>(sql: string, bindings: readonly unknown[]): T[] {
+    // better-sqlite3 binds numbers, strings, bigints, buffers and null; SQLite has no booleans.
+    return this.connection().prepare(sql).all(bindings.map((b) => (typeof b === 'boolean' ? Number(b) : b))) as T[];
+  }
+
+  /** The read-only connection itself, for reads of several statements (store/sqlite-page.ts). */
+  connection(): SqliteConnection {
     if (!this.#conn) {
       const conn = new Database(this.filename);
       configureSqlite(conn);
       conn.pragma('query_only = ON');
       this.#conn = conn;
     }
-    // better-sqlite3 binds numbers, strings, bigints, buffers and null; SQLite has no booleans.
-    return this.#conn.prepare(sql).all(bindings.map((b) => (typeof b === 'boolean' ? Number(b) : b))) as T[];
+    return this.#conn;
   }
 
   close(): void {

@@ -20,19 +20,20 @@ export async function checkoutsDuring(db: Db, work: () => Promise<unknown>): Pro
   return count;
 }
 
-/** How many statements matching `pattern` a SQLite handle's read connection (store/db.ts) ran while `work` ran. */
+/** How many statements matching `pattern` a SQLite handle's read connection (store/db.ts) prepared to run while `work` ran. */
 export async function sqliteReadsDuring(db: Db, pattern: RegExp, work: () => Promise<unknown>): Promise<number> {
-  const reader = sqliteReaderOf(db)!;
-  const rows = reader.rows;
+  // Every read on that connection prepares its statement first (a cached one comes back at once).
+  const conn = sqliteReaderOf(db)!.connection();
+  const prepare = conn.prepare;
   let count = 0;
-  reader.rows = function <T>(this: typeof reader, sql: string, bindings: readonly unknown[]): T[] {
+  conn.prepare = function (this: typeof conn, sql: string) {
     if (pattern.test(sql)) count++;
-    return rows.call(this, sql, bindings) as T[];
-  };
+    return prepare.call(this, sql);
+  } as typeof conn.prepare;
   try {
     await work();
   } finally {
-    reader.rows = rows;
+    conn.prepare = prepare;
   }
   return count;
 }

@@ -37,3 +37,16 @@ export function sampleEvent(mailboxId: string | undefined = 'mbx_sales', n = 0) 
     },
   };
 }
+
+/**
+ * A valid mail.received of ~63 KB (175 recipients with long display names, a 998-character
+ * subject line): under the 64 KiB body limit, and a page of 500 of them is ~31 MB.
+ */
+export function largeEvent(mailboxId: string | undefined = 'mbx_sales', n = 0) {
+  const event = sampleEvent(mailboxId, n);
+  const to = Array.from({ length: 175 }, (_, i) => ({
+    email: `destinataire.${n}.${i}.${'x'.repeat(40)}@exemple.fr`,
+    name: `Destinataire ${i} ${'Ê'.repeat(120)}`.slice(0, 256),
+  }));
+  return { ...event, data: { ...event.data, to, subject_line: `${n} ${'S'.repeat(998)}`.slice(0, 998) } };
+}

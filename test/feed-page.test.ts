@@ -1,0 +1,356 @@
+/**
+ * The feed's page reads (store/feed-page.ts, sqlite-page.ts, pg-page.ts): a page is its rows
+ * joined, at most `limit` of them and at most PAGE_MAX_BYTES (always one), for the whole feed and
+ * for keys restricted to any number of mailboxes; the work is bounded whatever the statistics;
+ * and what the operation concludes from a page (heads, expiry, read-ahead) stays true.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Knex } from 'knex';
+import { CursorCodec } from '../src/feed/cursor.ts';
+import { FeedHeads } from '../src/feed/heads.ts';
+import { PAGE_MAX_BYTES } from '../src/limits/page-bytes.ts';
+import { migrateLatest, openDatabase, publish } from '../src/library.ts';
+import { eventFeed } from '../src/operations/event-feed.ts';
+import { ApiError } from '../src/errors.ts';
+import type { Db } from '../src/store/db.ts';
+import { pgPageStatement, readPage, readPageRows, type PageQuery, type StoredPage } from '../src/store/feed-page.ts';
+import { readPgPage } from '../src/store/pg-page.ts';
+import { pruneWorkspace } from '../src/store/retention.ts';
+import { queryRows } from '../src/store/sql.ts';
+import { createWorkspace } from '../src/store/workspaces.ts';
+import { checkoutsDuring } from './support/checkouts.ts';
+import { largeEvent, sampleEvent } from './support/contract.ts';
+import { databaseKinds, type TestDatabase } from './support/databases.ts';
+
+/** A migrated database for the enclosing suite: created and handed to `opened` before its tests, dropped after them. */
+function suiteDatabase(create: () => Promise<TestDatabase>, opened: (db: Db) => void | Promise<void>): void {
+  let database: TestDatabase;
+  let db: Db;
+  before(async () => {
+    database = await create();
+    db = openDatabase(database.url);
+    await migrateLatest(db);
+    await opened(db);
+  });
+  after(async () => {
+    await db.destroy();
+    await database.drop();
+  });
+}
+
+/** An event of ~2.5 kB with characters of 1 to 4 UTF-8 bytes: a page of 300 outgrows the Postgres reader's 512 kB scratch. */
+const wideEvent = (n: number, mailboxId: string) => {
+  const event = sampleEvent(mailboxId, n);
+  return { ...event, data: { ...event.data, subject_line: `Réf ’${n}’ 😀 ${'é€x'.repeat(320)}` } };
+};
+
+/** A valid event of ~1.6 MB (2,000 recipients, long names): larger than a page may be, so it comes alone. */
+const hugeEvent = (n: number, mailboxId: string) => {
+  const event = sampleEvent(mailboxId, n);
+  const domain = Array.from({ length: 3 }, () => 'x'.repeat(60)).join('.') + '.fr';
+  const recipient = (i: number) => ({ email: `r${i}@${domain}`, name: 'é'.repeat(256) });
+  return { ...event, data: { ...event.data, to: Array.from({ length: 1000 }, (_, i) => recipient(i)), cc: Array.from({ length: 1000 }, (_, i) => recipient(1000 + i)) } };
+};
+
+/** What a page must be: its rows (at most `limit`), in seq order, stopping before the row that would pass the byte cap. */
+async function expectPage(reader: Db | Knex.Transaction, q: PageQuery, page: StoredPage): Promise<void> {
+  const rows = await readPageRows(reader, q);
+  const kept: string[] = [];
+  let bytes = -1;
+  for (const row of rows) {
+    bytes += Buffer.byteLength(row.envelope) + 1;
+    if (kept.length > 0 && bytes > PAGE_MAX_BYTES) break;
+    kept.push(row.envelope);
+  }
+  const label = `page after ${q.afterSeq} (limit ${q.limit}, mailboxes ${q.mailboxes?.length ?? 'all'})`;
+  assert.equal(page.count, kept.length, label);
+  assert.equal(page.lastSeq, kept.length ? rows[kept.length - 1]!.seq : undefined, label);
+  assert.equal(page.cutAtByteCap, kept.length < rows.length, `${label}: cutAtByteCap`);
+  assert.ok(page.bytes.equals(Buffer.from(kept.join(','))), `${label} differs from its rows`);
+  assert.ok(page.bytes.length <= PAGE_MAX_BYTES || page.count === 1, `${label}: over the byte cap`);
+}
+
+for (const { kind, create, skip } of await databaseKinds()) {
+  describe(`feed pages as bytes (${kind})`, { skip }, () => {
+    let db: Db;
+    let workspaceId: string;
+    suiteDatabase(create, async (opened) => {
+      db = opened;
+      workspaceId = (await createWorkspace(db, 'pages', true, Date.now())).id;
+      for (let batch = 0; batch < 7; batch++) {
+        await db.transaction((trx) => publish(trx, workspaceId, Array.from({ length: 100 }, (_, i) => wideEvent(batch * 100 + i, i % 3 === 0 ? 'mbx_b' : 'mbx_a'))));
+      }
+    });
+
+    const queries = () => [
+      { workspaceId, afterSeq: 0, limit: 500, mailboxes: null },
+      { workspaceId, afterSeq: 123, limit: 300, mailboxes: null },
+      { workspaceId, afterSeq: 650, limit: 100, mailboxes: null },
+      { workspaceId, afterSeq: 10, limit: 200, mailboxes: ['mbx_b'] },
+      { workspaceId, afterSeq: 700, limit: 100, mailboxes: null },
+    ];
+
+    it('a page is its rows joined, up to the byte cap, whatever its size and characters', async () => {
+      for (const q of queries()) await expectPage(db, q, await readPage(db, q));
+      const full = await readPage(db, queries()[0]!);
+      assert.ok(full.bytes.length > 512 * 1024, 'the first page should outgrow the scratch buffer');
+      assert.ok(full.cutAtByteCap && full.count < 500, 'the first page stops at the byte cap');
+      assert.equal((JSON.parse(`[${full.bytes.toString('utf8')}]`) as unknown[]).length, full.count);
+    });
+
+    it('inside a transaction too', async () => {
+      await db.transaction(async (trx) => {
+        for (const q of queries()) await expectPage(trx, q, await readPage(trx, q));
+      });
+    });
+
+    it('each event once, in order, paging page after page', async () => {
+      for (const mailboxes of [null, ['mbx_b'], ['mbx_a', 'mbx_b', 'mbx_z']]) {
+        const all = await readPageRows(db, { workspaceId, afterSeq: 0, limit: 10_000, mailboxes });
+        const seen: string[] = [];
+        let afterSeq = 0;
+        for (;;) {
+          const page = await readPage(db, { workspaceId, afterSeq, limit: 500, mailboxes });
+          if (page.count === 0) break;
+          const events = JSON.parse(`[${page.bytes}]`) as Array<{ id: string }>;
+          assert.equal(events.length, page.count);
+          seen.push(...events.map((event) => event.id));
+          afterSeq = page.lastSeq!;
+        }
+        assert.deepEqual(seen, all.map((row) => (JSON.parse(row.envelope) as { id: string }).id), `mailboxes ${mailboxes}`);
+      }
+    });
+
+    it('pages read at the same time do not mix', { skip: kind !== 'postgres' && 'SQLite reads one page at a time' }, async () => {
+      const many = Array.from({ length: 24 }, (_, i) => ({ workspaceId, afterSeq: i * 25, limit: 50 + i * 10, mailboxes: i % 4 === 0 ? ['mbx_a'] : null }));
+      const pages = await Promise.all(many.map((q) => readPage(db, q)));
+      for (const [i, q] of many.entries()) await expectPage(db, q, pages[i]!);
+    });
+
+    it("a restricted page brings its mailboxes' retention watermark, from one statement", { skip: kind !== 'postgres' && 'Postgres reader only' }, async () => {
+      const q = { workspaceId, afterSeq: 10, limit: 50, mailboxes: ['mbx_b', 'mbx_c'] };
+      try {
+        let before: StoredPage | undefined;
+        // A limit of 1 is never read ahead.
+        assert.equal(await checkoutsDuring(db, async () => (before = await readPage(db, { ...q, limit: 1 }))), 1);
+        assert.equal(before!.prunedThrough, 0, 'nothing pruned yet');
+        await db('feed_retention_mailboxes').insert({ workspace_id: workspaceId, mailbox_id: 'mbx_b', pruned_through: 42 });
+        await db('feed_retention_mailboxes').insert({ workspace_id: workspaceId, mailbox_id: 'mbx_z', pruned_through: 99 });
+        let page: StoredPage | undefined;
+        assert.equal(await checkoutsDuring(db, async () => (page = await readPage(db, { ...q, limit: 7 }))), 1, 'page and watermark in one round trip');
+        assert.equal(page!.prunedThrough, 42, "the highest of the key's own mailboxes");
+        await expectPage(db, { ...q, limit: 7 }, page!);
+        assert.equal((await readPage(db, { ...q, mailboxes: null, limit: 1 })).prunedThrough, undefined, 'unrestricted pages prove themselves');
+      } finally {
+        await db('feed_retention_mailboxes').where({ workspace_id: workspaceId }).delete();
+      }
+    });
+
+    it('a failing page read gives its connection back', { skip: kind !== 'postgres' && 'Postgres reader only' }, async () => {
+      // More failures than the pool has connections (10): a leaked connection would starve the read that follows.
+      for (let i = 0; i < 15; i++) {
+        await assert.rejects(readPgPage(db, { text: 'SELECT seq, envelope FROM no_such_table WHERE workspace_id = $1', values: [workspaceId] }, PAGE_MAX_BYTES), /no_such_table/);
+      }
+      await expectPage(db, queries()[1]!, await readPage(db, queries()[1]!));
+    });
+
+    it('facts: each event’s type and occurred_at, in page order, when asked', async () => {
+      for (const q of [queries()[1]!, queries()[3]!]) {
+        const page = await readPage(db, { ...q, withFacts: true });
+        const events = JSON.parse(`[${page.bytes}]`) as Array<{ type: string; occurred_at: string }>;
+        assert.deepEqual(page.facts!.types, events.map((e) => e.type));
+        assert.deepEqual(page.facts!.occurredAtMs, events.map((e) => Date.parse(e.occurred_at)));
+        assert.equal((await readPage(db, q)).facts, undefined);
+      }
+    });
+  });
+
+  describe(`the byte cap on large events (${kind})`, { skip }, () => {
+    let db: Db;
+    let workspaceId: string;
+    const mailboxesOf = (i: number) => `mbx_${i % 4}`;
+    suiteDatabase(create, async (opened) => {
+      db = opened;
+      workspaceId = (await createWorkspace(db, 'large', true, Date.now())).id;
+      for (let batch = 0; batch < 5; batch++) {
+        await db.transaction((trx) => publish(trx, workspaceId, Array.from({ length: 20 }, (_, i) => largeEvent(mailboxesOf(i), batch * 20 + i))));
+      }
+      await db.transaction((trx) => publish(trx, workspaceId, [hugeEvent(100, 'mbx_0'), largeEvent('mbx_0', 101)]));
+    });
+
+    it('a page of 500 ~62 KB events stops before 1 MiB, and the next page goes on from there', async () => {
+      for (const mailboxes of [null, ['mbx_0', 'mbx_2']]) {
+        const first = await readPage(db, { workspaceId, afterSeq: 0, limit: 500, mailboxes });
+        assert.ok(first.cutAtByteCap, 'cut at the byte cap');
+        assert.ok(first.count >= 8 && first.count <= 17, `${first.count} events`);
+        await expectPage(db, { workspaceId, afterSeq: 0, limit: 500, mailboxes }, first);
+        await expectPage(db, { workspaceId, afterSeq: first.lastSeq!, limit: 500, mailboxes }, await readPage(db, { workspaceId, afterSeq: first.lastSeq!, limit: 500, mailboxes }));
+      }
+    });
+
+    it('an event larger than the cap comes alone, and the page after it goes on', async () => {
+      const [huge] = await queryRows<{ seq: number }>(db, "SELECT seq FROM events WHERE workspace_id = ? AND envelope LIKE '%r1999@%'", [workspaceId]);
+      for (const mailboxes of [null, ['mbx_0']]) {
+        const alone = await readPage(db, { workspaceId, afterSeq: huge!.seq - 1, limit: 500, mailboxes });
+        assert.equal(alone.count, 1);
+        assert.equal(alone.lastSeq, huge!.seq);
+        assert.ok(alone.bytes.length > PAGE_MAX_BYTES, 'the huge event is served whole');
+        assert.ok(alone.cutAtByteCap);
+        if (mailboxes === null) {
+          const before = await readPage(db, { workspaceId, afterSeq: huge!.seq - 3, limit: 500, mailboxes });
+          assert.deepEqual([before.count, before.lastSeq, before.cutAtByteCap], [2, huge!.seq - 1, true], 'a page does not take the huge event after others');
+        }
+        await expectPage(db, { workspaceId, afterSeq: huge!.seq, limit: 500, mailboxes }, await readPage(db, { workspaceId, afterSeq: huge!.seq, limit: 500, mailboxes }));
+      }
+    });
+
+    it('inside a transaction too', async () => {
+      await db.transaction(async (trx) => {
+        await expectPage(trx, { workspaceId, afterSeq: 3, limit: 500, mailboxes: null }, await readPage(trx, { workspaceId, afterSeq: 3, limit: 500, mailboxes: null }));
+        await expectPage(trx, { workspaceId, afterSeq: 3, limit: 500, mailboxes: ['mbx_1'] }, await readPage(trx, { workspaceId, afterSeq: 3, limit: 500, mailboxes: ['mbx_1'] }));
+      });
+    });
+  });
+
+  describe(`keys restricted to many mailboxes (${kind})`, { skip }, () => {
+    let db: Db;
+    let workspaceId: string;
+    const MAILBOXES = 120;
+    suiteDatabase(create, async (opened) => {
+      db = opened;
+      workspaceId = (await createWorkspace(db, 'mailboxes', true, Date.now())).id;
+      // Mailboxes of every density: mbx_0 holds half the events, the others share the rest unevenly.
+      let n = 0;
+      for (let batch = 0; batch < 6; batch++) {
+        await db.transaction((trx) =>
+          publish(
+            trx,
+            workspaceId,
+            Array.from({ length: 500 }, () => {
+              n++;
+              const mailbox = n % 2 === 0 ? 'mbx_0' : `mbx_${1 + ((n * 7919) % (n % 3 === 0 ? 7 : MAILBOXES - 1))}`;
+              return sampleEvent(n % 97 === 0 ? undefined : mailbox, n);
+            }),
+          ),
+        );
+      }
+    });
+
+    it('a page for 1, 10, 50 or 100 mailboxes is exactly theirs, in order, from any position and limit', async () => {
+      let seed = 42;
+      const random = (max: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % max);
+      for (const k of [1, 2, 10, 33, 50, 100]) {
+        for (let round = 0; round < 4; round++) {
+          const mailboxes = [...new Set(Array.from({ length: k }, () => `mbx_${random(MAILBOXES + 5)}`))];
+          const q = { workspaceId, afterSeq: random(3000), limit: 1 + random(500), mailboxes };
+          await expectPage(db, q, await readPage(db, q));
+        }
+      }
+    });
+  });
+
+  describe(`what event_feed concludes from a page (${kind})`, { skip }, () => {
+    let db: Db;
+    let workspaceId: string;
+    const cursors = new CursorCodec('x'.repeat(32));
+    const context = (heads = new FeedHeads({ othersWrites: () => 'fixed' })) => {
+      heads.open();
+      return { db, cursors, heads, principal: { keyId: 'key', workspaceId, permissions: new Set(['read' as const]), mailboxes: null } };
+    };
+    suiteDatabase(create, async (opened) => {
+      db = opened;
+    });
+    before(async () => {
+      workspaceId = (await createWorkspace(db, 'conclusions', true, Date.now())).id;
+      await db.transaction((trx) => publish(trx, workspaceId, Array.from({ length: 40 }, (_, i) => sampleEvent('mbx_a', i))));
+    });
+
+    it('a page short because retention removed the start of its range teaches no head: the cursor is refused, and later polls still find the events', async () => {
+      await db('events').where({ workspace_id: workspaceId }).andWhere('seq', '<=', 10).update({ stored_at: 0 });
+      await pruneWorkspace(db, workspaceId, 1, 1000);
+      const ctx = context();
+      // Range (2, 12]: only 11 and 12 are left; an expired cursor, refused.
+      await assert.rejects(eventFeed(ctx, { after: cursors.encode(workspaceId, 2), limit: 10 }), (err) => err instanceof ApiError && /expired/.test(err.message));
+      const later = await eventFeed(ctx, { after: cursors.encode(workspaceId, 12), limit: 100 });
+      assert.equal(later.events.count, 28, 'events 13..40 after the refused cursor');
+    });
+
+    it('a page read ahead before a prune is not served after it: the cursor is refused as expired', async () => {
+      const ws = (await createWorkspace(db, 'read-ahead', true, Date.now())).id;
+      await db.transaction((trx) => publish(trx, ws, Array.from({ length: 30 }, (_, i) => sampleEvent('mbx_a', i))));
+      const ctx = { ...context(), principal: { ...context().principal, workspaceId: ws } };
+      const first = await eventFeed(ctx, { limit: 10 });
+      assert.equal(first.events.count, 10);
+      await new Promise((resolve) => setTimeout(resolve, 50)); // the next page is read ahead meanwhile
+      await db('events').where({ workspace_id: ws }).andWhere('seq', '<=', 15).update({ stored_at: 0 });
+      await pruneWorkspace(db, ws, 1, 1000);
+      await assert.rejects(eventFeed(ctx, { after: first.next_cursor, limit: 10 }), (err) => err instanceof ApiError && /expired/.test(err.message));
+    });
+
+    it('without a cursor, the page starts at the oldest retained event', async () => {
+      const ws = (await createWorkspace(db, 'oldest', true, Date.now())).id;
+      await db.transaction((trx) => publish(trx, ws, Array.from({ length: 30 }, (_, i) => sampleEvent('mbx_a', i))));
+      await db('events').where({ workspace_id: ws }).andWhere('seq', '<=', 25).update({ stored_at: 0 });
+      await pruneWorkspace(db, ws, 1, 1000);
+      const ctx = { ...context(), principal: { ...context().principal, workspaceId: ws } };
+      const page = await eventFeed(ctx, { limit: 10 });
+      assert.equal(page.events.count, 5);
+      assert.equal(page.events.lastSeq, 30);
+    });
+  });
+}
+
+const postgres = (await databaseKinds())[1]!;
+describe('page plans that cannot sort the rest of the feed (postgres, never analyzed)', { skip: postgres.skip }, () => {
+  let db: Db;
+  let workspaceId: string;
+  const EVENTS = 100_000;
+  suiteDatabase(postgres.create, async (opened) => {
+    db = opened;
+    await db.raw('ALTER TABLE events SET (autovacuum_enabled = false)');
+    workspaceId = (await createWorkspace(db, 'unanalyzed', true, Date.now())).id;
+    const envelope = JSON.stringify(sampleEvent('mbx_a', 0));
+    await db.raw(
+      `INSERT INTO events (workspace_id, seq, id, type, mailbox_id, occurred_at_ms, stored_at, envelope)
+       SELECT ?, n, 'evt_' || n, 'mail.received', 'mbx_' || (n % 40), 0, 0, ? FROM generate_series(1, ?) n`,
+      [workspaceId, envelope, EVENTS],
+    );
+    await db('feed_counters').where({ workspace_id: workspaceId }).update({ last_seq: EVENTS });
+  });
+
+  /** Every plan node's actual row count, from EXPLAIN ANALYZE of the statement the reader runs. */
+  async function nodeRows(q: PageQuery): Promise<number[]> {
+    const statement = pgPageStatement(q);
+    const conn = (await db.client.acquireConnection()) as { query(config: { text: string; values: unknown[] }): Promise<{ rows: Array<Record<string, any>> }> };
+    try {
+      const { rows } = await conn.query({ text: `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, values: statement.values });
+      const counts: number[] = [];
+      const walk = (node: any) => {
+        counts.push(node['Actual Rows'] * node['Actual Loops']);
+        for (const child of node.Plans ?? []) walk(child);
+      };
+      walk(rows[0]!['QUERY PLAN'][0].Plan);
+      return counts;
+    } finally {
+      await db.client.releaseConnection(conn);
+    }
+  }
+
+  it('the table has no statistics', async () => {
+    const [stats] = await queryRows<{ last_analyze: unknown; last_autoanalyze: unknown }>(db, "SELECT last_analyze, last_autoanalyze FROM pg_stat_user_tables WHERE relname = 'events'", []);
+    assert.deepEqual(stats, { last_analyze: null, last_autoanalyze: null });
+  });
+
+  it('no plan node handles more rows than the page needs, in the middle of the feed', async () => {
+    for (const q of [
+      { workspaceId, afterSeq: EVENTS / 2, limit: 500, mailboxes: null },
+      { workspaceId, afterSeq: EVENTS / 2, limit: 100, mailboxes: ['mbx_3'] },
+      { workspaceId, afterSeq: EVENTS / 2, limit: 500, mailboxes: ['mbx_3', 'mbx_7'] },
+      { workspaceId, afterSeq: EVENTS / 2, limit: 200, mailboxes: Array.from({ length: 35 }, (_, i) => `mbx_${i}`) },
+    ]) {
+      const most = Math.max(...(await nodeRows(q)));
+      assert.ok(most <= q.limit * (q.mailboxes?.length ?? 1) + 1, `a node handled ${most} rows for a page of ${q.limit} (${q.mailboxes?.length ?? 'all'} mailboxes)`);
+    }
+  });
+});
