@@ -17,6 +17,8 @@ export interface Config {
   webhooksAllowInsecure: boolean;
   webhookTimeoutMs: number;
   webhookDispatchIntervalMs: number;
+  /** Memory the answers in flight may hold (pages of events), in MiB: past it, requests wait, then get 429. */
+  memoryBudgetMb: number;
 }
 
 export const MIN_RETENTION_DAYS = 30;
@@ -49,6 +51,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhooksAllowInsecure: env.WEBHOOKS_ALLOW_INSECURE === '1',
     webhookTimeoutMs: positive(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
     webhookDispatchIntervalMs: positive(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 500),
+    memoryBudgetMb: memoryBudget(env),
     rateLimitBurst: positive(env, 'RATE_LIMIT_BURST', Math.max(1, Math.ceil(rateLimitPerSecond * 2))),
     host: env.HOST || '127.0.0.1',
     port,
@@ -69,5 +72,12 @@ function number(env: NodeJS.ProcessEnv, name: string, fallback: number): number 
 function positive(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const value = number(env, name, fallback);
   if (value <= 0) throw new ConfigError(`${name} must be greater than 0`);
+  return value;
+}
+
+/** A page reserves ~2 MiB while it is read: below 8 MiB, one large request would wait for another's. */
+function memoryBudget(env: NodeJS.ProcessEnv): number {
+  const value = positive(env, 'MEMORY_BUDGET_MB', 64);
+  if (value < 8) throw new ConfigError(`MEMORY_BUDGET_MB must be at least 8 (got ${value})`);
   return value;
 }

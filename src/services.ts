@@ -6,13 +6,18 @@ import { GroupCommit } from './feed/group-commit.ts';
 import { FeedHeads } from './feed/heads.ts';
 import { RecentEvents } from './feed/recent-events.ts';
 import type { AppServices } from './operations/context.ts';
+import { MemoryBudget } from './limits/memory-budget.ts';
 import { RateLimiter } from './limits/rate-limiter.ts';
 import { dbKind, othersWritesVersion, type Db } from './store/db.ts';
 import { sharedCursorSecret } from './store/settings.ts';
 
+const MB = 1024 * 1024;
+/** How long a request waits for room in the memory budget before it is refused (429). */
+const ADMISSION_WAIT_MS = 1000;
+
 export async function createServices(
   db: Db,
-  config: Pick<Config, 'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'webhooksAllowInsecure'>,
+  config: Pick<Config, 'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'webhooksAllowInsecure' | 'memoryBudgetMb'>,
   clock: Clock = systemClock,
 ): Promise<AppServices> {
   const secret = config.cursorSecret ?? (await sharedCursorSecret(db));
@@ -30,6 +35,8 @@ export async function createServices(
     groupCommit: new GroupCommit(db, clock, heads, recent),
     requestValidator: new RequestValidator(),
     rateLimiter: new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst),
+    // A quarter per key: one tenant's large pages leave three quarters to the others.
+    memory: new MemoryBudget(config.memoryBudgetMb * MB, (config.memoryBudgetMb * MB) / 4, ADMISSION_WAIT_MS),
     webhookPolicy: { allowInsecure: config.webhooksAllowInsecure },
   };
 }

@@ -6,3 +6,10 @@
  * What bounds a request's memory: a page is bytes off the V8 heap, at most this plus one event.
  */
 export const PAGE_MAX_BYTES = 1024 * 1024;
+
+/**
+ * What a request that answers a page reserves of the memory budget (limits/memory-budget.ts)
+ * before reading it: the page twice (the database's copy or the reader's scratch, and the page
+ * itself) and room for the rest of the answer. Shrunk to the real size once the page is read.
+ */
+export const PAGE_RESERVATION_BYTES = 2 * PAGE_MAX_BYTES + 64 * 1024;

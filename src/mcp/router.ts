@@ -1,58 +1,29 @@
 import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
 import { InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import express, { Router, type Request, type Response } from 'express';
-import { mcpTools } from '../../generated/mcp-tools.ts';
+import typeIs from 'type-is';
 import { authenticate } from '../auth/api-keys.ts';
 import type { Principal } from '../auth/principal.ts';
-import type { Logger } from '../log.ts';
-import type { AppServices } from '../operations/context.ts';
+import { ApiError } from '../errors.ts';
 import { bearerToken } from '../http/bearer.ts';
 import { MAX_BODY_BYTES } from '../http/json-body.ts';
-import { callTool } from './tools.ts';
-
-const SERVER_INFO = { name: 'event-feed', title: 'Flux des événements de messagerie', version: '1.0.0' };
-const INSTRUCTIONS =
-  'Relit les événements de messagerie (mail.*) d’un espace, dans l’ordre d’émission. ' +
-  'Appelez event_feed sans after pour commencer au plus ancien événement conservé, puis passez next_cursor comme after.';
-
-// Tool descriptors exactly as generated from the contract.
-const TOOLS = mcpTools as unknown as Array<Record<string, unknown>>;
-
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
-const toolCalls = (body: unknown): Array<Record<string, any>> =>
-  (Array.isArray(body) ? body : [body]).filter((m) => isPlainObject(m) && m.method === 'tools/call' && isPlainObject(m.params));
+import type { Logger } from '../log.ts';
+import type { AppServices } from '../operations/context.ts';
+import { errorResponse, INVALID_PARAMS, INVALID_REQUEST, messageProblem, toolCallParams, type JsonRpcMessage } from './json-rpc.ts';
+import { answerWithSdk } from './sdk-session.ts';
+import { callTool, toolResponse } from './tools.ts';
 
 /**
- * The `arguments` of a tools/call exactly as the client sent them (undefined when absent). The
- * SDK re-parses params with zod, which rebuilds objects and drops an own `__proto__` key: the tool
- * would then accept what HTTP refuses as an unknown parameter.
- */
-function argumentsAsSent(body: unknown, id: string | number): unknown {
-  return toolCalls(body).find((m) => m.id === id)?.params.arguments;
-}
-
-/**
- * The body as the SDK gets it: a tools/call whose `arguments` is not an object fails the SDK's own
- * parameter check with a bare "Internal error". It gets `{}` instead, and the tool, which reads
- * the arguments as sent, refuses them as HTTP refuses a body that is not a JSON object.
- */
-function withObjectArguments(body: unknown): unknown {
-  const fix = (m: unknown) =>
-    toolCalls([m]).length && 'arguments' in (m as any).params && !isPlainObject((m as any).params.arguments)
-      ? { ...(m as object), params: { ...(m as any).params, arguments: {} } }
-      : m;
-  return Array.isArray(body) ? body.map(fix) : fix(body);
-}
-
-/**
- * POST /mcp: MCP over Streamable HTTP, stateless with JSON responses. A server and a transport per
- * request (the SDK's stateless transport cannot be reused); the bearer key is checked before any
- * JSON-RPC is read.
+ * POST /mcp: MCP over Streamable HTTP, stateless, with JSON responses. The bearer key is checked
+ * before any JSON-RPC is read; the body is one JSON-RPC message (batches are refused: MCP
+ * 2025-06-18 removed them, and a batch multiplied one request's cost by its length), and every
+ * message takes one token of the key's rate budget, whatever its method.
+ *
+ * tools/call is answered here: its result embeds the page's stored bytes as `structuredContent`,
+ * as the HTTP answer does, instead of going through the SDK, which would need the page parsed into
+ * objects and stringified again (the V8 heap then held several copies of every page in flight).
+ * Every other message (initialize, tools/list, ping, notifications) goes to the SDK's server.
  */
 export function mcpRouter(services: AppServices, log: Logger): Router {
   const router = Router();
@@ -65,16 +36,12 @@ export function mcpRouter(services: AppServices, log: Logger): Router {
     },
   };
 
-  const parseJsonRpc = express.json({ limit: MAX_BODY_BYTES, type: () => true });
+  const parseJsonRpc = express.json({ limit: MAX_BODY_BYTES, type: () => true, strict: false });
   const jsonRpcBody = (req: Request, res: Response, next: (err?: unknown) => void) =>
     parseJsonRpc(req, res, (err?: unknown) => {
       if (!err) return next();
       const tooLarge = (err as { type?: string }).type === 'entity.too.large';
-      res.status(tooLarge ? 413 : 400).json({
-        jsonrpc: '2.0',
-        error: { code: -32700, message: tooLarge ? `Parse error: body is over ${MAX_BODY_BYTES / 1024} KiB` : 'Parse error: body is not valid JSON' },
-        id: null,
-      });
+      res.status(tooLarge ? 413 : 400).json(errorResponse(null, -32700, tooLarge ? `Parse error: body is over ${MAX_BODY_BYTES / 1024} KiB` : 'Parse error: body is not valid JSON'));
     });
 
   // The SDK takes the second space-separated word as the token and ignores the rest: hold the
@@ -89,23 +56,63 @@ export function mcpRouter(services: AppServices, log: Logger): Router {
   router.post('/mcp', sameHeaderRuleAsHttp, requireBearerAuth({ verifier }), jsonRpcBody, async (req: Request, res: Response) => {
     const principal = (req as Request & { auth: { extra: { principal: Principal } } }).auth.extra.principal;
     const requestId = String(res.locals.requestId);
-    const server = new Server(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOLS as never }));
-    server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-      callTool(services, principal, request.params.name, argumentsAsSent(req.body, extra.requestId), requestId, log),
-    );
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    res.on('close', () => {
-      void transport.close();
-      void server.close();
-    });
-    await server.connect(transport);
-    await transport.handleRequest(req, res, withObjectArguments(req.body));
+    const body: unknown = req.body;
+    const problem = messageProblem(body);
+    if (problem) return void res.status(400).json(errorResponse(null, INVALID_REQUEST, problem));
+    const message = body as JsonRpcMessage;
+
+    if (message.method === 'tools/call' && message.id !== undefined) {
+      const refused = transportProblem(req);
+      if (refused) return void res.status(refused.status).json(errorResponse(null, -32000, refused.message));
+      const params = toolCallParams(message.params);
+      if ('problem' in params) {
+        takeToken(services, principal, res);
+        return void res.status(200).json(errorResponse(message.id, INVALID_PARAMS, params.problem));
+      }
+      // callTool takes the message's token itself: over the budget, the model reads a rate_limited tool error.
+      const answer = await callTool(services, principal, params.name, params.args, requestId, log);
+      if ('reservation' in answer) res.once('close', () => answer.reservation.release());
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      for (const chunk of toolResponse(message.id, answer)) res.write(chunk);
+      return void res.end();
+    }
+
+    if (!takeToken(services, principal, res)) {
+      return void res.status(429).json(errorResponse(message.id ?? null, -32000, `rate_limited: ${res.locals.rateLimitMessage}`));
+    }
+    await answerWithSdk(req, res, message);
   });
 
   router.all('/mcp', (_req, res) => {
     res.setHeader('Allow', 'POST');
-    res.status(405).json({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: MCP is served statelessly over POST /mcp' }, id: null });
+    res.status(405).json(errorResponse(null, -32000, 'Method not allowed: MCP is served statelessly over POST /mcp'));
   });
   return router;
+}
+
+/** One token of the key's budget for a message; false (with Retry-After and RateLimit-* set) when it is empty. */
+function takeToken(services: AppServices, principal: Principal, res: Response): boolean {
+  try {
+    services.rateLimiter.take(principal.keyId);
+    return true;
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
+    res.locals.rateLimitMessage = err.message;
+    return false;
+  }
+}
+
+/** What the SDK's transport checks of a request before reading its message, answered the same way here. */
+function transportProblem(req: Request): { status: number; message: string } | undefined {
+  const accept = req.headers.accept ?? '';
+  if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
+    return { status: 406, message: 'Not Acceptable: Client must accept both application/json and text/event-stream' };
+  }
+  if (!typeIs(req, ['application/json'])) return { status: 415, message: 'Unsupported Media Type: Content-Type must be application/json' };
+  const version = req.headers['mcp-protocol-version'];
+  if (typeof version === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
+    return { status: 400, message: `Bad Request: Unsupported protocol version: ${version.slice(0, 40)} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})` };
+  }
+  return undefined;
 }

@@ -6,6 +6,7 @@ import type { CursorCodec } from '../feed/cursor.ts';
 import type { GroupCommit } from '../feed/group-commit.ts';
 import type { FeedHeads } from '../feed/heads.ts';
 import type { RecentEvents } from '../feed/recent-events.ts';
+import type { MemoryBudget } from '../limits/memory-budget.ts';
 import type { RateLimiter } from '../limits/rate-limiter.ts';
 import type { Db } from '../store/db.ts';
 import type { TargetPolicy } from '../webhooks/target-policy.ts';
@@ -30,6 +31,8 @@ export interface AppServices extends Services {
   rateLimiter: RateLimiter;
   /** The contract's request schemas, compiled once: both transports validate with it. */
   requestValidator: RequestValidator;
+  /** What answers in flight may hold: pages are admitted against it (limits/memory-budget.ts). */
+  memory: MemoryBudget;
 }
 
 /** One call: the services plus who is calling. */

@@ -1,4 +1,5 @@
-import type { EventEnvelope, EventType } from '../../../generated/types.ts';
+import type { EventType } from '../../../generated/types.ts';
+import type { EventFacts } from '../../store/feed-page.ts';
 
 /** How a person reads each event type, in French. */
 export const FRENCH_TYPE_LABELS: Record<EventType, string> = {
@@ -16,17 +17,22 @@ const dateFormat = new Intl.DateTimeFormat('fr-FR', { dateStyle: 'long', timeSty
 export const frenchCount = (n: number, one: string, many: string) => `${n.toLocaleString('fr-FR')} ${n > 1 ? many : one}`;
 
 /** One line per type, most frequent first: `- mail.sent (message envoyé) : 3`. */
-export function typeBreakdown(events: readonly EventEnvelope[]): string {
+export function typeBreakdown(facts: EventFacts): string {
   const counts = new Map<string, number>();
-  for (const event of events) counts.set(event.type, (counts.get(event.type) ?? 0) + 1);
+  for (const type of facts.types) counts.set(type, (counts.get(type) ?? 0) + 1);
   return [...counts]
     .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
     .map(([type, n]) => `- ${type} (${FRENCH_TYPE_LABELS[type as EventType] ?? type}) : ${n.toLocaleString('fr-FR')}`)
     .join('\n');
 }
 
-/** The oldest and newest occurred_at of a non-empty list, as French UTC dates. */
-export function timeBounds(events: readonly EventEnvelope[]): { oldest: string; newest: string } {
-  const times = events.map((event) => Date.parse(event.occurred_at));
-  return { oldest: dateFormat.format(Math.min(...times)), newest: dateFormat.format(Math.max(...times)) };
+/** The oldest and newest occurred_at of a non-empty page, as French UTC dates. */
+export function timeBounds(facts: EventFacts): { oldest: string; newest: string } {
+  let oldest = Infinity;
+  let newest = -Infinity;
+  for (const ms of facts.occurredAtMs) {
+    if (ms < oldest) oldest = ms;
+    if (ms > newest) newest = ms;
+  }
+  return { oldest: dateFormat.format(oldest), newest: dateFormat.format(newest) };
 }

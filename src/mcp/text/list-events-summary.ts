@@ -1,34 +1,42 @@
-import type { ListEventsRequest, ListEventsResponse } from '../../../generated/types.ts';
+import type { ListEventsRequest } from '../../../generated/types.ts';
+import type { EventFacts } from '../../store/feed-page.ts';
 import { frenchCount, timeBounds, typeBreakdown } from './french.ts';
+
+/** What the text needs of a list_events page: how many events, their facts, the token for more. */
+export interface ListPageFacts {
+  count: number;
+  facts: EventFacts;
+  next_page_token: string | null;
+}
 
 /**
  * The French text an assistant shows a person for one page of list_events: how many events, the
  * most recent and oldest times, the breakdown by type, and whether an older page exists and how to
  * get it (same filters, page_token).
  */
-export function summarizeListPage(page: ListEventsResponse, input: ListEventsRequest): string {
-  const { events, next_page_token } = page;
+export function summarizeListPage(page: ListPageFacts, input: ListEventsRequest): string {
+  const { count, facts, next_page_token } = page;
   const filters = describeFilters(input);
-  if (events.length === 0) {
+  if (count === 0) {
     const none = input.page_token === undefined ? 'Aucun événement ne correspond' : 'Aucun événement plus ancien ne correspond';
     return `${none}${filters ? ` aux filtres (${filters})` : ''}.`;
   }
-  const { newest, oldest } = timeBounds(events);
+  const { newest, oldest } = timeBounds(facts);
   const when =
     newest !== oldest
       ? `Le plus récent est survenu le ${newest}, le plus ancien le ${oldest} (UTC).`
-      : events.length === 1
+      : count === 1
         ? `Survenu le ${newest} (UTC).`
         : `Tous survenus le ${newest} (UTC).`;
   const more = next_page_token
     ? `D’autres événements plus anciens correspondent : rappelez list_events avec les mêmes filtres et page_token = ${next_page_token}`
     : `Il n’y a pas d’événement plus ancien${filters ? ' correspondant à ces filtres' : ''}.`;
-  const order = events.length > 1 ? ', du plus récent au plus ancien' : '';
+  const order = count > 1 ? ', du plus récent au plus ancien' : '';
   return [
-    `${frenchCount(events.length, 'événement', 'événements')}${filters ? ` (${filters})` : ''}${order}.`,
+    `${frenchCount(count, 'événement', 'événements')}${filters ? ` (${filters})` : ''}${order}.`,
     when,
     'Par type :',
-    typeBreakdown(events),
+    typeBreakdown(facts),
     more,
   ].join('\n');
 }

@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ApiError } from '../src/errors.ts';
+import { MemoryBudget, type Reservation } from '../src/limits/memory-budget.ts';
+
+const settled = async <T>(promise: Promise<T>) => {
+  let state: 'pending' | 'granted' | 'refused' = 'pending';
+  promise.then(
+    () => (state = 'granted'),
+    () => (state = 'refused'),
+  );
+  await new Promise((resolve) => setImmediate(resolve));
+  return state;
+};
+
+describe('MemoryBudget: answers in flight admitted against a budget', () => {
+  it('grants up to the budget at once, then makes requests wait for room, first come first served', async () => {
+    const budget = new MemoryBudget(100, 100, 5000);
+    const a = await budget.admit('a', 60);
+    const b = await budget.admit('b', 40);
+    assert.equal(budget.used, 100);
+    const c = budget.admit('c', 30);
+    const d = budget.admit('d', 10);
+    assert.equal(await settled(c), 'pending');
+    assert.equal(await settled(d), 'pending', 'a later, smaller request does not overtake the one waiting for the budget');
+    b.release();
+    assert.equal(await settled(c), 'granted');
+    assert.equal(await settled(d), 'granted');
+    assert.equal(budget.used, 100);
+    a.release();
+    (await c).release();
+    (await d).release();
+    assert.equal(budget.used, 0);
+  });
+
+  it('refuses rate_limited (429, Retry-After) after waiting at most maxWaitMs', async () => {
+    const budget = new MemoryBudget(10, 10, 30);
+    const held = await budget.admit('a', 10);
+    const started = Date.now();
+    await assert.rejects(budget.admit('b', 5), (err) => err instanceof ApiError && err.code === 'rate_limited' && err.status === 429 && err.headers['Retry-After'] === '1');
+    assert.ok(Date.now() - started >= 25);
+    held.release();
+    assert.equal(budget.used, 0, 'the refused request left nothing reserved');
+    (await budget.admit('b', 5)).release();
+  });
+
+  it('one key holds at most its share; the others are not held back by it', async () => {
+    const budget = new MemoryBudget(100, 25, 5000);
+    const mine: Reservation[] = [await budget.admit('greedy', 20)];
+    const third = budget.admit('greedy', 20);
+    assert.equal(await settled(third), 'pending', 'past its share');
+    assert.equal(await settled(budget.admit('polite', 20)), 'granted', 'another key goes first');
+    mine[0]!.release();
+    assert.equal(await settled(third), 'granted');
+  });
+
+  it('a request larger than a share still runs when nothing else of its key does', async () => {
+    const budget = new MemoryBudget(100, 25, 5000);
+    const big = await budget.admit('k', 60);
+    assert.equal(budget.used, 60);
+    big.release();
+  });
+
+  it('resize gives back what the answer did not need; release is idempotent', async () => {
+    const budget = new MemoryBudget(100, 100, 5000);
+    const r = await budget.admit('a', 90);
+    const waiting = budget.admit('b', 50);
+    r.resize(40);
+    assert.equal(await settled(waiting), 'granted');
+    assert.equal(budget.used, 90);
+    r.resize(80); // never grows back
+    assert.equal(budget.used, 90);
+    r.release();
+    r.release();
+    (await waiting).release();
+    assert.equal(budget.used, 0);
+  });
+});
