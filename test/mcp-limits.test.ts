@@ -18,7 +18,7 @@ async function mcp(server: TestServer, key: string, body: unknown) {
   return { status: response.status, headers: response.headers, text, json: text ? JSON.parse(text) : undefined };
 }
 
-const call = (id: number, name: unknown, args: unknown = {}) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+const call = (id: number | string, name: unknown, args: unknown = {}) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
 
 describe('MCP messages, one at a time', () => {
   let server: TestServer;
