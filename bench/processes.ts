@@ -96,7 +96,7 @@ export interface ServerProcess {
 }
 
 /** The Node flags and environment of bin/event-feed.js's `#!` line: the service is measured as it ships. */
-function shippedLaunch(root: string): { nodeFlags: string[]; env: Record<string, string> } {
+export function shippedLaunch(root: string = ROOT): { nodeFlags: string[]; env: Record<string, string> } {
   const words = readFileSync(join(root, 'bin', 'event-feed.js'), 'utf8').split('\n', 1)[0]!.split(/\s+/);
   const assignments = words.filter((word) => /^[A-Z_]+=/.test(word)).map((word) => word.split('=', 2) as [string, string]);
   return { nodeFlags: words.filter((word) => word.startsWith('--')), env: Object.fromEntries(assignments) };

@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { shippedLaunch } from '../../bench/processes.ts';
 import { createKey } from '../../src/auth/api-keys.ts';
 import type { Permission } from '../../src/auth/principal.ts';
 import { openDatabase } from '../../src/store/db.ts';
@@ -65,11 +66,20 @@ export interface ProcessServer {
  * Spawns `event-feed serve` on the given database and port and waits until /healthz answers 200.
  * RATE_LIMIT_PER_SECOND=0 unless `env` says otherwise.
  */
-export async function startProcessServer(options: { databaseUrl: string; port?: number; env?: Record<string, string>; readyTimeoutMs?: number }): Promise<ProcessServer> {
+export async function startProcessServer(options: {
+  databaseUrl: string;
+  port?: number;
+  env?: Record<string, string>;
+  readyTimeoutMs?: number;
+  /** With the Node flags and environment of bin/event-feed.js's `#!` line (its heap bounds): the service as it ships. */
+  asShipped?: boolean;
+}): Promise<ProcessServer> {
   const port = options.port ?? (await freePort());
-  const child = spawn(process.execPath, ['bin/event-feed.js', 'serve'], {
+  const shipped = options.asShipped ? shippedLaunch() : { nodeFlags: [], env: {} };
+  const child = spawn(process.execPath, [...shipped.nodeFlags, 'bin/event-feed.js', 'serve'], {
     cwd: ROOT,
     env: {
+      ...shipped.env,
       ...process.env,
       DATABASE_URL: options.databaseUrl,
       PORT: String(port),
