@@ -3,7 +3,7 @@ export const mcpTools = [
   {
     "name": "event_feed",
     "title": "Flux des événements",
-    "description": "Renvoie les événements de l'activité mail de l'espace (messages reçus,\nenvoyés, délivrés, différés, en rebond, signalés comme indésirables ou\nrefusés), dans l'ordre d'émission, du plus ancien au plus récent.\nChaque événement porte : `id`, `type` (`mail.*`), `occurred_at` (UTC),\n`account` (l'espace), `subject` (la personne concernée et, s'ils\ns'appliquent, la boîte, le message et le fil) et `data` (le détail,\nselon le type).\nPagination : appeler sans `after` pour partir du plus ancien événement\nconservé (au moins 30 jours), puis passer `next_cursor` comme `after`\nà l'appel suivant. Un `next_cursor` inchangé (identique à `after`)\nsignifie qu'il n'y a rien de nouveau : on est à jour.\n`limit` : de 1 à 500, 100 par défaut. Aucun autre paramètre.\n",
+    "description": "Renvoie les événements de l'activité mail de l'espace (messages reçus,\nenvoyés, délivrés, différés, en rebond, signalés comme indésirables ou\nrefusés), dans l'ordre d'émission, du plus ancien au plus récent.\nChaque événement porte : `id`, `type` (`mail.*`), `occurred_at` (UTC),\n`account` (l'espace), `subject` (la personne concernée et, s'ils\ns'appliquent, la boîte, le message et le fil) et `data` (le détail,\nselon le type).\nPagination : appeler sans `after` pour partir du plus ancien événement\nconservé (au moins 30 jours), puis passer `next_cursor` comme `after`\nà l'appel suivant. Un `next_cursor` inchangé (identique à `after`)\nsignifie qu'il n'y a rien de nouveau : on est à jour.\n`limit` : de 1 à 500, 100 par défaut. Aucun autre paramètre. Une\npage contient au plus 1 Mio d'événements (toujours au moins un) :\nelle peut donc en contenir moins que `limit` alors que d'autres\nsuivent ; seul un `next_cursor` inchangé dit qu'on est à jour.\n",
     "inputSchema": {
       "title": "EventFeedRequest",
       "description": "Parameters of `event_feed`. Both are optional; no other parameter is accepted.",
@@ -17,7 +17,7 @@ export const mcpTools = [
           "maxLength": 512
         },
         "limit": {
-          "description": "Maximum number of events to return.",
+          "description": "Maximum number of events to return. A page also stops before 1 MiB of events (it always holds at least one), so it may hold fewer while more follow.",
           "type": "integer",
           "minimum": 1,
           "maximum": 500,

@@ -20,6 +20,11 @@ export type paths = {
          *     - `limit` (1 to 500, default 100) caps the number of events in a page.
          *       `after` and `limit` are the only parameters; any other is refused
          *       with `400 invalid_argument`.
+         *     - A page also holds at most 1 MiB of events (`x-page-max-bytes`, the
+         *       bytes of the envelopes as served, commas between them): it stops
+         *       before the event that would take it past that, and always holds at
+         *       least one event (an event larger than that comes alone). `limit` is
+         *       a maximum: a page may hold fewer events while more follow.
          *     - `next_cursor` is always present. When nothing is new, `events` is
          *       empty and `next_cursor` is byte-identical to the `after` passed: the
          *       client is caught up and may poll again later with the same cursor.
@@ -620,7 +625,7 @@ export type components = {
             /** @description Opaque cursor returned as `next_cursor` by a previous call; the feed resumes right after it. Omit to start at the oldest retained event. */
             after?: string;
             /**
-             * @description Maximum number of events to return.
+             * @description Maximum number of events to return. A page also stops before 1 MiB of events (it always holds at least one), so it may hold fewer while more follow.
              * @default 100
              */
             limit?: number;

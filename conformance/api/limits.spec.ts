@@ -1,5 +1,5 @@
 import { expect, test } from '@playwright/test';
-import { env, feed, missing, readFeed } from '../support/deployment.ts';
+import { env, eventsBytes, feed, missing, pageMaxBytes, readFeed } from '../support/deployment.ts';
 import { seedOnce } from '../support/seed.ts';
 
 const expectInvalidArgument = (page: { status: number; body: any; text: string }, what: string) => {
@@ -21,13 +21,31 @@ test.describe('limits', () => {
   });
 
   test('limits 1 and 500 are accepted', async ({ request }) => {
-    // A page holds min(limit, events available): a server that caps 500 at 100 is not honouring it.
-    const available = Math.min(500, (await readFeed(request, env.key!, 50, { max: 500 })).events.length);
+    // A page holds min(limit, events available), unless the next event would take it past the
+    // documented byte cap: a server that caps 500 at 100 is not honouring it.
+    const cap = await pageMaxBytes(request);
+    const all = (await readFeed(request, env.key!, 50, { max: 500 })).events;
+    const available = Math.min(500, all.length);
     for (const limit of [1, 500]) {
       const page = await feed(request, env.key, { limit });
       expect(page.status, `limit ${limit}`).toBe(200);
-      expect(page.body.events.length, `limit ${limit} with ${available}+ events available`).toBe(Math.min(limit, available));
+      const got = page.body.events.length;
+      if (got < Math.min(limit, available)) {
+        const next = all[got];
+        const wouldBe = eventsBytes(page.body.events) + 1 + eventsBytes([next]);
+        expect(got > 0 && wouldBe > cap, `limit ${limit} with ${available}+ events available: ${got} events, not stopped by the ${cap}-byte cap`).toBe(true);
+      } else {
+        expect(got, `limit ${limit} with ${available}+ events available`).toBe(Math.min(limit, available));
+      }
     }
+  });
+
+  test('a page stays within the documented byte cap, or holds one event', async ({ request }) => {
+    const cap = await pageMaxBytes(request);
+    const page = await feed(request, env.key, { limit: 500 });
+    expect(page.status).toBe(200);
+    const bytes = eventsBytes(page.body.events);
+    expect(bytes <= cap || page.body.events.length === 1, `a page of ${page.body.events.length} events holds ${bytes} bytes, over ${cap}`).toBe(true);
   });
 
   test('limits 0, 501, -1, 1.5, "10", null, true are refused with invalid_argument', async ({ request }) => {

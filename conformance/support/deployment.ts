@@ -52,7 +52,7 @@ export interface FeedRead {
   events: Envelope[];
   /** The cursor after the last page read. */
   cursor: string | undefined;
-  /** Whether the read reached the head (a page shorter than its limit). */
+  /** Whether the read reached the head (an empty page: a short one may have stopped at the byte cap). */
   complete: boolean;
   pages: number;
 }
@@ -69,7 +69,7 @@ export async function readFeed(request: APIRequestContext, key: string, limit: n
     pages++;
     events.push(...page.body.events);
     cursor = page.body.next_cursor;
-    if (page.body.events.length < limit) return { events, cursor, complete: true, pages };
+    if (page.body.events.length === 0) return { events, cursor, complete: true, pages };
     if (events.length >= max) return { events, cursor, complete: false, pages };
   }
 }
@@ -119,3 +119,15 @@ export async function mcp(request: APIRequestContext, key: string | undefined, m
   }
   return { status: response.status(), body, text, headers: response.headers() };
 }
+
+/** The byte cap of a page, as the deployment's contract documents it (`x-page-max-bytes` of event_feed). */
+export async function pageMaxBytes(request: APIRequestContext): Promise<number> {
+  const response = await request.get('/openapi.json');
+  const spec = (await response.json()) as { paths: Record<string, { post?: Record<string, unknown> }> };
+  const bytes = spec.paths['/v1/event_feed']?.post?.['x-page-max-bytes'];
+  if (typeof bytes !== 'number') throw new Error('the contract at /openapi.json documents no x-page-max-bytes for event_feed');
+  return bytes;
+}
+
+/** The bytes of a page's events as served: the envelopes joined by commas. */
+export const eventsBytes = (events: unknown[]) => Math.max(0, Buffer.byteLength(JSON.stringify(events)) - 2);

@@ -40,7 +40,7 @@ async function readAll(request: APIRequestContext, key: string, max: number): Pr
     const body = await response.json();
     events.push(...body.events);
     after = body.next_cursor;
-    if (body.events.length < 500) return { events, complete: true };
+    if (body.events.length === 0) return { events, complete: true };
     if (events.length >= max) return { events, complete: false };
   }
 }

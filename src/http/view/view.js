@@ -303,9 +303,21 @@ async function readNext({ fromPoll = false } = {}) {
     if (generation !== state.generation) return null;
     const previous = state.cursor;
     state.cursor = page.next_cursor;
-    // Une page plus courte que demandé, ou un curseur inchangé : plus rien à lire pour l'instant.
-    state.caughtUp = page.events.length < PAGE_LIMIT || page.next_cursor === previous;
-    const { added, atBottom } = appendEvents(page.events);
+    // Seule une page vide (le curseur inchangé) dit que tout est lu : une page plus courte que
+    // demandé peut s'être arrêtée à la taille maximale d'une page (1 Mio d'événements).
+    state.caughtUp = page.events.length === 0 || page.next_cursor === previous;
+    let { added, atBottom } = appendEvents(page.events);
+    if (!fromPoll && !state.caughtUp && page.events.length < PAGE_LIMIT) {
+      // Au clic, une lecture de plus dit s'il reste des événements (le suivi en direct relit de lui-même).
+      const next = await fetchPage(state.cursor);
+      if (generation !== state.generation) return null;
+      const before = state.cursor;
+      state.cursor = next.next_cursor;
+      state.caughtUp = next.events.length === 0 || next.next_cursor === before;
+      const more = appendEvents(next.events);
+      added += more.added;
+      atBottom = atBottom && more.atBottom;
+    }
     state.backoffMs = POLL_MS;
     clearAlert();
     updateStatus(fromPoll && added > 0 ? `${countFormat.format(added)} nouveau${added > 1 ? 'x' : ''}.` : '');
