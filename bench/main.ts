@@ -218,6 +218,8 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
     let seeded: Seeded;
     let codec: CursorCodec;
     let sparseSeqs: number[];
+    // Where each restricted key's own pages of 100 start: after 0, after its 100th event, …
+    const scopeBoundaries = new Map<string, number[]>();
     try {
       await migrateLatest(db);
       codec = new CursorCodec(await sharedCursorSecret(db));
@@ -227,6 +229,10 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
       result.seed = { events: seeded.events, otherEvents: seeded.otherEvents, sparseEvents: seeded.sparseEvents, seconds: round(seeded.seconds, 1), eventsPerSecond: Math.round(seeded.eventsPerSecond), envelopeBytesMean: Math.round(seeded.envelopeBytes.mean) };
       log(`[${kind}] seeded in ${seeded.seconds.toFixed(1)} s (${Math.round(seeded.eventsPerSecond)} events/s)`);
       sparseSeqs = (await db('events').select('seq').where('workspace_id', seeded.workspaceId).whereIn('mailbox_id', SPARSE_MAILBOXES).orderBy('seq')).map((r: { seq: number }) => Number(r.seq));
+      for (const scope of seeded.scopes) {
+        const seqs = (await db('events').select('seq').where('workspace_id', seeded.workspaceId).whereIn('mailbox_id', scope.mailboxes).orderBy('seq')).map((r: { seq: number }) => Number(r.seq));
+        scopeBoundaries.set(scope.label, [0, ...seqs.filter((_, i) => (i + 1) % 100 === 0)]);
+      }
       if (withRedis && want('redis')) {
         log(`[${kind}] Redis Streams peer…`);
         result.redis = await redisPeer(db, seeded);
@@ -307,7 +313,19 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
           { label: 'unrestricted', via: 'http', key: seeded.keys.read, args: { after: codec.encode(seeded.workspaceId, afterSeq), limit: 100 } },
         ]);
         const sparseHttp = await runClient<Record<string, Latency & { eventsPerPage: number }>>('client-http.ts', { mode: 'probe', url: server.url, probes: sparseProbes, rounds: P.sparseRounds, warmupRounds: 5 });
-        result.sparse = { sparseEvents: sparseSeqs.length, share: round(sparseSeqs.length / seeded.events, 5), positions: pick, http: sparseHttp, ratio: round(sparseHttp.sparse!.p50 / sparseHttp.unrestricted!.p50, 2) };
+        // Keys restricted to 1, 10 and 50 mailboxes, each against the unrestricted page at its own positions.
+        const scopes: Record<string, { http: Record<string, Latency & { eventsPerPage: number }>; ratio: number }> = {};
+        for (const scope of seeded.scopes) {
+          const bounds = scopeBoundaries.get(scope.label)!;
+          const at = bounds.filter((_, i) => i % Math.max(1, Math.ceil(bounds.length / 6)) === 0).slice(0, 6);
+          const probes = at.flatMap((afterSeq) => [
+            { label: 'scoped', via: 'http', key: scope.key, args: { after: codec.encode(seeded.workspaceId, afterSeq), limit: 100 } },
+            { label: 'unrestricted', via: 'http', key: seeded.keys.read, args: { after: codec.encode(seeded.workspaceId, afterSeq), limit: 100 } },
+          ]);
+          const http = await runClient<Record<string, Latency & { eventsPerPage: number }>>('client-http.ts', { mode: 'probe', url: server.url, probes, rounds: P.sparseRounds, warmupRounds: 5 });
+          scopes[scope.label] = { http, ratio: round(http.scoped!.p50 / http.unrestricted!.p50, 2) };
+        }
+        result.sparse = { sparseEvents: sparseSeqs.length, share: round(sparseSeqs.length / seeded.events, 5), positions: pick, http: sparseHttp, ratio: round(sparseHttp.sparse!.p50 / sparseHttp.unrestricted!.p50, 2), scopes };
       }
 
       if (want('mcp')) {

@@ -28,6 +28,12 @@ export function evaluateTargets(r: any): Target[] {
   }
   for (const [label, d] of [['SQLite', s], ['Postgres', p]] as const) {
     add(`${label} sparse ÷ unrestricted (p50, page of 100)`, '≤ 2', num(d.sparse?.ratio), (v) => v <= 2);
+    for (const [scope, measured] of Object.entries<any>(d.sparse?.scopes ?? {})) {
+      add(`${label} key of ${scope} ÷ unrestricted (p50, page of 100)`, '≤ 2', num(measured.ratio), (v) => v <= 2);
+    }
+  }
+  for (const [label, d] of [['SQLite', s], ['Postgres', p]] as const) {
+    add(`${label} MCP ÷ HTTP page of 100 (p50)`, '≤ 1.5', num(d.mcp?.ratio), (v) => v <= 1.5);
   }
   for (const [label, d] of [['SQLite', s], ['Postgres', p]] as const) {
     const tail = d.tail;
@@ -86,6 +92,9 @@ export function printTable(r: any): string {
   both('sparse key page of 100', (d) => `${lat(d.sparse.http.sparse)} (${fmt(d.sparse.http.sparse.eventsPerPage, 0)} ev)`);
   both('unrestricted page of 100', (d) => lat(d.sparse.http.unrestricted));
   both('sparse ÷ unrestricted (p50)', (d) => fmt(d.sparse.ratio, 2));
+  for (const scope of ['1 mailbox', '10 mailboxes', '50 mailboxes']) {
+    both(`key of ${scope}: page of 100 (÷ unrestricted)`, (d) => `${lat(d.sparse.scopes[scope].http.scoped)} (${fmt(d.sparse.scopes[scope].http.scoped.eventsPerPage, 0)} ev, ×${fmt(d.sparse.scopes[scope].ratio, 2)})`);
+  }
   for (const [key, label] of [['tail', 'poll 100 ms'], ['tailSlow', 'poll 1 s']] as const) {
     both(`tailing 200 clients, ${label}`, (d) => `${fmt(d[key].requestsPerSecond)} req/s, ${lat(d[key].latency)}, ${d[key].errors} err`);
     both(`  writer 500/s; delivery`, (d) => `${fmt(d[key].writer.eventsPerSecond)} ev/s, p99 ${fmt(d[key].writer.latency.p99, 1)} ms; ${d[key].allDelivered ? 'all delivered' : `${d[key].clientsMissingEvents} clients missed events`}`);

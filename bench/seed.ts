@@ -36,6 +36,8 @@ export interface Seeded {
   sparseEvents: number;
   lastSeq: number;
   keys: { read: string; sparse: string; write: string };
+  /** Keys restricted to 1 (a sparse one: 1 event in 2,000), 10 and 50 (every) mailboxes, for the sparse phase. */
+  scopes: Array<{ label: string; key: string; mailboxes: string[] }>;
   ingest: Array<{ workspaceId: string; writeKey: string; readKeys: string[] }>;
   seconds: number;
   eventsPerSecond: number;
@@ -128,6 +130,14 @@ export async function seed(db: Db, options: SeedOptions): Promise<Seeded> {
   const read = await createKey(db, { workspaceId: main.id, permissions: ['read'], mailboxes: null, label: 'bench read' }, nowMs);
   const sparse = await createKey(db, { workspaceId: main.id, permissions: ['read'], mailboxes: SPARSE_MAILBOXES, label: 'bench sparse' }, nowMs);
   const write = await createKey(db, { workspaceId: main.id, permissions: ['read', 'write'], mailboxes: null, label: 'bench write' }, nowMs);
+  const scopes: Seeded['scopes'] = [];
+  for (const [label, mailboxes] of [
+    ['1 mailbox', [SPARSE_MAILBOXES[0]!]],
+    ['10 mailboxes', MAILBOXES.slice(0, 10)],
+    ['50 mailboxes', MAILBOXES],
+  ] as const) {
+    scopes.push({ label, mailboxes: [...mailboxes], key: (await createKey(db, { workspaceId: main.id, permissions: ['read'], mailboxes: [...mailboxes], label: `bench ${label}` }, nowMs)).key });
+  }
   const ingest: Seeded['ingest'] = [];
   for (let i = 0; i < options.ingestWorkspaces; i++) {
     const ws = await createWorkspace(db, `Bench — small ${i}`, true, nowMs);
@@ -147,6 +157,7 @@ export async function seed(db: Db, options: SeedOptions): Promise<Seeded> {
     sparseEvents,
     lastSeq: Number(counter.last_seq),
     keys: { read: read.key, sparse: sparse.key, write: write.key },
+    scopes,
     ingest,
     seconds,
     eventsPerSecond: (options.events + otherEvents) / seconds,

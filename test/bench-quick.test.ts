@@ -42,6 +42,7 @@ describe('npm run bench -- --quick', () => {
         assert.ok(results[kind].memory.replay.peakMb > 0, `${kind} server RSS sampled`);
         assert.ok(results[kind].tail.requests > 0 && results[kind].tailSlow.requests > 0, `${kind} tailing measured`);
         assert.ok(results[kind].ingest.oneWorkspace.events > 0 && results[kind].ingest.manyWorkspaces.events > 0, `${kind} ingestion measured`);
+        for (const scope of ['1 mailbox', '10 mailboxes', '50 mailboxes']) assert.ok(results[kind].sparse.scopes[scope].ratio > 0, `${kind} key of ${scope} measured`);
       }
       if (withPostgres) {
         assert.ok(results.postgres.ingest.oneWorkspace.walBytesPerEvent > 0 && results.postgres.ingest.manyWorkspaces.walBytesPerEvent > 0, 'Postgres WAL per event measured');
