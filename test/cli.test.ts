@@ -160,6 +160,7 @@ describe('cli on a sqlite file', () => {
     const cases: Array<[string[], RegExp]> = [
       [['key', 'create', '--workspace', workspaceId, '--permissions', 'read,fly'], /permissions .*read, write, admin.*unknown: fly/],
       [['key', 'create', '--workspace', workspaceId, '--permissions', 'read', '--mailboxes', 'mbx_ok,inbox'], /mailbox ids.*invalid: inbox/],
+      [['key', 'create', '--workspace', workspaceId, '--permissions', 'read', '--mailboxes', Array.from({ length: 101 }, (_, i) => `mbx_${i}`).join(',')], /at most 100 mailboxes \(got 101\)/],
       [['key', 'create', '--permissions', 'read'], /required option '--workspace <id>' not specified/],
       [['key', 'create', '--workspace', 'ws_01M7Z2GFMXTKJ34K0R1E1X1QBB', '--permissions', 'read'], /no workspace ws_01M7Z2GFMXTKJ34K0R1E1X1QBB/],
       [['key', 'revoke', unknownKey], new RegExp(`no active key ${unknownKey}`)],

@@ -31,8 +31,17 @@ export function isPermission(value: string): value is Permission {
   return (PERMISSIONS as readonly string[]).includes(value);
 }
 
+/**
+ * The most mailboxes one key may be restricted to. A restricted key's page merges one index scan
+ * per mailbox (store/feed-page.ts): its cost grows with their number, so it is bounded here.
+ */
+export const MAX_KEY_MAILBOXES = 100;
+
 /** Creates a key and returns it in full: the only time it is ever visible. */
 export async function createKey(db: Db, spec: NewKey, now: number): Promise<{ id: string; key: string }> {
+  if (spec.mailboxes && new Set(spec.mailboxes).size > MAX_KEY_MAILBOXES) {
+    throw new RangeError(`a key may be restricted to at most ${MAX_KEY_MAILBOXES} mailboxes (got ${new Set(spec.mailboxes).size})`);
+  }
   const idPart = ulid();
   const secret = randomBytes(32).toString('base64url');
   const id = `key_${idPart}`;

@@ -1,5 +1,5 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { createKey, isPermission, listKeys, revokeKey } from '../auth/api-keys.ts';
+import { createKey, isPermission, listKeys, MAX_KEY_MAILBOXES, revokeKey } from '../auth/api-keys.ts';
 import type { Permission } from '../auth/principal.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { seedDemoWorkspace } from '../demo/seed.ts';
@@ -42,7 +42,9 @@ function parseMailboxes(value: string): string[] {
   if (mailboxes.length === 0 || bad.length) {
     throw new InvalidArgumentError(`mailboxes are a comma-separated list of mailbox ids like mbx_sales (invalid: ${bad.join(', ') || 'none given'})`);
   }
-  return [...new Set(mailboxes)];
+  const distinct = [...new Set(mailboxes)];
+  if (distinct.length > MAX_KEY_MAILBOXES) throw new InvalidArgumentError(`a key may be restricted to at most ${MAX_KEY_MAILBOXES} mailboxes (got ${distinct.length})`);
+  return distinct;
 }
 
 const program = new Command('event-feed')
