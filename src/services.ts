@@ -12,7 +12,7 @@ import { sharedCursorSecret } from './store/settings.ts';
 
 export async function createServices(
   db: Db,
-  config: Pick<Config, 'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'webhooksAllowInsecure'>,
+  config: Pick<Config, 'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'webhooksAllowInsecure' | 'webhookRedeliverMaxPending'>,
   clock: Clock = systemClock,
 ): Promise<AppServices> {
   const secret = config.cursorSecret ?? (await sharedCursorSecret(db));
@@ -31,5 +31,6 @@ export async function createServices(
     requestValidator: new RequestValidator(),
     rateLimiter: new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst),
     webhookPolicy: { allowInsecure: config.webhooksAllowInsecure },
+    webhookRedeliverMaxPending: config.webhookRedeliverMaxPending,
   };
 }
