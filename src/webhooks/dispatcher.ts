@@ -7,6 +7,15 @@ import { nextDelayMs } from './retry-schedule.ts';
 import type { WebhookSender } from './send.ts';
 import { dueDeliveries, leaseEndpoints, recordAttempt, releaseLease, renewLease, type EndpointRow } from './store.ts';
 
+/*
+ * Slots given back are filled together, by one lease statement, at most this often: its cost is
+ * one probe per enabled endpoint, and on SQLite it runs on the event loop. The gap also grows with
+ * the statement's own duration, so leasing takes at most about a fifth of the time however many
+ * endpoints there are.
+ */
+const MIN_REFILL_GAP_MS = 20;
+const REFILL_GAP_FACTOR = 5;
+
 export interface DispatcherOptions {
   /** How often free slots are filled even when no slot has just been given back. */
   intervalMs: number;
@@ -40,6 +49,7 @@ export class WebhookDispatcher {
   readonly #slots = new Map<string, Promise<void>>();
   #filling: Promise<void> | undefined;
   #fillAgain = false;
+  #lastFill = { at: -Infinity, ms: 0 };
   #attempts = 0;
   #stopped = false;
 
@@ -87,9 +97,12 @@ export class WebhookDispatcher {
     }
     this.#filling = (async () => {
       do {
+        const wait = this.#lastFill.at + Math.max(MIN_REFILL_GAP_MS, REFILL_GAP_FACTOR * this.#lastFill.ms) - performance.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         this.#fillAgain = false;
         const free = this.options.slots - this.#slots.size;
         if (free <= 0 || this.#stopped) return;
+        const started = performance.now();
         const endpoints = await leaseEndpoints(this.db, {
           owner: this.#owner,
           now: this.clock.now().getTime(),
@@ -97,6 +110,7 @@ export class WebhookDispatcher {
           max: free,
           perWorkspace: this.options.slotsPerWorkspace,
         });
+        this.#lastFill = { at: started, ms: performance.now() - started };
         for (const endpoint of endpoints) this.#occupy(endpoint);
       } while (this.#fillAgain);
     })()

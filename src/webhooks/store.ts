@@ -151,7 +151,13 @@ export interface DueDelivery {
   envelope: string | null;
 }
 
-/** An endpoint's due deliveries, oldest event first, with the stored envelope text (null if pruned). */
+/**
+ * An endpoint's due deliveries, oldest event first, with the stored envelope text (null if pruned).
+ * Read in the (endpoint_id, event_seq) index's order, so a lease reads `max` rows whatever the
+ * backlog. SQLite would rather range over (endpoint_id, next_attempt_at) and sort every due row
+ * (tens of milliseconds of a blocked event loop for a backlog of 100,000): the unary `+` keeps it
+ * from using next_attempt_at for the search.
+ */
 export async function dueDeliveries(db: Db, endpointId: string, now: number, max: number): Promise<DueDelivery[]> {
   return db('webhook_deliveries as d')
     .leftJoin('events as e', function () {
@@ -159,7 +165,7 @@ export async function dueDeliveries(db: Db, endpointId: string, now: number, max
     })
     .select('d.id', 'd.endpoint_id', 'd.workspace_id', 'd.event_seq', 'd.event_id', 'd.attempts', 'e.envelope')
     .where('d.endpoint_id', endpointId)
-    .andWhere('d.next_attempt_at', '<=', now)
+    .andWhereRaw(`${dbKind(db) === 'sqlite' ? '+' : ''}d.next_attempt_at <= ?`, [now])
     .orderBy('d.event_seq')
     .limit(max);
 }
