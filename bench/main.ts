@@ -5,9 +5,10 @@
  * Seeds each database, starts the real server (`node bin/event-feed.js serve`) on it and measures,
  * from load processes of their own: replay throughput, the in-process ceiling, the Redis Streams
  * peer, depth, sparse scope, tailing under load (and on Postgres its floor: bench/tail-floor-server.ts),
- * ingestion (and on Postgres its floor: bench/ingest-floor-server.ts), MCP overhead and the server's memory.
+ * ingestion (and on Postgres its floor: bench/ingest-floor-server.ts), MCP overhead, the server's memory,
+ * and webhook fairness (bench/webhook-fairness.ts, on a server of its own once the others are done).
  * Prints a table and writes bench/results.json (or --out). Phases: ceiling, redis, replay, depth,
- * sparse, mcp, tail, ingest (default all). --profile writes the server's `--cpu-prof` profiles
+ * sparse, mcp, tail, ingest, webhooks (default all). --profile writes the server's `--cpu-prof` profiles
  * there (read them with bench/cpuprofile-summary.ts). See bench/README.md.
  */
 import { cpus, loadavg, release, totalmem, tmpdir } from 'node:os';
@@ -27,6 +28,7 @@ import { cpuSecondsOf, cpuSecondsOfAll, machineLoad, memoryOf, ROOT, runClient, 
 import { seed, SPARSE_MAILBOXES, type Seeded } from './seed.ts';
 import { median, round, type Latency } from './stats.ts';
 import { evaluateTargets, printTable } from './report.ts';
+import { webhooksPhase } from './webhook-fairness.ts';
 
 const { values } = parseArgs({
   options: {
@@ -41,7 +43,7 @@ const { values } = parseArgs({
     phases: { type: 'string', default: 'all' },
   },
 });
-const PHASES = ['ceiling', 'redis', 'replay', 'depth', 'sparse', 'mcp', 'tail', 'ingest'] as const;
+const PHASES = ['ceiling', 'redis', 'replay', 'depth', 'sparse', 'mcp', 'tail', 'ingest', 'webhooks'] as const;
 const wanted = new Set(values.phases === 'all' ? PHASES : values.phases!.split(','));
 const want = (phase: (typeof PHASES)[number]) => wanted.has(phase);
 
@@ -437,6 +439,10 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
       result.memory = memory;
     } finally {
       await server.stop();
+    }
+    if (want('webhooks')) {
+      log(`[${kind}] webhooks: another workspace's delivery latency beside 16 slow endpoints and a tarpit…`);
+      result.webhooks = await webhooksPhase(database.url, { quick, log });
     }
     return result;
   } finally {

@@ -105,9 +105,10 @@ export function shippedLaunch(root: string = ROOT): { nodeFlags: string[]; env: 
 /**
  * `node <the bin's flags> bin/event-feed.js serve` with the environment its `#!` line sets, on
  * `databaseUrl`, rate limiting off, warn-level logs; waits for /healthz. SERVER_NODE_ARGS
- * (space-separated) replaces the bin's flags, to try others; the caller's environment wins.
+ * (space-separated) replaces the bin's flags, to try others; the caller's environment wins, and
+ * `options.env` over it.
  */
-export async function startServer(databaseUrl: string, options: { cpuProfileDir?: string; root?: string } = {}): Promise<ServerProcess> {
+export async function startServer(databaseUrl: string, options: { cpuProfileDir?: string; root?: string; env?: Record<string, string> } = {}): Promise<ServerProcess> {
   const port = await freePort();
   const root = options.root ?? ROOT;
   const shipped = shippedLaunch(root);
@@ -115,7 +116,7 @@ export async function startServer(databaseUrl: string, options: { cpuProfileDir?
   const args = [...nodeFlags, ...(options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : []), 'bin/event-feed.js', 'serve'];
   const child = spawn(process.execPath, args, {
     cwd: root,
-    env: { ...shipped.env, ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0' },
+    env: { ...shipped.env, ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';

@@ -58,6 +58,16 @@ export function evaluateTargets(r: any): Target[] {
       met: peak < 0 ? null : peak < 150 && (growth ?? 0) <= 10,
     });
   }
+  for (const [label, d] of [['SQLite', s], ['Postgres', p]] as const) {
+    const victim = d.webhooks?.defaults?.victim;
+    const p99 = num(victim?.latencyMs?.p99);
+    t.push({
+      name: `${label} webhook victim latency p99 (another workspace: 16 always-due endpoints + a tarpit)`,
+      target: '≤ 2,000 ms, all delivered',
+      value: p99 === undefined ? 'n/a' : `${fmt(p99, 0)} ms, ${victim.delivered}/${victim.emitted} delivered`,
+      met: p99 === undefined ? null : p99 <= 2000 && victim.allDelivered,
+    });
+  }
   return t;
 }
 
@@ -112,6 +122,9 @@ export function printTable(r: any): string {
   both('ingest floor (bare insert) → 1 ws / 100 ws', (d) => `${fmt(d.ingestFloor.oneWorkspace.eventsPerSecond)} / ${fmt(d.ingestFloor.manyWorkspaces.eventsPerSecond)} ev/s (100 ÷ 1 = ${fmt(d.ingestFloor.manyWorkspaces.eventsPerSecond / d.ingestFloor.oneWorkspace.eventsPerSecond, 2)}), ${d.ingestFloor.oneWorkspace.errors + d.ingestFloor.manyWorkspaces.errors} err`);
   both('HTTP page of 100', (d) => lat(d.mcp.http));
   both('MCP tools/call page of 100', (d) => `${lat(d.mcp.mcp)} (×${fmt(d.mcp.ratio, 2)})`);
+  const victim = (w: any) => `p50 ${fmt(w.victim.latencyMs.p50, 0)} / p99 ${fmt(w.victim.latencyMs.p99, 0)} / max ${fmt(w.victim.latencyMs.max, 0)} ms, ${w.victim.delivered}/${w.victim.emitted} delivered`;
+  both('webhooks: victim latency beside 16 slow + tarpit', (d) => victim(d.webhooks.defaults));
+  both('  same, noisy may take every slot', (d) => (d.webhooks.noisyMayTakeEverySlot ? victim(d.webhooks.noisyMayTakeEverySlot) : 'not run (--quick)'));
   both('server RSS replay: start→peak', (d) => `${fmt(d.memory.replay.startMb, 0)} → ${fmt(d.memory.replay.peakMb, 0)} MB (growth ${fmt(d.memory.replay.growthMb, 1)})`);
   both('server RSS tailing: peak', (d) => `${fmt(d.memory.tail.peakMb, 0)} MB`);
   both('replay CPU per page of 500: server / client', (d) => `${fmt(d.replay.serverCpuMsPerPage, 2)} / ${fmt(d.replay.clientCpuMsPerPage, 2)} ms`);

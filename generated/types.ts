@@ -135,6 +135,13 @@ export type paths = {
          *     `Retry-After` on 429/503 is honoured; 410 Gone disables the endpoint;
          *     redirects are not followed.
          *
+         *     A workspace has at most 20 endpoints: creating one more is refused with
+         *     `invalid_argument`. The URL must be `https` to a public address: a
+         *     literal IP must be global unicast (private, loopback, link-local, CGNAT,
+         *     documentation, IPv4-mapped or -compatible, NAT64, 6to4, Teredo and other
+         *     special-purpose ranges are refused), and a name is checked on the
+         *     addresses it resolves to at each connection.
+         *
          *     The signing secret (`whsec_…`) appears in full only in the answer that
          *     created the endpoint or rotated its secret. Not exposed as an MCP tool: it
          *     writes, and its answer can carry a secret that has no place in an
@@ -182,8 +189,17 @@ export type paths = {
         /**
          * Redeliver events to a webhook
          * @description Schedules the events after an `event_feed` cursor for delivery again to the
-         *     endpoint for `url` (those matching its types), oldest first, at most `limit`
-         *     per call; continue with `next_cursor`. Needs the `admin` permission.
+         *     endpoint for `url` (those matching its types), oldest first, reading at most
+         *     `limit` events (1,000) per call; continue with `next_cursor`. Needs the
+         *     `admin` permission.
+         *
+         *     An event already pending for the endpoint (not yet delivered, or waiting
+         *     for a retry) is not queued twice. Each endpoint has a quota of pending
+         *     deliveries (10,000 by default, `WEBHOOK_REDELIVER_MAX_PENDING`): a call
+         *     queues up to it and its `next_cursor` then points after the last event
+         *     queued; once the endpoint has that many pending, the call is refused with
+         *     `rate_limited` (429, `Retry-After`) until deliveries drain. Deliveries of
+         *     events that retention prunes are deleted with them.
          */
         post: operations["redeliver_webhook"];
         delete?: never;
@@ -944,7 +960,7 @@ export type components = {
             status: number | null;
             /** @description Time from sending to the end of the answer, in milliseconds. */
             latency_ms: number;
-            /** @description What went wrong, or null on success. */
+            /** @description What went wrong, or null on success. Fixed words per cause, naming neither the host nor its addresses: a target that does not resolve and one whose addresses the policy refuses give the same error. */
             error: string | null;
             /**
              * @description `delivered` (2xx), `retry` (another attempt is scheduled), `failed` (no attempt left), `disabled` (410 Gone: the endpoint was disabled).
@@ -1032,7 +1048,7 @@ export type components = {
         };
         /**
          * RedeliverWebhookRequest
-         * @description Parameters of `redeliver_webhook`: schedules the events after a cursor for delivery again to one endpoint (those matching its types), oldest first, a bounded number per call.
+         * @description Parameters of `redeliver_webhook`: schedules the events after a cursor for delivery again to one endpoint (those matching its types), oldest first, at most 1,000 read per call, never one already pending for that endpoint, and never past the endpoint's quota of pending deliveries.
          */
         RedeliverWebhookRequest: {
             /**
@@ -1043,7 +1059,7 @@ export type components = {
             /** @description An `event_feed` cursor: redeliver the events after it. Omit to start at the oldest retained event. */
             after?: string;
             /**
-             * @description The most events to schedule in this call.
+             * @description The most events to read after `after` in this call (those matching the endpoint's types are scheduled).
              * @default 1000
              */
             limit?: number;
@@ -1053,9 +1069,9 @@ export type components = {
          * @description How many deliveries were scheduled, and where to continue.
          */
         RedeliverWebhookResponse: {
-            /** @description Events scheduled for delivery by this call. */
+            /** @description Deliveries this call queued. An event already pending for the endpoint is not queued again and not counted. */
             scheduled: number;
-            /** @description Pass as `after` to schedule the following events; equal to `after` when there were none. */
+            /** @description Pass as `after` to schedule the following events: after the last event read, or after the last one queued when the quota stopped the call early; equal to `after` when there were none. */
             next_cursor: string;
         };
     };

@@ -19,6 +19,14 @@ export interface Config {
   webhookDispatchIntervalMs: number;
   /** Memory the answers in flight may hold (pages of events), in MiB: past it, requests wait, then get 429. */
   memoryBudgetMb: number;
+  /** Endpoints one instance sends to at once, each in a slot of its own. */
+  webhookSlots: number;
+  /** The most of those slots one workspace's endpoints may hold, so that others find one free. */
+  webhookSlotsPerWorkspace: number;
+  /** How long one endpoint may keep its slot starting new attempts before it gives the slot back. */
+  webhookLeaseBudgetMs: number;
+  /** redeliver_webhook refuses to queue more for an endpoint that has this many pending deliveries. */
+  webhookRedeliverMaxPending: number;
 }
 
 export const MIN_RETENTION_DAYS = 30;
@@ -52,6 +60,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookTimeoutMs: positive(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
     webhookDispatchIntervalMs: positive(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 500),
     memoryBudgetMb: memoryBudget(env),
+    webhookSlots: positiveInteger(env, 'WEBHOOK_SLOTS', 16),
+    webhookSlotsPerWorkspace: positiveInteger(env, 'WEBHOOK_SLOTS_PER_WORKSPACE', 8),
+    webhookLeaseBudgetMs: positive(env, 'WEBHOOK_LEASE_BUDGET_MS', 2000),
+    webhookRedeliverMaxPending: positiveInteger(env, 'WEBHOOK_REDELIVER_MAX_PENDING', 10_000),
     rateLimitBurst: positive(env, 'RATE_LIMIT_BURST', Math.max(1, Math.ceil(rateLimitPerSecond * 2))),
     host: env.HOST || '127.0.0.1',
     port,
@@ -79,5 +91,11 @@ function positive(env: NodeJS.ProcessEnv, name: string, fallback: number): numbe
 function memoryBudget(env: NodeJS.ProcessEnv): number {
   const value = positive(env, 'MEMORY_BUDGET_MB', 64);
   if (value < 8) throw new ConfigError(`MEMORY_BUDGET_MB must be at least 8 (got ${value})`);
+  return value;
+}
+
+function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = positive(env, name, fallback);
+  if (!Number.isInteger(value)) throw new ConfigError(`${name} must be an integer`);
   return value;
 }

@@ -54,8 +54,10 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
   const webhooks = new WebhookDispatcher(db, new WebhookSender(services.webhookPolicy!, config.webhookTimeoutMs), services.clock, log, {
     intervalMs: config.webhookDispatchIntervalMs,
     leaseMs: Math.max(60_000, config.webhookTimeoutMs * 3),
-    endpointsPerTick: 16,
-    deliveriesPerEndpoint: 100,
+    slots: config.webhookSlots,
+    slotsPerWorkspace: config.webhookSlotsPerWorkspace,
+    leaseBudgetMs: config.webhookLeaseBudgetMs,
+    deliveriesPerLease: 100,
   });
   webhooks.start();
   // Postgres tells every instance of each commit and key change; SQLite's reads cost no round trip to save.

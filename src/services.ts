@@ -17,7 +17,7 @@ const ADMISSION_WAIT_MS = 1000;
 
 export async function createServices(
   db: Db,
-  config: Pick<Config, 'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'webhooksAllowInsecure' | 'memoryBudgetMb'>,
+  config: Pick<Config, 'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'webhooksAllowInsecure' | 'memoryBudgetMb' | 'webhookRedeliverMaxPending'>,
   clock: Clock = systemClock,
 ): Promise<AppServices> {
   const secret = config.cursorSecret ?? (await sharedCursorSecret(db));
@@ -38,5 +38,6 @@ export async function createServices(
     // A quarter per key: one tenant's large pages leave three quarters to the others.
     memory: new MemoryBudget(config.memoryBudgetMb * MB, (config.memoryBudgetMb * MB) / 4, ADMISSION_WAIT_MS),
     webhookPolicy: { allowInsecure: config.webhooksAllowInsecure },
+    webhookRedeliverMaxPending: config.webhookRedeliverMaxPending,
   };
 }

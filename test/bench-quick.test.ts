@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { postgresAvailable, underCi } from './support/databases.ts';
 
-const SECTIONS = ['seed', 'ceiling', 'replay', 'replayFloor', 'depth', 'sparse', 'mcp', 'tail', 'tailSlow', 'ingest', 'memory', 'machineLoad'];
+const SECTIONS = ['seed', 'ceiling', 'replay', 'replayFloor', 'depth', 'sparse', 'mcp', 'tail', 'tailSlow', 'ingest', 'memory', 'webhooks', 'machineLoad'];
 
 describe('npm run bench -- --quick', () => {
   it('runs every part on SQLite, Postgres and the Redis peer and writes its results (no timing asserted)', { timeout: 600_000 }, async () => {
@@ -43,6 +43,7 @@ describe('npm run bench -- --quick', () => {
         assert.ok(results[kind].tail.requests > 0 && results[kind].tailSlow.requests > 0, `${kind} tailing measured`);
         assert.ok(results[kind].ingest.oneWorkspace.events > 0 && results[kind].ingest.manyWorkspaces.events > 0, `${kind} ingestion measured`);
         for (const scope of ['1 mailbox', '10 mailboxes', '50 mailboxes']) assert.ok(results[kind].sparse.scopes[scope].ratio > 0, `${kind} key of ${scope} measured`);
+        assert.ok(results[kind].webhooks.defaults.victim.emitted > 0 && results[kind].webhooks.defaults.noisy.delivered > 0, `${kind} webhook fairness measured`);
       }
       if (withPostgres) {
         assert.ok(results.postgres.ingest.oneWorkspace.walBytesPerEvent > 0 && results.postgres.ingest.manyWorkspaces.walBytesPerEvent > 0, 'Postgres WAL per event measured');

@@ -24,6 +24,8 @@ export interface Services {
   groupCommit: GroupCommit;
   /** Where webhooks may point; secure (public https only) when absent. */
   webhookPolicy?: TargetPolicy;
+  /** redeliver_webhook's quota: it queues nothing more for an endpoint with this many pending deliveries (10,000 when absent). */
+  webhookRedeliverMaxPending?: number;
 }
 
 /** What the transports hold: the operations' services plus the per-key request budget and the validator they share. */

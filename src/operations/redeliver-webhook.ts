@@ -1,19 +1,32 @@
 import type { RedeliverWebhookRequest, RedeliverWebhookResponse } from '../../generated/types.ts';
-import { invalidArgument } from '../errors.ts';
+import { ApiError, invalidArgument } from '../errors.ts';
 import { assertCursorNotExpired } from '../feed/expiry.ts';
 import { matchesTypes } from '../feed/type-filter.ts';
+import { dbKind } from '../store/db.ts';
 import { prunedThrough } from '../store/retention.ts';
 import { writeTransaction } from '../store/write-transaction.ts';
-import { findEndpoint } from '../webhooks/store.ts';
+import { findEndpoint, pendingCountUpTo, queueDeliveries } from '../webhooks/store.ts';
 import { requireWorkspaceAdmin, type OperationContext } from './context.ts';
 
-/** redeliver_webhook: schedules the events after a cursor for delivery again to one endpoint. */
+/** The quota when the service is not told otherwise (WEBHOOK_REDELIVER_MAX_PENDING). */
+export const DEFAULT_REDELIVER_MAX_PENDING = 10_000;
+
+// When a refused caller may try again: a backlog at the quota takes at least this long to drain.
+const QUOTA_RETRY_AFTER_SECONDS = 60;
+
+/**
+ * redeliver_webhook: schedules the events after a cursor for delivery again to one endpoint. What
+ * one call may add is bounded three ways: `limit` (at most 1,000 events read, in the contract), an
+ * event already pending for the endpoint is not queued again (a unique index), and nothing is
+ * queued past the endpoint's quota of pending deliveries (429 rate_limited once it is reached).
+ */
 export async function redeliverWebhook(ctx: OperationContext, input: RedeliverWebhookRequest): Promise<RedeliverWebhookResponse> {
   requireWorkspaceAdmin(ctx.principal);
   const { workspaceId } = ctx.principal;
   const endpoint = await findEndpoint(ctx.db, workspaceId, input.url);
   if (!endpoint) throw invalidArgument('no webhook endpoint has this url in this workspace');
   const afterSeq = input.after === undefined ? await prunedThrough(ctx.db, workspaceId) : ctx.cursors.decode(workspaceId, input.after);
+  const maxPending = ctx.webhookRedeliverMaxPending ?? DEFAULT_REDELIVER_MAX_PENDING;
   const now = ctx.clock.now().getTime();
   const types = JSON.parse(endpoint.event_types) as string[];
 
@@ -24,17 +37,29 @@ export async function redeliverWebhook(ctx: OperationContext, input: RedeliverWe
     .orderBy('seq')
     .limit(input.limit ?? 1000);
   if (input.after !== undefined) await assertCursorNotExpired(ctx.db, workspaceId, null, afterSeq);
-  const chosen = events.filter((event) => matchesTypes(types, event.type));
-  await writeTransaction(ctx.db, async (trx) => {
-    for (let i = 0; i < chosen.length; i += 500) {
-      await trx('webhook_deliveries').insert(
-        chosen.slice(i, i + 500).map((event) => ({ endpoint_id: endpoint.id, workspace_id: workspaceId, event_seq: Number(event.seq), event_id: event.id, attempts: 0, next_attempt_at: now, created_at: now })),
+
+  const { scheduled, lastSeq } = await writeTransaction(ctx.db, async (trx) => {
+    // One redelivery at a time per endpoint (SQLite's write lock does it there), so that calls
+    // racing each other cannot together go past the quota.
+    if (dbKind(ctx.db) === 'postgres') await trx('webhook_endpoints').where({ id: endpoint.id }).forUpdate().first('id');
+    const room = maxPending - (await pendingCountUpTo(trx, endpoint.id, maxPending));
+    if (room <= 0) {
+      throw new ApiError(
+        'rate_limited',
+        `this endpoint already has ${maxPending} pending deliveries, the most redeliver_webhook lets wait for one endpoint: retry once some are delivered${endpoint.enabled ? '' : ' (the endpoint is disabled: enable it first)'}`,
+        429,
+        { 'Retry-After': String(QUOTA_RETRY_AFTER_SECONDS) },
       );
     }
+    const matching = events.filter((event) => matchesTypes(types, event.type));
+    // Past the room left, stop: the cursor answered then points after the last event taken.
+    const taken = matching.length > room ? matching.slice(0, room) : matching;
+    const queued = await queueDeliveries(trx, endpoint.id, workspaceId, taken, now);
+    const through = matching.length > room ? Number(taken.at(-1)!.seq) : events.length ? Number(events.at(-1)!.seq) : undefined;
+    return { scheduled: queued, lastSeq: through };
   });
-  const last = events.at(-1);
   return {
-    scheduled: chosen.length,
-    next_cursor: last ? ctx.cursors.encode(workspaceId, Number(last.seq)) : (input.after ?? ctx.cursors.encode(workspaceId, afterSeq)),
+    scheduled,
+    next_cursor: lastSeq !== undefined ? ctx.cursors.encode(workspaceId, lastSeq) : (input.after ?? ctx.cursors.encode(workspaceId, afterSeq)),
   };
 }

@@ -1,6 +1,7 @@
 import type { SetWebhookRequest, SetWebhookResponse } from '../../generated/types.ts';
 import { invalidArgument } from '../errors.ts';
 import { newWebhookEndpointId } from '../ids.ts';
+import { dbKind } from '../store/db.ts';
 import { writeTransaction } from '../store/write-transaction.ts';
 import { newSigningSecret } from '../webhooks/signature.ts';
 import { endpointView, findEndpoint, type EndpointRow } from '../webhooks/store.ts';
@@ -26,6 +27,10 @@ export async function setWebhook(ctx: OperationContext, input: SetWebhookRequest
     if (problem) throw invalidArgument(problem);
 
     if (!existing) {
+      // Creations in one workspace take turns, so the count below stays true until the insert
+      // commits (under READ COMMITTED two creations would each count 19 and both insert).
+      // SQLite's write transactions are serialized already.
+      if (dbKind(ctx.db) === 'postgres') await trx('workspaces').where({ id: workspaceId }).forUpdate().first('id');
       const counted = await trx('webhook_endpoints').count({ n: '*' }).where({ workspace_id: workspaceId }).first();
       if (Number(counted?.n ?? 0) >= MAX_ENDPOINTS_PER_WORKSPACE) throw invalidArgument(`a workspace has at most ${MAX_ENDPOINTS_PER_WORKSPACE} webhook endpoints`);
       const row: EndpointRow = {

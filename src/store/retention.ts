@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { dbKind, type Db } from './db.ts';
 import { placeholders, readRows } from './sql.ts';
+import { pruneAttempts, pruneDeliveries } from '../webhooks/pruning.ts';
 
 type Reader = Db | Knex.Transaction;
 
@@ -71,8 +72,9 @@ export async function pruneAll(db: Db, cutoffMs: number, batchSize: number): Pro
   const workspaces: Array<{ id: string }> = await db('workspaces').select('id').orderBy('id');
   const results: PruneResult[] = [];
   for (const { id } of workspaces) results.push(await pruneWorkspace(db, id, cutoffMs, batchSize));
-  // Webhook attempt history follows the same retention.
-  await db('webhook_attempts').where('started_at', '<', cutoffMs).del();
+  // The webhook deliveries of pruned events go with them; the attempt history is bounded by age and per endpoint.
+  for (const result of results) await pruneDeliveries(db, result.workspaceId, result.prunedThrough, batchSize);
+  await pruneAttempts(db, cutoffMs, batchSize);
   return results;
 }
 

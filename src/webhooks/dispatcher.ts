@@ -7,24 +7,51 @@ import { nextDelayMs } from './retry-schedule.ts';
 import type { WebhookSender } from './send.ts';
 import { dueDeliveries, leaseEndpoints, recordAttempt, releaseLease, renewLease, type EndpointRow } from './store.ts';
 
+/*
+ * Slots given back are filled together, by one lease statement, at most this often: its cost is
+ * one probe per enabled endpoint, and on SQLite it runs on the event loop. The gap also grows with
+ * the statement's own duration, so leasing takes at most about a fifth of the time however many
+ * endpoints there are.
+ */
+const MIN_REFILL_GAP_MS = 20;
+const REFILL_GAP_FACTOR = 5;
+
 export interface DispatcherOptions {
+  /** How often free slots are filled even when no slot has just been given back. */
   intervalMs: number;
   /** How long an instance may hold an endpoint without renewing: well above one attempt's timeout. */
   leaseMs: number;
-  endpointsPerTick: number;
-  deliveriesPerEndpoint: number;
+  /** Endpoints sent to at once, each in a slot of its own. */
+  slots: number;
+  /** The most slots one workspace's endpoints may hold at once. */
+  slotsPerWorkspace: number;
+  /** How long one lease may go on starting attempts; then the endpoint gives its slot back. */
+  leaseBudgetMs: number;
+  /** The most deliveries one lease reads (and may send). */
+  deliveriesPerLease: number;
 }
 
 /**
- * Drains the outbox: every tick, lease endpoints with due deliveries and send each one's
- * deliveries in emission order, one at a time, so a healthy endpoint receives events in the
- * order they were emitted. An attempt is recorded only after it ends: a crash in between leaves
- * the delivery due, and it is sent again once the lease runs out (at least once, never lost).
+ * Drains the outbox through a fixed number of slots, one endpoint per slot. Each endpoint's due
+ * deliveries are sent in emission order, one at a time, so a healthy endpoint receives events in
+ * the order they were emitted. Slots are independent: a slow or hanging endpoint holds only its
+ * own, and gives it back after its lease budget (or its first failure), and a slot given back is
+ * filled again at once, not at the next interval. Which endpoint gets a free slot is decided
+ * fairly across workspaces (store.ts, leaseEndpoints).
+ *
+ * An attempt is recorded only after it ends: a crash in between leaves the delivery due, and it
+ * is sent again once the lease runs out (at least once, never lost).
  */
 export class WebhookDispatcher {
   readonly #owner = `disp_${randomBytes(6).toString('hex')}`;
   #timer: NodeJS.Timeout | undefined;
-  #running: Promise<number> | undefined;
+  /** The endpoints being sent to, by id: each one's drain. */
+  readonly #slots = new Map<string, Promise<void>>();
+  #filling: Promise<void> | undefined;
+  #fillAgain = false;
+  #lastFill = { at: -Infinity, ms: 0 };
+  #attempts = 0;
+  #stopped = false;
 
   constructor(
     readonly db: Db,
@@ -35,47 +62,88 @@ export class WebhookDispatcher {
   ) {}
 
   start(): void {
-    this.#timer = setInterval(() => void this.tick(), this.options.intervalMs);
+    this.#timer = setInterval(() => void this.#fill(), this.options.intervalMs);
     this.#timer.unref();
   }
 
   async stop(): Promise<void> {
     clearInterval(this.#timer);
-    await this.#running;
+    this.#stopped = true;
+    await this.#idle();
     await this.sender.close();
   }
 
-  /** One pass; resolves to the number of attempts made. Overlapping calls share the pass in flight. */
-  tick(): Promise<number> {
-    this.#running ??= this.#pass()
-      .catch((err) => {
-        this.log.error(safeErrorFields(err), 'webhooks: dispatch pass failed; retrying at the next tick');
-        return 0;
-      })
-      .finally(() => (this.#running = undefined));
-    return this.#running;
+  /**
+   * Fills the free slots now, then waits until every slot is free again (refills included);
+   * resolves to the number of attempts made meanwhile. For tests and one-off runs: the server's
+   * own dispatching never waits for a slot.
+   */
+  async tick(): Promise<number> {
+    const before = this.#attempts;
+    await this.#fill();
+    await this.#idle();
+    return this.#attempts - before;
   }
 
-  async #pass(): Promise<number> {
-    const now = this.clock.now().getTime();
-    const endpoints = await leaseEndpoints(this.db, this.#owner, now, this.options.leaseMs, this.options.endpointsPerTick);
-    const counts = await Promise.all(endpoints.map((endpoint) => this.#drain(endpoint)));
-    return counts.reduce((a, b) => a + b, 0);
+  async #idle(): Promise<void> {
+    while (this.#filling || this.#slots.size > 0) await Promise.all([this.#filling, ...this.#slots.values()]);
   }
 
-  async #drain(endpoint: EndpointRow): Promise<number> {
-    let attempts = 0;
+  /** Leases endpoints for the free slots and starts each one's drain. One fill at a time; asked for meanwhile, it runs once more. */
+  #fill(): Promise<void> {
+    if (this.#filling) {
+      this.#fillAgain = true;
+      return this.#filling;
+    }
+    this.#filling = (async () => {
+      do {
+        const wait = this.#lastFill.at + Math.max(MIN_REFILL_GAP_MS, REFILL_GAP_FACTOR * this.#lastFill.ms) - performance.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        this.#fillAgain = false;
+        const free = this.options.slots - this.#slots.size;
+        if (free <= 0 || this.#stopped) return;
+        const started = performance.now();
+        const endpoints = await leaseEndpoints(this.db, {
+          owner: this.#owner,
+          now: this.clock.now().getTime(),
+          leaseMs: this.options.leaseMs,
+          max: free,
+          perWorkspace: this.options.slotsPerWorkspace,
+        });
+        this.#lastFill = { at: started, ms: performance.now() - started };
+        for (const endpoint of endpoints) this.#occupy(endpoint);
+      } while (this.#fillAgain);
+    })()
+      .catch((err) => this.log.error(safeErrorFields(err), 'webhooks: leasing endpoints failed; retrying at the next interval'))
+      .finally(() => (this.#filling = undefined));
+    return this.#filling;
+  }
+
+  #occupy(endpoint: EndpointRow): void {
+    const drain: Promise<void> = this.#drain(endpoint).finally(() => {
+      if (this.#slots.get(endpoint.id) === drain) this.#slots.delete(endpoint.id);
+      if (!this.#stopped) void this.#fill();
+    });
+    this.#slots.set(endpoint.id, drain);
+  }
+
+  /** Sends an endpoint's due deliveries in order until none is left, one fails, or the lease budget is spent. Never rejects. */
+  async #drain(endpoint: EndpointRow): Promise<void> {
+    const leased = performance.now();
+    // After a failure, the endpoint's other deliveries wait an interval instead of following at once.
+    let pauseUntil: number | null = null;
     try {
-      const due = await dueDeliveries(this.db, endpoint.id, this.clock.now().getTime(), this.options.deliveriesPerEndpoint);
+      const due = await dueDeliveries(this.db, endpoint.id, this.clock.now().getTime(), this.options.deliveriesPerLease);
       for (const delivery of due) {
+        if (performance.now() - leased >= this.options.leaseBudgetMs) return;
         const startedAt = this.clock.now().getTime();
-        if (!(await renewLease(this.db, endpoint.id, this.#owner, startedAt + this.options.leaseMs))) return attempts;
+        if (!(await renewLease(this.db, endpoint.id, this.#owner, startedAt + this.options.leaseMs))) return;
         if (delivery.envelope === null) {
           await recordAttempt(this.db, { delivery, startedAt, status: null, latencyMs: 0, error: 'the event is past retention', outcome: 'failed', nextAttemptAt: null });
           continue;
         }
         const result = await this.sender.send({ url: endpoint.url, secret: endpoint.secret, eventId: delivery.event_id, body: delivery.envelope }, Math.floor(startedAt / 1000));
-        attempts++;
+        this.#attempts++;
         const ended = this.clock.now().getTime();
         if (result.error === null) {
           await recordAttempt(this.db, { delivery, startedAt, ...result, outcome: 'delivered', nextAttemptAt: null });
@@ -83,7 +151,7 @@ export class WebhookDispatcher {
         }
         if (result.status === 410) {
           await recordAttempt(this.db, { delivery, startedAt, ...result, outcome: 'disabled', nextAttemptAt: null });
-          return attempts;
+          return;
         }
         const honoured = result.status === 429 || result.status === 503 ? result.retryAfter : undefined;
         const delay = nextDelayMs(delivery.attempts + 1, honoured, ended);
@@ -94,12 +162,14 @@ export class WebhookDispatcher {
           outcome: delay === undefined ? 'failed' : 'retry',
           nextAttemptAt: delay === undefined ? null : ended + delay,
         });
-        // Later events wait for the next pass rather than overtake this one right away.
-        return attempts;
+        pauseUntil = ended + this.options.intervalMs;
+        return;
       }
-      return attempts;
+    } catch (err) {
+      this.log.error(safeErrorFields(err), 'webhooks: sending to an endpoint failed; it is taken up again later');
+      pauseUntil = this.clock.now().getTime() + this.options.intervalMs;
     } finally {
-      await releaseLease(this.db, endpoint.id, this.#owner).catch(() => {});
+      await releaseLease(this.db, endpoint.id, this.#owner, pauseUntil).catch(() => {});
     }
   }
 }

@@ -1,6 +1,6 @@
 import { Agent, request } from 'undici';
 import { signWebhook } from './signature.ts';
-import { safeLookup, urlProblem, type TargetPolicy } from './target-policy.ts';
+import { safeLookup, UNREACHABLE_TARGET, urlProblem, type TargetPolicy } from './target-policy.ts';
 
 export interface Delivery {
   url: string;
@@ -77,10 +77,27 @@ async function drain(body: AsyncIterable<Buffer> & { destroy(): void }) {
   }
 }
 
+// What an attempt records for a failure without an answer: fixed words per cause, never the
+// driver's message, which can carry the host name, an address or a certificate's names.
+const FAILURES: Record<string, string> = {
+  EUNREACHABLETARGET: UNREACHABLE_TARGET,
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  EPIPE: 'connection reset',
+  UND_ERR_SOCKET: 'connection closed before the answer',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  UND_ERR_CONNECT_TIMEOUT: 'timed out',
+  UND_ERR_HEADERS_TIMEOUT: 'timed out',
+  UND_ERR_BODY_TIMEOUT: 'timed out',
+};
+
 function describe(err: unknown): string {
-  const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
+  const e = err as { name?: string; code?: string; cause?: { code?: string } };
   if (e.name === 'TimeoutError' || e.name === 'AbortError') return 'timed out';
   const code = e.cause?.code ?? e.code;
-  const message = e.cause?.message ?? e.message ?? 'request failed';
-  return (code ? `${code}: ${message}` : message).slice(0, 300);
+  if (code === undefined) return 'request failed';
+  if (FAILURES[code]) return FAILURES[code];
+  if (/CERT|TLS|SSL/.test(code)) return `TLS handshake failed (${code})`.slice(0, 300);
+  return /^[A-Z0-9_]{1,60}$/.test(code) ? `request failed (${code})` : 'request failed';
 }
