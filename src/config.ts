@@ -10,9 +10,16 @@ export interface Config {
   retentionDays: number;
   pruneIntervalSeconds: number;
   pruneBatchSize: number;
-  /** Token bucket per API key; 0 disables rate limiting. */
+  /** Token bucket per API key; 0 disables rate limiting (by key and by address). */
   rateLimitPerSecond: number;
   rateLimitBurst: number;
+  /** Token bucket per client address, for what no key pays for (failed authentication, unauthenticated pages). */
+  rateLimitPerAddressPerSecond: number;
+  rateLimitPerAddressBurst: number;
+  /** A response costs one more token per this many bytes past the first this many. */
+  rateLimitBytesPerToken: number;
+  /** How many proxies in front of the service append to X-Forwarded-For; 0: the socket's peer is the client. */
+  trustProxyHops: number;
   /** Lets webhooks go to plain http and private or loopback addresses: development and tests only. */
   webhooksAllowInsecure: boolean;
   webhookTimeoutMs: number;
@@ -40,6 +47,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`RETENTION_DAYS must be at least ${MIN_RETENTION_DAYS}: the feed promises clients ${MIN_RETENTION_DAYS} days of events (got ${retentionDays})`);
   }
   const rateLimitPerSecond = number(env, 'RATE_LIMIT_PER_SECOND', 100);
+  const rateLimitPerAddressPerSecond = positive(env, 'RATE_LIMIT_PER_ADDRESS_PER_SECOND', 20);
   return {
     retentionDays,
     // 0: the server never prunes on its own (one `event-feed prune` from cron serves every instance).
@@ -50,6 +58,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookTimeoutMs: positive(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
     webhookDispatchIntervalMs: positive(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 500),
     rateLimitBurst: positive(env, 'RATE_LIMIT_BURST', Math.max(1, Math.ceil(rateLimitPerSecond * 2))),
+    rateLimitPerAddressPerSecond,
+    rateLimitPerAddressBurst: positive(env, 'RATE_LIMIT_PER_ADDRESS_BURST', Math.max(1, Math.ceil(rateLimitPerAddressPerSecond * 2))),
+    rateLimitBytesPerToken: integer(env, 'RATE_LIMIT_BYTES_PER_TOKEN', 64 * 1024, 1024),
+    trustProxyHops: integer(env, 'TRUST_PROXY_HOPS', 0, 0),
     host: env.HOST || '127.0.0.1',
     port,
     databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
@@ -63,6 +75,12 @@ function number(env: NodeJS.ProcessEnv, name: string, fallback: number): number 
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
   if (!Number.isFinite(value) || value < 0) throw new ConfigError(`${name} must be a non-negative number (got "${raw.slice(0, 40)}")`);
+  return value;
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
+  const value = number(env, name, fallback);
+  if (!Number.isInteger(value) || value < min) throw new ConfigError(`${name} must be an integer of at least ${min}`);
   return value;
 }
 

@@ -34,7 +34,7 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
   try {
     services = await createServices(db, config, options.clock);
     demo = options.seedDemo && (await countWorkspaces(db)) === 0 ? await seedDemoWorkspace(db, services.clock) : undefined;
-    const s = createServer(await createHttpHandler(services, log));
+    const s = createServer(await createHttpHandler(services, log, { trustProxyHops: config.trustProxyHops }));
     server = await new Promise<Server>((resolve, reject) => {
       s.once('error', reject);
       s.listen(config.port, config.host, () => resolve(s));

@@ -12,7 +12,10 @@ import { sharedCursorSecret } from './store/settings.ts';
 
 export async function createServices(
   db: Db,
-  config: Pick<Config, 'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'webhooksAllowInsecure'>,
+  config: Pick<
+    Config,
+    'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'rateLimitPerAddressPerSecond' | 'rateLimitPerAddressBurst' | 'rateLimitBytesPerToken' | 'webhooksAllowInsecure'
+  >,
   clock: Clock = systemClock,
 ): Promise<AppServices> {
   const secret = config.cursorSecret ?? (await sharedCursorSecret(db));
@@ -29,7 +32,11 @@ export async function createServices(
     recent,
     groupCommit: new GroupCommit(db, clock, heads, recent),
     requestValidator: new RequestValidator(),
-    rateLimiter: new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst),
+    rateLimiter: new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst, undefined, {
+      addressPerSecond: config.rateLimitPerAddressPerSecond,
+      addressBurst: config.rateLimitPerAddressBurst,
+      bytesPerToken: config.rateLimitBytesPerToken,
+    }),
     webhookPolicy: { allowInsecure: config.webhooksAllowInsecure },
   };
 }
