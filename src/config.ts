@@ -20,6 +20,17 @@ export interface Config {
   rateLimitBytesPerToken: number;
   /** How many proxies in front of the service append to X-Forwarded-For; 0: the socket's peer is the client. */
   trustProxyHops: number;
+  /** Connections held at once, in all and per client address (0: no per-address cap). */
+  maxConnections: number;
+  maxConnectionsPerAddress: number;
+  /** A connection must send complete request headers within this (also closes one that sends nothing). */
+  headersTimeoutMs: number;
+  /** ... and its whole request (headers and body) within this. */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** A connection on which nothing moves for this long (a client that stops reading its answer) is closed. */
+  socketTimeoutMs: number;
   /** Lets webhooks go to plain http and private or loopback addresses: development and tests only. */
   webhooksAllowInsecure: boolean;
   webhookTimeoutMs: number;
@@ -48,6 +59,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const rateLimitPerSecond = number(env, 'RATE_LIMIT_PER_SECOND', 100);
   const rateLimitPerAddressPerSecond = positive(env, 'RATE_LIMIT_PER_ADDRESS_PER_SECOND', 20);
+  const headersTimeoutMs = integer(env, 'HEADERS_TIMEOUT_MS', 10_000, 1);
+  const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', Math.max(20_000, headersTimeoutMs), 1);
+  if (requestTimeoutMs < headersTimeoutMs) throw new ConfigError('REQUEST_TIMEOUT_MS must be at least HEADERS_TIMEOUT_MS');
+  const maxConnections = integer(env, 'MAX_CONNECTIONS', 1024, 1);
   return {
     retentionDays,
     // 0: the server never prunes on its own (one `event-feed prune` from cron serves every instance).
@@ -62,6 +77,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerAddressBurst: positive(env, 'RATE_LIMIT_PER_ADDRESS_BURST', Math.max(1, Math.ceil(rateLimitPerAddressPerSecond * 2))),
     rateLimitBytesPerToken: integer(env, 'RATE_LIMIT_BYTES_PER_TOKEN', 64 * 1024, 1024),
     trustProxyHops: integer(env, 'TRUST_PROXY_HOPS', 0, 0),
+    maxConnections,
+    maxConnectionsPerAddress: integer(env, 'MAX_CONNECTIONS_PER_ADDRESS', Math.max(1, Math.floor(maxConnections / 4)), 0),
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 1),
+    socketTimeoutMs: integer(env, 'SOCKET_TIMEOUT_MS', 30_000, 1),
     host: env.HOST || '127.0.0.1',
     port,
     databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
