@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
+import pino from 'pino';
+import { RefusalLog } from '../src/http/refusal-log.ts';
 import { RateLimiter } from '../src/limits/rate-limiter.ts';
 import { ApiError } from '../src/errors.ts';
 import { contractErrors } from './support/contract.ts';
@@ -252,5 +255,36 @@ describe('rate limiting over HTTP and MCP', () => {
     assert.ok(results.every((r) => !r.isError));
     assert.equal(limited.isError, true);
     assert.match((limited.content as any)[0].text, /^rate_limited : too many requests for this key; retry in \d+ s$/);
+  });
+});
+
+describe('refusals are counted, not logged one by one', () => {
+  it('a flood of 429s writes no line per request; one line per window says how many', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const server = await startTestServer(await sqliteDatabase(), { RATE_LIMIT_PER_SECOND: '0.01', RATE_LIMIT_BURST: '2' }, { log: pino({ level: 'info' }, sink) });
+    try {
+      const { key } = await server.key(await server.workspace(), ['read']);
+      const statuses = [];
+      for (let i = 0; i < 30; i++) statuses.push((await server.post('/v1/event_feed', {}, key)).status);
+      assert.equal(statuses.filter((s) => s === 429).length, 28);
+      const requests = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request');
+      assert.deepEqual(requests.map((l) => l.status), [200, 200], 'only the answered requests are logged');
+    } finally {
+      await server.stop();
+      await server.database.drop();
+    }
+
+    const warned: Array<Record<string, unknown>> = [];
+    const refusals = new RefusalLog(pino({ level: 'warn' }, new Writable({ write: (chunk, _e, done) => (warned.push(JSON.parse(String(chunk))), done()) })));
+    for (let i = 0; i < 5; i++) refusals.note();
+    refusals.flush();
+    refusals.flush();
+    assert.deepEqual(warned.map((w) => [w.msg, w.refused]), [['requests refused by rate limits', 5]]);
   });
 });
