@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
@@ -10,6 +11,7 @@ import { databaseKinds, sqliteDatabase } from './support/databases.ts';
 import { mcpClient } from './support/mcp.ts';
 import { requestFrom, keyLookupsDuring, bigEvent } from './support/edge.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
+import { until } from './support/wait.ts';
 
 describe('token bucket', () => {
   it('allows a burst, then refills at the rate', () => {
@@ -286,5 +288,45 @@ describe('refusals are counted, not logged one by one', () => {
     refusals.flush();
     refusals.flush();
     assert.deepEqual(warned.map((w) => [w.msg, w.refused]), [['requests refused by rate limits', 5]]);
+  });
+});
+
+describe('a page read reserves what a whole page costs while it runs', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer(await sqliteDatabase(), { RATE_LIMIT_PER_SECOND: '0.01', RATE_LIMIT_BURST: '200' });
+  });
+  after(async () => {
+    await server.stop();
+    await server.database.drop();
+  });
+
+  it('with a burst of 200, a key has at most 13 page reads in flight; once answered they cost what they answered', async () => {
+    const { key } = await server.key(await server.workspace(), ['read']);
+    const { port } = new URL(server.url);
+    // Twenty reads whose bodies are held back: each stays in flight, holding its reservation.
+    const held = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        new Promise<{ socket: net.Socket; answer: () => string }>((resolve) => {
+          let answer = '';
+          const socket = net.connect(Number(port), '127.0.0.1', () => {
+            socket.write(`POST /v1/event_feed HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"limit":`);
+            resolve({ socket, answer: () => answer });
+          });
+          socket.on('data', (chunk) => (answer += chunk));
+          socket.on('error', () => {});
+        }),
+      ),
+    );
+    await until('seven refused', () => held.filter((h) => h.answer().startsWith('HTTP/1.1 429')).length === 7, 5000);
+    const admitted = held.filter((h) => h.answer() === '');
+    assert.equal(admitted.length, 13, '200 tokens, 16 a page read in flight');
+    for (const h of admitted) h.socket.write('1}');
+    await until('the thirteen answered', () => admitted.every((h) => h.answer().startsWith('HTTP/1.1 200')), 5000);
+    for (const h of held) h.socket.destroy();
+    // Settled at their size (one token each): the bucket is nearly full again.
+    const next = await server.post('/v1/event_feed', {}, key);
+    assert.equal(next.status, 200);
+    assert.equal(next.headers.get('ratelimit-remaining'), String(200 - 13 - 1));
   });
 });

@@ -21,8 +21,13 @@ import { jsonByteLength, sendJson } from './send-json.ts';
  * operation on a tailing poll, and openapi-backend 15 MB of memory (bench/README.md). Routes and
  * schemas still come from the contract alone (contract/operations.ts, contract/request-validator.ts).
  */
+/** The operations whose answer may be a whole page (PAGE_MAX_BYTES): they reserve its cost first (RateLimiter.reservePage). */
+const ANSWERS_A_PAGE = new Set(['event_feed', 'list_events']);
+
 export function createApiRouter(services: AppServices, log: Logger) {
+  const { rateLimiter } = services;
   return async (req: IncomingMessage, res: EdgeResponse, locals: RequestLocals): Promise<void> => {
+    let reserved = 0;
     try {
       const principal = (locals.principal = await authenticateRequest(services, req, res, locals.clientAddress));
       const method = req.method ?? 'GET';
@@ -37,13 +42,19 @@ export function createApiRouter(services: AppServices, log: Logger) {
       // read nor validated (it would learn the schema). The operation checks again.
       requirePermission(principal, operation.permission);
       refuseQueryString(req);
+      if (ANSWERS_A_PAGE.has(operation.operationId)) reserved = rateLimiter.reservePage(principal.keyId);
       const body = await readJsonObjectBody(req, res);
       const input = services.requestValidator.check(operation.operationId, body);
       const outcome = await operations[operation.operationId]!({ ...services, principal }, input);
-      const rate = services.rateLimiter.chargeForBytes(principal.keyId, jsonByteLength(outcome.json));
+      const rate = rateLimiter.chargeForBytes(principal.keyId, jsonByteLength(outcome.json), reserved);
+      reserved = 0;
       if (rate) setRateLimitHeaders(res, rate);
       sendJson(res, outcome.created ? 201 : 200, outcome.json);
     } catch (err) {
+      if (reserved) {
+        const rate = rateLimiter.charge(locals.principal!.keyId, -reserved);
+        if (rate) setRateLimitHeaders(res, rate);
+      }
       // Refused before its body was read (no key, no permission, rate limited, body too large):
       // close the connection after the answer instead of reading and discarding the rest.
       if (!req.complete) res.setHeader('Connection', 'close');

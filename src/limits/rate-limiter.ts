@@ -1,5 +1,6 @@
 import { ApiError } from '../errors.ts';
 import { KnownTokens } from './known-tokens.ts';
+import { PAGE_MAX_BYTES } from './page-bytes.ts';
 import { TokenBuckets, type RateState } from './token-buckets.ts';
 
 export type { RateState };
@@ -23,7 +24,10 @@ export const DEFAULT_MAX_BUCKETS = 50_000;
  *
  * - By API key (`take`, `charge`): every request of a key takes one token before its body is
  *   read, and a response pays for its size after the fact (`chargeForBytes`), so a key pulling
- *   big pages is held to a byte rate while small requests see no change.
+ *   big pages is held to a byte rate while small requests see no change. A request whose answer
+ *   may be a whole page first reserves what the largest page costs (`reservePage`), settled at
+ *   the answer's size: otherwise a key with a full bucket could have its whole burst of big pages
+ *   in flight at once, and pay only afterwards.
  * - By client address (`takeForAddress`): what no key pays for, i.e. requests that fail
  *   authentication (each costs a hash, maybe a database lookup) and unauthenticated pages. A
  *   token is taken before a key is looked up and given back when the key proves valid.
@@ -71,9 +75,27 @@ export class RateLimiter {
     return this.keys.charge(keyId, tokens);
   }
 
-  /** Charges a response of `bytes` to the key: one token per `bytesPerToken` past the first (tokensForBytes). */
-  chargeForBytes(keyId: string, bytes: number): RateState | undefined {
-    return this.charge(keyId, this.tokensForBytes(bytes));
+  /**
+   * Charges a response of `bytes` to the key: one token per `bytesPerToken` past the first
+   * (tokensForBytes), less what was `reserved` for it (reservePage).
+   */
+  chargeForBytes(keyId: string, bytes: number, reserved = 0): RateState | undefined {
+    return this.charge(keyId, this.tokensForBytes(bytes) - reserved);
+  }
+
+  /**
+   * Once a request whose answer may be a whole page (PAGE_MAX_BYTES) has taken its token: charges
+   * what such a page costs past that token, and returns that reservation, to be settled by
+   * chargeForBytes(keyId, bytes, reserved), or given back with charge(keyId, -reserved) if the
+   * request fails. The key's next requests are refused while the reservations in flight leave
+   * less than one token: with the defaults about a dozen such requests in flight at once (burst
+   * ÷ 16). One after the other, they cost exactly what they answer.
+   */
+  reservePage(keyId: string): number {
+    if (!this.enabled) return 0;
+    const reserved = this.tokensForBytes(PAGE_MAX_BYTES);
+    this.keys.charge(keyId, reserved);
+    return reserved;
   }
 
   /** The tokens a response of `bytes` costs beyond the one its request took: one per started `bytesPerToken` past the first. */
