@@ -162,6 +162,35 @@ describe('what no key pays for is paid by the client address', async () => {
   }
 });
 
+describe('X-Forwarded-For counts only behind trusted proxies (TRUST_PROXY_HOPS)', () => {
+  const limits = { RATE_LIMIT_PER_SECOND: '0.01', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0.01', RATE_LIMIT_PER_ADDRESS_BURST: '2' };
+  const flood = async (server: TestServer) => {
+    const statuses = [];
+    for (let i = 0; i < 6; i++) statuses.push((await requestFrom(server.url, '127.0.0.6', '/openapi.json', undefined, 'GET', '', { 'x-forwarded-for': `198.51.100.${i}` })).status);
+    return statuses;
+  };
+
+  it('by default a client naming itself anew in X-Forwarded-For gets no fresh budget', async () => {
+    const server = await startTestServer(await sqliteDatabase(), limits);
+    try {
+      assert.deepEqual(await flood(server), [200, 200, 429, 429, 429, 429]);
+    } finally {
+      await server.stop();
+      await server.database.drop();
+    }
+  });
+
+  it('with TRUST_PROXY_HOPS=1 each forwarded client has its own budget', async () => {
+    const server = await startTestServer(await sqliteDatabase(), { ...limits, TRUST_PROXY_HOPS: '1' });
+    try {
+      assert.deepEqual(await flood(server), [200, 200, 200, 200, 200, 200]);
+    } finally {
+      await server.stop();
+      await server.database.drop();
+    }
+  });
+});
+
 describe('a response pays for its size', () => {
   let server: TestServer;
   before(async () => {

@@ -13,7 +13,7 @@ export interface EdgeAnswer {
  * One request on a connection of its own from a given local address: any of 127.0.0.0/8 reaches
  * a server listening on 127.0.0.1, and the server sees that address as the client's.
  */
-export function requestFrom(baseUrl: string, localAddress: string, path: string, key?: string, method = 'POST', body = '{}'): Promise<EdgeAnswer> {
+export function requestFrom(baseUrl: string, localAddress: string, path: string, key?: string, method = 'POST', body = '{}', headers: Record<string, string> = {}): Promise<EdgeAnswer> {
   const url = new URL(path, baseUrl);
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -27,6 +27,7 @@ export function requestFrom(baseUrl: string, localAddress: string, path: string,
         headers: {
           ...(method === 'POST' ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}),
           ...(key ? { authorization: `Bearer ${key}` } : {}),
+          ...headers,
         },
       },
       (res) => {
