@@ -151,12 +151,14 @@ describe('what no key pays for is paid by the client address', async () => {
         assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429], 'the wrong secret of a known key id pays like any unknown key');
       });
 
-      it('/readyz answers every call from at most one query a second', async () => {
-        const lookups = await keyLookupsDuring(server.services.db, async () => {
+      it('/readyz answers every call from at most one query per 100 ms', async () => {
+        const started = performance.now();
+        const queries = await keyLookupsDuring(server.services.db, async () => {
           const answers = await Promise.all(Array.from({ length: 200 }, () => requestFrom(server.url, '127.0.0.5', '/readyz', undefined, 'GET')));
           assert.ok(answers.every((a) => a.status === 200 && a.json.status === 'ready'));
         }, /select 1/);
-        assert.ok(lookups <= 3, `${lookups} queries for 200 probes`);
+        const elapsed = performance.now() - started;
+        assert.ok(queries <= 2 + elapsed / 100, `${queries} queries for 200 probes in ${Math.round(elapsed)} ms`);
       });
     });
   }

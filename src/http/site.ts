@@ -7,8 +7,12 @@ import { specText, specYamlPath } from '../contract/spec.ts';
 import type { Db } from '../store/db.ts';
 
 const READINESS_TIMEOUT_MS = 1500;
-/** How long one readiness check answers for: /readyz costs at most one query per this, however often it is called. */
-export const READINESS_REUSE_MS = 1000;
+/**
+ * How long one readiness check answers for: /readyz costs at most one query per this, however
+ * often it is called, and is never staler than this (well under any balancer's probe period: an
+ * outage is reported from the first probe after it).
+ */
+export const READINESS_REUSE_MS = 100;
 
 const DOCS_PAGE = `<!doctype html>
 <html lang="en">
