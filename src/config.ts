@@ -20,7 +20,11 @@ export interface Config {
   rateLimitBytesPerToken: number;
   /** How many proxies in front of the service append to X-Forwarded-For; 0: the socket's peer is the client. */
   trustProxyHops: number;
-  /** Connections held at once, in all and per client address (0: no per-address cap). */
+  /**
+   * Connections held at once, in all and per client address (0: no per-address cap; by default
+   * half of all, so one address never holds every slot, while a client with a large pool is not
+   * turned away).
+   */
   maxConnections: number;
   maxConnectionsPerAddress: number;
   /** A connection must send complete request headers within this (also closes one that sends nothing). */
@@ -78,7 +82,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitBytesPerToken: integer(env, 'RATE_LIMIT_BYTES_PER_TOKEN', 64 * 1024, 1024),
     trustProxyHops: integer(env, 'TRUST_PROXY_HOPS', 0, 0),
     maxConnections,
-    maxConnectionsPerAddress: integer(env, 'MAX_CONNECTIONS_PER_ADDRESS', Math.max(1, Math.floor(maxConnections / 4)), 0),
+    maxConnectionsPerAddress: integer(env, 'MAX_CONNECTIONS_PER_ADDRESS', Math.max(1, Math.floor(maxConnections / 2)), 0),
     headersTimeoutMs,
     requestTimeoutMs,
     keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 1),
