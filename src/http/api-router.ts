@@ -10,6 +10,9 @@ import type { EdgeResponse, RequestLocals } from './request-context.ts';
 import { sendError } from './send-error.ts';
 import { jsonByteLength, sendJson } from './send-json.ts';
 
+/** The operations whose answer may be a whole page (PAGE_MAX_BYTES): they reserve its cost first (RateLimiter.reservePage). */
+const ANSWERS_A_PAGE = new Set(['event_feed', 'list_events']);
+
 /**
  * The `/v1` edge, on plain Node request and response objects: authenticate (before the body is
  * read), route to the contract's operation, check its permission, read the JSON body, validate it
@@ -21,9 +24,6 @@ import { jsonByteLength, sendJson } from './send-json.ts';
  * operation on a tailing poll, and openapi-backend 15 MB of memory (bench/README.md). Routes and
  * schemas still come from the contract alone (contract/operations.ts, contract/request-validator.ts).
  */
-/** The operations whose answer may be a whole page (PAGE_MAX_BYTES): they reserve its cost first (RateLimiter.reservePage). */
-const ANSWERS_A_PAGE = new Set(['event_feed', 'list_events']);
-
 export function createApiRouter(services: AppServices, log: Logger) {
   const { rateLimiter } = services;
   return async (req: IncomingMessage, res: EdgeResponse, locals: RequestLocals): Promise<void> => {

@@ -18,7 +18,7 @@ const isApiPath = (url: string) => /^\/v1(?:[/?]|$)/i.test(url);
 /**
  * What no key pays for is paid by the client's address: the contract, the reference page, the web
  * view, unknown paths. Not the probes: a balancer refused by a limit would take the instance out,
- * and they cost nothing (/readyz answers from a result at most a second old: site.ts). Not `/mcp`:
+ * and they cost nothing (/readyz answers from one check per 100 ms: site.ts). Not `/mcp`:
  * its edge authenticates like `/v1` (authenticate.ts).
  */
 const isPaidByAddress = (url: string) => !/^\/(?:healthz|readyz|mcp)(?:[/?]|$)/i.test(url);

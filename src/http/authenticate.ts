@@ -42,7 +42,14 @@ export async function authenticateBearer(
   const digest = token === undefined ? undefined : KnownTokens.digest(token);
   const known = digest !== undefined && rateLimiter.knownTokens.has(digest);
   if (!known) rateLimiter.takeForAddress(address);
-  const principal = token === undefined ? undefined : await authenticate(db, token);
+  let principal: Principal | undefined;
+  try {
+    principal = token === undefined ? undefined : await authenticate(db, token);
+  } catch (err) {
+    // Our failure (the database), not the client's: its address does not pay for it.
+    if (!known) rateLimiter.chargeAddress(address, -1);
+    throw err;
+  }
   if (!principal) {
     if (known) {
       // Revoked since: from now on this token is looked up only if its address can pay.

@@ -12,7 +12,7 @@ const READINESS_TIMEOUT_MS = 1500;
  * often it is called, and is never staler than this (well under any balancer's probe period: an
  * outage is reported from the first probe after it).
  */
-export const READINESS_REUSE_MS = 100;
+const READINESS_REUSE_MS = 100;
 
 const DOCS_PAGE = `<!doctype html>
 <html lang="en">
