@@ -10,9 +10,31 @@ export interface Config {
   retentionDays: number;
   pruneIntervalSeconds: number;
   pruneBatchSize: number;
-  /** Token bucket per API key; 0 disables rate limiting. */
+  /** Token bucket per API key; 0 disables rate limiting (by key and by address). */
   rateLimitPerSecond: number;
   rateLimitBurst: number;
+  /** Token bucket per client address, for what no key pays for (failed authentication, unauthenticated pages). */
+  rateLimitPerAddressPerSecond: number;
+  rateLimitPerAddressBurst: number;
+  /** A response costs one more token per this many bytes past the first this many. */
+  rateLimitBytesPerToken: number;
+  /** How many proxies in front of the service append to X-Forwarded-For; 0: the socket's peer is the client. */
+  trustProxyHops: number;
+  /**
+   * Connections held at once, in all and per client address (0: no per-address cap; by default
+   * half of all, so one address never holds every slot, while a client with a large pool is not
+   * turned away).
+   */
+  maxConnections: number;
+  maxConnectionsPerAddress: number;
+  /** A connection must send complete request headers within this (also closes one that sends nothing). */
+  headersTimeoutMs: number;
+  /** ... and its whole request (headers and body) within this. */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** A connection on which nothing moves for this long (a client that stops reading its answer) is closed. */
+  socketTimeoutMs: number;
   /** Lets webhooks go to plain http and private or loopback addresses: development and tests only. */
   webhooksAllowInsecure: boolean;
   webhookTimeoutMs: number;
@@ -50,6 +72,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`RETENTION_DAYS must be at least ${MIN_RETENTION_DAYS}: the feed promises clients ${MIN_RETENTION_DAYS} days of events (got ${retentionDays})`);
   }
   const rateLimitPerSecond = number(env, 'RATE_LIMIT_PER_SECOND', 100);
+  const rateLimitPerAddressPerSecond = positive(env, 'RATE_LIMIT_PER_ADDRESS_PER_SECOND', 20);
+  const headersTimeoutMs = integer(env, 'HEADERS_TIMEOUT_MS', 10_000, 1);
+  const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', Math.max(20_000, headersTimeoutMs), 1);
+  if (requestTimeoutMs < headersTimeoutMs) throw new ConfigError('REQUEST_TIMEOUT_MS must be at least HEADERS_TIMEOUT_MS');
+  const maxConnections = integer(env, 'MAX_CONNECTIONS', 1024, 1);
   return {
     retentionDays,
     // 0: the server never prunes on its own (one `event-feed prune` from cron serves every instance).
@@ -65,6 +92,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookLeaseBudgetMs: positive(env, 'WEBHOOK_LEASE_BUDGET_MS', 2000),
     webhookRedeliverMaxPending: positiveInteger(env, 'WEBHOOK_REDELIVER_MAX_PENDING', 10_000),
     rateLimitBurst: positive(env, 'RATE_LIMIT_BURST', Math.max(1, Math.ceil(rateLimitPerSecond * 2))),
+    rateLimitPerAddressPerSecond,
+    rateLimitPerAddressBurst: positive(env, 'RATE_LIMIT_PER_ADDRESS_BURST', Math.max(1, Math.ceil(rateLimitPerAddressPerSecond * 2))),
+    rateLimitBytesPerToken: integer(env, 'RATE_LIMIT_BYTES_PER_TOKEN', 64 * 1024, 1024),
+    trustProxyHops: integer(env, 'TRUST_PROXY_HOPS', 0, 0),
+    maxConnections,
+    maxConnectionsPerAddress: integer(env, 'MAX_CONNECTIONS_PER_ADDRESS', Math.max(1, Math.floor(maxConnections / 2)), 0),
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 1),
+    socketTimeoutMs: integer(env, 'SOCKET_TIMEOUT_MS', 30_000, 1),
     host: env.HOST || '127.0.0.1',
     port,
     databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
@@ -78,6 +115,12 @@ function number(env: NodeJS.ProcessEnv, name: string, fallback: number): number 
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
   if (!Number.isFinite(value) || value < 0) throw new ConfigError(`${name} must be a non-negative number (got "${raw.slice(0, 40)}")`);
+  return value;
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
+  const value = number(env, name, fallback);
+  if (!Number.isInteger(value) || value < min) throw new ConfigError(`${name} must be an integer of at least ${min}`);
   return value;
 }
 

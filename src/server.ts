@@ -1,9 +1,10 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerOptions } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { seedDemoWorkspace, type DemoWorkspace } from './demo/seed.ts';
 import { createHttpHandler } from './http/app.ts';
+import { ConnectionGate } from './http/connection-gate.ts';
 import type { Logger } from './log.ts';
 import type { AppServices } from './operations/context.ts';
 import { schedulePruning } from './retention-schedule.ts';
@@ -23,6 +24,7 @@ export interface RunningServer {
   services: AppServices;
   webhooks: WebhookDispatcher;
   server: Server;
+  connections: ConnectionGate;
   close(): Promise<void>;
 }
 
@@ -30,11 +32,15 @@ export interface RunningServer {
 export async function startServer(config: Config, log: Logger, options: { seedDemo?: boolean; clock?: Clock } = {}): Promise<RunningServer> {
   await migrateDatabase(config.databaseUrl, log);
   const db = openDatabase(config.databaseUrl, { checkpointInBackground: true });
-  let services: AppServices, demo: DemoWorkspace | undefined, server: Server;
+  let services: AppServices, demo: DemoWorkspace | undefined, server: Server, connections: ConnectionGate;
   try {
     services = await createServices(db, config, options.clock);
     demo = options.seedDemo && (await countWorkspaces(db)) === 0 ? await seedDemoWorkspace(db, services.clock) : undefined;
-    const s = createServer(await createHttpHandler(services, log));
+    const s = createServer(httpServerOptions(config), await createHttpHandler(services, log, { trustProxyHops: config.trustProxyHops }));
+    // A client that stops reading its answer holds the answer's buffers: nothing moving for this long closes it.
+    s.timeout = config.socketTimeoutMs;
+    // Behind proxies every connection is theirs: a per-address cap would be a cap on the proxy.
+    connections = new ConnectionGate(s, { maxConnections: config.maxConnections, maxPerAddress: config.trustProxyHops > 0 ? 0 : config.maxConnectionsPerAddress });
     server = await new Promise<Server>((resolve, reject) => {
       s.once('error', reject);
       s.listen(config.port, config.host, () => resolve(s));
@@ -84,7 +90,22 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
       await headListener?.stop();
       await db.destroy();
     })());
-  return { url, server, services, webhooks, close };
+  return { url, server, connections, services, webhooks, close };
+}
+
+/**
+ * Node's own bounds on a connection. A connection that has not sent complete headers within
+ * headersTimeout (one that sent nothing at all included: verified on Node 20, test/connections.test.ts)
+ * gets 408 and is closed, checked every second rather than Node's default 30 s; its whole request
+ * within requestTimeout; an idle keep-alive connection is closed after keepAliveTimeout.
+ */
+function httpServerOptions(config: Config): ServerOptions {
+  return {
+    headersTimeout: config.headersTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
+  };
 }
 
 /** Migrations on a handle of their own, without the query timeout: building an index on a big table takes time. */

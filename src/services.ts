@@ -17,7 +17,10 @@ const ADMISSION_WAIT_MS = 1000;
 
 export async function createServices(
   db: Db,
-  config: Pick<Config, 'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'webhooksAllowInsecure' | 'memoryBudgetMb' | 'webhookRedeliverMaxPending'>,
+  config: Pick<
+    Config,
+    'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'rateLimitPerAddressPerSecond' | 'rateLimitPerAddressBurst' | 'rateLimitBytesPerToken' | 'webhooksAllowInsecure' | 'memoryBudgetMb' | 'webhookRedeliverMaxPending'
+  >,
   clock: Clock = systemClock,
 ): Promise<AppServices> {
   const secret = config.cursorSecret ?? (await sharedCursorSecret(db));
@@ -34,7 +37,11 @@ export async function createServices(
     recent,
     groupCommit: new GroupCommit(db, clock, heads, recent),
     requestValidator: new RequestValidator(),
-    rateLimiter: new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst),
+    rateLimiter: new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst, undefined, {
+      addressPerSecond: config.rateLimitPerAddressPerSecond,
+      addressBurst: config.rateLimitPerAddressBurst,
+      bytesPerToken: config.rateLimitBytesPerToken,
+    }),
     // A quarter per key: one tenant's large pages leave three quarters to the others.
     memory: new MemoryBudget(config.memoryBudgetMb * MB, (config.memoryBudgetMb * MB) / 4, ADMISSION_WAIT_MS),
     webhookPolicy: { allowInsecure: config.webhooksAllowInsecure },

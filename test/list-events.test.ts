@@ -378,7 +378,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
           ['garbage', /malformed or truncated/],
           [cursor, /malformed or truncated/],
           [foreign, /another workspace/],
-          [`Ag${token.slice(2)}`, /its version is not supported/], // version byte 2
+          [`Aw${token.slice(2)}`, /its version is not supported/], // version byte 3
         ];
         for (const [value, pattern] of cases) {
           assertError(await server.post(LIST, { limit: 2, page_token: value }, readKey), 400, 'invalid_argument', pattern, value);

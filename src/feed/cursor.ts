@@ -1,15 +1,19 @@
-import { createHmac } from 'node:crypto';
-import { SignedPositions } from './signed-position.ts';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync } from 'node:crypto';
+import { SignedPositions, type TokenKeys } from './signed-position.ts';
 
 /**
- * event_feed cursors: the seq of the last event delivered, bound to the workspace and signed with
- * the server secret (layout in signed-position.ts). The empty domain keeps cursors byte-for-byte
- * what they were before page tokens shared the layout.
+ * event_feed cursors: the seq of the last event delivered, encrypted, bound to the workspace and
+ * signed with the server secret (layout in signed-position.ts). The empty domain keeps the MAC of
+ * version-1 cursors what it was before page tokens shared the layout.
  */
 const VERIFIED_CURSORS_KEPT = 10_000;
 
-export class CursorCodec {
+/** What the position cipher's key is derived for (HKDF info): never the MAC key, never another use. */
+const POSITION_KEY_INFO = 'event-feed token position cipher';
+
+export class CursorCodec implements TokenKeys {
   readonly #secret: Buffer;
+  readonly #positionKey: Buffer;
   readonly #positions: SignedPositions;
   // Cursors already verified, for this workspace: a client tailing the feed sends the same one at
   // every poll until something new arrives, and checking its HMAC is a good part of such a poll.
@@ -18,9 +22,10 @@ export class CursorCodec {
 
   constructor(secret: string) {
     this.#secret = Buffer.from(secret, 'utf8');
+    this.#positionKey = Buffer.from(hkdfSync('sha256', this.#secret, Buffer.alloc(0), POSITION_KEY_INFO, 32));
     this.#positions = new SignedPositions(
       { invalid: 'after is not a valid cursor', returnedAs: 'next_cursor', restart: 'restart without "after"', domain: Buffer.alloc(0), extraLength: 0 },
-      (bytes) => this.sign(bytes),
+      this,
     );
   }
 
@@ -40,8 +45,19 @@ export class CursorCodec {
     return seq;
   }
 
-  /** HMAC-SHA256 with the server secret, for the other tokens the service signs (page-token.ts). */
+  /** HMAC-SHA256 with the server secret, for every token the service signs (page-token.ts too). */
   sign(bytes: Buffer): Buffer {
     return createHmac('sha256', this.#secret).update(bytes).digest();
+  }
+
+  /** One AES-256 block (ECB on a single block: a keyed permutation, deterministic by design). */
+  encryptBlock(block: Buffer): Buffer {
+    const cipher = createCipheriv('aes-256-ecb', this.#positionKey, null).setAutoPadding(false);
+    return Buffer.concat([cipher.update(block), cipher.final()]);
+  }
+
+  decryptBlock(block: Buffer): Buffer {
+    const decipher = createDecipheriv('aes-256-ecb', this.#positionKey, null).setAutoPadding(false);
+    return Buffer.concat([decipher.update(block), decipher.final()]);
   }
 }

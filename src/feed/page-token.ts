@@ -1,17 +1,15 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { invalidArgument } from '../errors.ts';
-import { SignedPositions } from './signed-position.ts';
+import { SignedPositions, type TokenKeys } from './signed-position.ts';
 
-/** What signs page tokens: the cursor codec, keyed with the server secret shared by every instance. */
-export interface TokenSigner {
-  sign(bytes: Buffer): Buffer;
-}
+/** What signs and encrypts page tokens: the cursor codec, keyed with the server secret shared by every instance. */
+export type TokenSigner = TokenKeys;
 
 const FILTERS_LENGTH = 16;
 
 /**
  * list_events page tokens: the seq of the last (oldest) event returned — the next page holds the
- * matching events below it — bound to the workspace and to the filters (a truncated SHA-256 of
+ * matching events below it — encrypted (as cursors are), bound to the workspace and to the filters (a truncated SHA-256 of
  * their normalized form, in clear so that a token reused with other filters gets its own message;
  * it reveals nothing the caller did not send). Layout and signing in signed-position.ts; the
  * domain keeps a page token and a cursor from ever passing for each other.
@@ -28,7 +26,7 @@ export class PageTokenCodec {
         domain: Buffer.from('event-feed list_events page_token\0', 'latin1'),
         extraLength: FILTERS_LENGTH,
       },
-      (bytes) => signer.sign(bytes),
+      signer,
     );
   }
 

@@ -5,6 +5,8 @@ import type { Logger } from '../log.ts';
 import { mcpRouter } from '../mcp/router.ts';
 import type { AppServices } from '../operations/context.ts';
 import { createApiRouter } from './api-router.ts';
+import { clientAddress } from './client-address.ts';
+import { RefusalLog } from './refusal-log.ts';
 import { startRequest, type EdgeResponse } from './request-context.ts';
 import { errorHandler, sendError } from './send-error.ts';
 import { siteRouter } from './site.ts';
@@ -13,14 +15,34 @@ import { viewRouter } from './view-router.ts';
 /** `/v1` and everything under it goes to the operations' edge (any case, as express would route it); the rest to express. */
 const isApiPath = (url: string) => /^\/v1(?:[/?]|$)/i.test(url);
 
+/**
+ * What no key pays for is paid by the client's address: the contract, the reference page, the web
+ * view, unknown paths. Not the probes: a balancer refused by a limit would take the instance out,
+ * and they cost nothing (/readyz answers from one check per 100 ms: site.ts). Not `/mcp`:
+ * its edge authenticates like `/v1` (authenticate.ts).
+ */
+const isPaidByAddress = (url: string) => !/^\/(?:healthz|readyz|mcp)(?:[/?]|$)/i.test(url);
+
+export interface EdgeSettings {
+  /** How many proxies in front append to X-Forwarded-For (client-address.ts); 0: the socket's peer is the client. */
+  trustProxyHops: number;
+}
+
 /** The HTTP service: the `/v1` operations; contract, probes, the web view and MCP at `/mcp` through express. */
-export async function createHttpHandler(services: AppServices, log: Logger): Promise<RequestListener> {
+export async function createHttpHandler(services: AppServices, log: Logger, edge: EdgeSettings = { trustProxyHops: 0 }): Promise<RequestListener> {
   const api = createApiRouter(services, log);
   const site = siteApp(services, log);
+  const refusals = new RefusalLog(log);
   return (req, res: EdgeResponse) => {
-    const locals = startRequest(req, res, log);
-    if (isApiPath(req.url ?? '')) void api(req, res, locals);
-    else site(req, res);
+    const url = req.url ?? '';
+    const locals = startRequest(req, res, log, clientAddress(req, edge.trustProxyHops), refusals);
+    if (isApiPath(url)) return void api(req, res, locals);
+    try {
+      if (isPaidByAddress(url)) services.rateLimiter.takeForAddress(locals.clientAddress);
+    } catch (err) {
+      return sendError(res, locals.requestId, err, log);
+    }
+    site(req, res);
   };
 }
 

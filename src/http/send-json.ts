@@ -8,13 +8,17 @@ import type { ServerResponse } from 'node:http';
 export function sendJson(res: ServerResponse, status: number, json: string | Buffer[]): void {
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', jsonByteLength(json));
   if (typeof json === 'string') {
-    res.setHeader('Content-Length', Buffer.byteLength(json));
     res.end(json);
     return;
   }
-  res.setHeader('Content-Length', json.reduce((length, chunk) => length + chunk.length, 0));
   res.cork();
   for (const chunk of json.slice(0, -1)) res.write(chunk);
   res.end(json.at(-1));
+}
+
+/** The bytes sendJson sends for this body. */
+export function jsonByteLength(json: string | Buffer[]): number {
+  return typeof json === 'string' ? Buffer.byteLength(json) : json.reduce((length, chunk) => length + chunk.length, 0);
 }

@@ -7,6 +7,12 @@ import { specText, specYamlPath } from '../contract/spec.ts';
 import type { Db } from '../store/db.ts';
 
 const READINESS_TIMEOUT_MS = 1500;
+/**
+ * How long one readiness check answers for: /readyz costs at most one query per this, however
+ * often it is called, and is never staler than this (well under any balancer's probe period: an
+ * outage is reported from the first probe after it).
+ */
+const READINESS_REUSE_MS = 100;
 
 const DOCS_PAGE = `<!doctype html>
 <html lang="en">
@@ -37,15 +43,37 @@ export function siteRouter(db: Db): Router {
   router.use('/docs/assets', express.static(getSwaggerUiPath(), { index: false }));
 
   router.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
+  const readiness = sharedReadiness(db);
   router.get('/readyz', async (_req, res) => {
-    try {
-      // A probe answers quickly: an unreachable database is "not ready" after a short wait,
-      // without waiting for the query timeout.
-      await Promise.race([db.raw('select 1'), setTimeout(READINESS_TIMEOUT_MS).then(() => Promise.reject(new Error('timeout')))]);
-      res.json({ status: 'ready' });
-    } catch {
-      res.status(503).json({ status: 'not ready', reason: 'database unreachable' });
-    }
+    if (await readiness()) res.json({ status: 'ready' });
+    else res.status(503).json({ status: 'not ready', reason: 'database unreachable' });
   });
   return router;
+}
+
+/**
+ * Whether the database answers, checked at most once per READINESS_REUSE_MS: calls meanwhile share
+ * the check in flight or its result. The probe needs no key and no limit (a balancer refused by
+ * one would take the instance out), so it must cost nothing per call. A probe answers quickly: an
+ * unreachable database is "not ready" after a short wait, without waiting for the query timeout.
+ */
+function sharedReadiness(db: Db): () => Promise<boolean> {
+  let last: { startedMs: number; settled: boolean; ready: Promise<boolean> } | undefined;
+  const check = async () => {
+    try {
+      await Promise.race([db.raw('select 1'), setTimeout(READINESS_TIMEOUT_MS).then(() => Promise.reject(new Error('timeout')))]);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  return () => {
+    const now = performance.now();
+    if (!last || (last.settled && now - last.startedMs >= READINESS_REUSE_MS)) {
+      const current = { startedMs: now, settled: false, ready: check() };
+      void current.ready.then(() => (current.settled = true));
+      last = current;
+    }
+    return last.ready;
+  };
 }

@@ -1,67 +1,125 @@
 import { ApiError } from '../errors.ts';
+import { KnownTokens } from './known-tokens.ts';
+import { PAGE_MAX_BYTES } from './page-bytes.ts';
+import { TokenBuckets, type RateState } from './token-buckets.ts';
 
-export interface RateState {
-  /** Bucket size: the most requests a key may make at once. */
-  limit: number;
-  remaining: number;
-  /** Seconds until the bucket is full again. */
-  resetSeconds: number;
+export type { RateState };
+
+export interface RateLimitOptions {
+  /** Bucket per client address, for requests no key pays for; defaults to a fifth of the key rate. */
+  addressPerSecond?: number;
+  addressBurst?: number;
+  /** A response costs one more token per this many bytes past the first this many. */
+  bytesPerToken?: number;
+  /** Most buckets held per kind (keys, addresses); see TokenBuckets. */
+  maxBuckets?: number;
 }
 
-interface Bucket {
-  tokens: number;
-  updatedMs: number;
-}
+export const DEFAULT_BYTES_PER_TOKEN = 64 * 1024;
+export const DEFAULT_MAX_BUCKETS = 50_000;
 
 /**
- * A token bucket per API key, in this process's memory: `perSecond` tokens flow in, up to `burst`.
- * Each instance keeps its own buckets, so N instances behind a balancer allow up to N× the rate.
- * (Hand-written: the usual libraries count fixed windows, not a token bucket; this is 40 lines.)
+ * What a client pays for the work it causes, in this process's memory (N instances behind a
+ * balancer allow up to N times the rates).
+ *
+ * - By API key (`take`, `charge`): every request of a key takes one token before its body is
+ *   read, and a response pays for its size after the fact (`chargeForBytes`), so a key pulling
+ *   big pages is held to a byte rate while small requests see no change. A request whose answer
+ *   may be a whole page first reserves what the largest page costs (`reservePage`), settled at
+ *   the answer's size: otherwise a key with a full bucket could have its whole burst of big pages
+ *   in flight at once, and pay only afterwards.
+ * - By client address (`takeForAddress`): what no key pays for, i.e. requests that fail
+ *   authentication (each costs a hash, maybe a database lookup) and unauthenticated pages. A
+ *   token is taken before a key is looked up and given back when the key proves valid.
+ *
+ * A rate of 0 switches both off. (Hand-written: the usual libraries count fixed windows, not a
+ * token bucket that can go into debt.)
  */
 export class RateLimiter {
-  readonly #buckets = new Map<string, Bucket>();
+  readonly keys: TokenBuckets;
+  readonly addresses: TokenBuckets;
+  readonly bytesPerToken: number;
+  /** Bearer tokens that authenticated lately: they skip the address's bucket (auth: authenticate.ts). */
+  readonly knownTokens = new KnownTokens();
 
   constructor(
     readonly perSecond: number,
     readonly burst: number,
     readonly nowMs: () => number = () => performance.timeOrigin + performance.now(),
-  ) {}
+    options: RateLimitOptions = {},
+  ) {
+    const maxBuckets = options.maxBuckets ?? DEFAULT_MAX_BUCKETS;
+    const addressPerSecond = options.addressPerSecond ?? perSecond / 5;
+    this.keys = new TokenBuckets(perSecond, burst, nowMs, maxBuckets);
+    this.addresses = new TokenBuckets(addressPerSecond, options.addressBurst ?? Math.max(1, Math.ceil(addressPerSecond * 2)), nowMs, maxBuckets);
+    this.bytesPerToken = options.bytesPerToken ?? DEFAULT_BYTES_PER_TOKEN;
+  }
 
   get enabled(): boolean {
     return this.perSecond > 0;
   }
 
-  /** Takes one token for `key`; throws rate_limited (with its headers) when the bucket is empty. */
-  take(key: string): RateState | undefined {
+  /**
+   * Takes `cost` tokens (default 1) from the key's bucket; throws rate_limited (429, with
+   * Retry-After and RateLimit-* headers) when it holds less than one. A cost above what is left
+   * puts the bucket in debt: the key's next requests wait.
+   */
+  take(keyId: string, cost = 1): RateState | undefined {
     if (!this.enabled) return undefined;
-    const now = this.nowMs();
-    const bucket = this.#buckets.get(key) ?? { tokens: this.burst, updatedMs: now };
-    bucket.tokens = Math.min(this.burst, bucket.tokens + ((now - bucket.updatedMs) / 1000) * this.perSecond);
-    bucket.updatedMs = now;
-    this.#buckets.set(key, bucket);
-    if (this.#buckets.size > 10_000) this.#forgetFullBuckets(now);
-
-    if (bucket.tokens < 1) {
-      const retryAfter = Math.max(1, Math.ceil((1 - bucket.tokens) / this.perSecond));
-      const state = this.#state(bucket);
-      throw new ApiError('rate_limited', `too many requests for this key; retry in ${retryAfter} s`, 429, {
-        'Retry-After': String(retryAfter),
-        ...rateLimitHeaders(state),
-      });
-    }
-    bucket.tokens -= 1;
-    return this.#state(bucket);
+    return this.keys.spend(keyId, cost) ?? this.#refuse(this.keys, keyId, 'too many requests for this key');
   }
 
-  #state(bucket: Bucket): RateState {
-    return { limit: this.burst, remaining: Math.floor(bucket.tokens), resetSeconds: Math.ceil((this.burst - bucket.tokens) / this.perSecond) };
+  /** Charges the key after the fact (may take its bucket below zero); never throws. */
+  charge(keyId: string, tokens: number): RateState | undefined {
+    if (!this.enabled) return undefined;
+    return this.keys.charge(keyId, tokens);
   }
 
-  // A full bucket carries no information: dropping it changes nothing for its key.
-  #forgetFullBuckets(now: number) {
-    for (const [key, bucket] of this.#buckets) {
-      if (bucket.tokens + ((now - bucket.updatedMs) / 1000) * this.perSecond >= this.burst) this.#buckets.delete(key);
-    }
+  /**
+   * Charges a response of `bytes` to the key: one token per `bytesPerToken` past the first
+   * (tokensForBytes), less what was `reserved` for it (reservePage).
+   */
+  chargeForBytes(keyId: string, bytes: number, reserved = 0): RateState | undefined {
+    return this.charge(keyId, this.tokensForBytes(bytes) - reserved);
+  }
+
+  /**
+   * Once a request whose answer may be a whole page (PAGE_MAX_BYTES) has taken its token: charges
+   * what such a page costs past that token, and returns that reservation, to be settled by
+   * chargeForBytes(keyId, bytes, reserved), or given back with charge(keyId, -reserved) if the
+   * request fails. The key's next requests are refused while the reservations in flight leave
+   * less than one token: with the defaults about a dozen such requests in flight at once (burst
+   * ÷ 16). One after the other, they cost exactly what they answer.
+   */
+  reservePage(keyId: string): number {
+    if (!this.enabled) return 0;
+    const reserved = this.tokensForBytes(PAGE_MAX_BYTES);
+    this.keys.charge(keyId, reserved);
+    return reserved;
+  }
+
+  /** The tokens a response of `bytes` costs beyond the one its request took: one per started `bytesPerToken` past the first. */
+  tokensForBytes(bytes: number): number {
+    return Math.ceil(Math.max(0, bytes - this.bytesPerToken) / this.bytesPerToken);
+  }
+
+  /** Takes `cost` tokens from the address's bucket; throws rate_limited when it holds less than one. */
+  takeForAddress(address: string, cost = 1): RateState | undefined {
+    if (!this.enabled) return undefined;
+    return this.addresses.spend(address, cost) ?? this.#refuse(this.addresses, address, 'too many unauthenticated requests from this address');
+  }
+
+  /** Gives tokens back to an address (a request it was charged for proved to be paid by a key), or charges it more. */
+  chargeAddress(address: string, tokens: number): void {
+    if (this.enabled) this.addresses.charge(address, tokens);
+  }
+
+  #refuse(buckets: TokenBuckets, name: string, why: string): never {
+    const retryAfter = buckets.retryAfterSeconds(name);
+    throw new ApiError('rate_limited', `${why}; retry in ${retryAfter} s`, 429, {
+      'Retry-After': String(retryAfter),
+      ...rateLimitHeaders(buckets.state(name)),
+    });
   }
 }
 
