@@ -74,7 +74,7 @@ describe('MCP messages pay for themselves', () => {
   let other: string;
   before(async () => {
     // One token per 100 s: none comes back during the test.
-    server = await startTestServer(await sqliteDatabase(), { RATE_LIMIT_PER_SECOND: '0.01', RATE_LIMIT_BURST: '5' });
+    server = await startTestServer(await sqliteDatabase(), { RATE_LIMIT_PER_SECOND: '0.01', RATE_LIMIT_BURST: '5', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0.01', RATE_LIMIT_PER_ADDRESS_BURST: '5' });
     const ws = await server.workspace();
     key = (await server.key(ws, ['read'])).key;
     other = (await server.key(ws, ['read'])).key;
@@ -96,6 +96,23 @@ describe('MCP messages pay for themselves', () => {
     assert.match(limited.json.error.message, /^rate_limited: /);
     assert.equal((await server.post('/v1/event_feed', {}, key)).status, 429, 'the same bucket as HTTP');
     assert.equal((await mcp(server, other, { jsonrpc: '2.0', id: 1, method: 'tools/list' })).status, 200, 'another key is unaffected');
+  });
+
+  it("requests with unknown, missing or malformed keys are paid by the client's address: 401, then 429 without a lookup", async () => {
+    const statuses: number[] = [];
+    const unknown = 'efk_01M7Z2GFMXTKJ34K0R1E1X1QBB_' + 'x'.repeat(43);
+    for (const authorization of [`Bearer ${unknown}`, undefined, 'Bearer', `Bearer ${unknown}`, `Basic abc`, `Bearer ${unknown}`, `Bearer ${unknown}`, `Bearer ${unknown}`]) {
+      const response = await fetch(`${server.url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(authorization ? { authorization } : {}) },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
+      await response.arrayBuffer();
+      statuses.push(response.status);
+      if (response.status === 401) assert.match(response.headers.get('www-authenticate') ?? '', /^Bearer error="invalid_token"/);
+    }
+    assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429, 429, 429]);
+    assert.equal((await mcp(server, other, { jsonrpc: '2.0', id: 1, method: 'ping' })).status, 200, 'a valid key that authenticated before is unaffected');
   });
 });
 

@@ -76,3 +76,40 @@ describe('MemoryBudget: answers in flight admitted against a budget', () => {
     assert.equal(budget.used, 0);
   });
 });
+
+describe('pages over HTTP and MCP are admitted against the memory budget', () => {
+  it("a key at its share waits, then gets 429 rate_limited with Retry-After; other keys and other operations go on", async () => {
+    const { startTestServer } = await import('./support/server.ts');
+    const { sqliteDatabase } = await import('./support/databases.ts');
+    const server = await startTestServer(await sqliteDatabase(), { MEMORY_BUDGET_MB: '8' });
+    try {
+      const ws = await server.workspace();
+      const busy = await server.key(ws, ['read', 'write']);
+      const calm = await server.key(ws, ['read']);
+      // What the busy key's pages in flight hold: its whole share (a quarter of 8 MiB).
+      const held = await server.services.memory.admit(busy.id, 2 * 1024 * 1024);
+      const started = Date.now();
+      const refused = await server.post('/v1/event_feed', {}, busy.key);
+      assert.equal(refused.status, 429, refused.text);
+      assert.equal(refused.json.error.code, 'rate_limited');
+      assert.equal(refused.headers.get('retry-after'), '1');
+      assert.ok(Date.now() - started >= 900, 'it waited for room first');
+      const overMcp = await fetch(`${server.url}/mcp`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${busy.key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_events', arguments: {} } }),
+      }).then((res) => res.json() as Promise<any>);
+      assert.equal(overMcp.result.isError, true);
+      assert.match(overMcp.result.content[0].text, /^rate_limited : /);
+      assert.equal((await server.post('/v1/list_events', {}, calm.key)).status, 200, 'another key is served');
+      assert.equal((await server.post('/v1/emit_event', (await import('./support/contract.ts')).sampleEvent('mbx_a', 1), busy.key)).status, 201, 'what answers no page is not held back');
+      held.release();
+      assert.equal((await server.post('/v1/event_feed', {}, busy.key)).status, 200);
+      const { until } = await import('./support/wait.ts');
+      await until('every answer to give its reservation back', () => server.services.memory.used === 0);
+    } finally {
+      await server.stop();
+      await server.database.drop();
+    }
+  });
+});

@@ -2,6 +2,8 @@ import type { IncomingMessage } from 'node:http';
 import { routeOf } from '../contract/operations.ts';
 import { ApiError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import type { Reservation } from '../limits/memory-budget.ts';
+import { PAGE_RESERVATION_BYTES } from '../limits/page-bytes.ts';
 import { requirePermission, type AppServices } from '../operations/context.ts';
 import { operations } from '../operations/registry.ts';
 import { authenticateRequest, setRateLimitHeaders } from './authenticate.ts';
@@ -28,6 +30,7 @@ export function createApiRouter(services: AppServices, log: Logger) {
   const { rateLimiter } = services;
   return async (req: IncomingMessage, res: EdgeResponse, locals: RequestLocals): Promise<void> => {
     let reserved = 0;
+    let held: Reservation | undefined;
     try {
       const principal = (locals.principal = await authenticateRequest(services, req, res, locals.clientAddress));
       const method = req.method ?? 'GET';
@@ -42,11 +45,20 @@ export function createApiRouter(services: AppServices, log: Logger) {
       // read nor validated (it would learn the schema). The operation checks again.
       requirePermission(principal, operation.permission);
       refuseQueryString(req);
-      if (ANSWERS_A_PAGE.has(operation.operationId)) reserved = rateLimiter.reservePage(principal.keyId);
+      const answersAPage = ANSWERS_A_PAGE.has(operation.operationId);
+      if (answersAPage) reserved = rateLimiter.reservePage(principal.keyId);
       const body = await readJsonObjectBody(req, res);
       const input = services.requestValidator.check(operation.operationId, body);
+      // A page is held against the memory budget (limits/memory-budget.ts) until its answer is written.
+      if (answersAPage) {
+        const memory = await services.memory.admit(principal.keyId, PAGE_RESERVATION_BYTES);
+        res.once('close', () => memory.release());
+        held = memory;
+      }
       const outcome = await operations[operation.operationId]!({ ...services, principal }, input);
-      const rate = rateLimiter.chargeForBytes(principal.keyId, jsonByteLength(outcome.json), reserved);
+      const bytes = jsonByteLength(outcome.json);
+      held?.resize(bytes + 64 * 1024);
+      const rate = rateLimiter.chargeForBytes(principal.keyId, bytes, reserved);
       reserved = 0;
       if (rate) setRateLimitHeaders(res, rate);
       sendJson(res, outcome.created ? 201 : 200, outcome.json);

@@ -30,14 +30,23 @@ export async function authenticateRequest(services: AppServices, req: IncomingMe
  * address is not refused for it once it has authenticated.
  */
 export async function authenticateBearer(
-  { db, rateLimiter }: AppServices,
+  services: AppServices,
   token: string | undefined,
   address: string,
 ): Promise<{ principal: Principal; rate: RateState | undefined }> {
+  const principal = await identifyBearer(services, token, address);
+  return { principal, rate: services.rateLimiter.take(principal.keyId) };
+}
+
+/**
+ * authenticateBearer without the key's own token: for an edge that takes it per message itself
+ * (MCP, where a tools/call over the limit is answered as a tool error the model can read).
+ */
+export async function identifyBearer({ db, rateLimiter }: AppServices, token: string | undefined, address: string): Promise<Principal> {
   if (!rateLimiter.enabled) {
     const principal = token === undefined ? undefined : await authenticate(db, token);
     if (!principal) throw unauthorized();
-    return { principal, rate: undefined };
+    return principal;
   }
   const digest = token === undefined ? undefined : KnownTokens.digest(token);
   const known = digest !== undefined && rateLimiter.knownTokens.has(digest);
@@ -60,7 +69,7 @@ export async function authenticateBearer(
   }
   if (!known) rateLimiter.chargeAddress(address, -1);
   rateLimiter.knownTokens.remember(digest!);
-  return { principal, rate: rateLimiter.take(principal.keyId) };
+  return principal;
 }
 
 export function setRateLimitHeaders(res: ServerResponse, rate: RateState): void {

@@ -1,14 +1,14 @@
-import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
-import { InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
-import express, { Router, type Request, type Response } from 'express';
+import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import typeIs from 'type-is';
-import { authenticate } from '../auth/api-keys.ts';
 import type { Principal } from '../auth/principal.ts';
 import { ApiError } from '../errors.ts';
+import { identifyBearer } from '../http/authenticate.ts';
 import { bearerToken } from '../http/bearer.ts';
 import { MAX_BODY_BYTES } from '../http/json-body.ts';
+import type { RequestLocals } from '../http/request-context.ts';
 import type { Logger } from '../log.ts';
+import { safeErrorFields } from '../log.ts';
 import type { AppServices } from '../operations/context.ts';
 import { errorResponse, INVALID_PARAMS, INVALID_REQUEST, messageProblem, toolCallParams, type JsonRpcMessage } from './json-rpc.ts';
 import { answerWithSdk } from './sdk-session.ts';
@@ -27,13 +27,31 @@ import { callTool, toolResponse } from './tools.ts';
  */
 export function mcpRouter(services: AppServices, log: Logger): Router {
   const router = Router();
-  const verifier = {
-    async verifyAccessToken(token: string) {
-      const principal = await authenticate(services.db, token);
-      if (!principal) throw new InvalidTokenError('missing or invalid API key');
-      // Keys do not expire; the SDK insists on an expiry, so give it one past this request.
-      return { token, clientId: principal.keyId, scopes: [...principal.permissions], expiresAt: Math.floor(Date.now() / 1000) + 3600, extra: { principal } };
-    },
+
+  /**
+   * The bearer key, before any JSON-RPC is read, as over HTTP (http/authenticate.ts): a request
+   * whose key is missing, malformed or unknown is paid by its address (429 past its budget, no
+   * lookup) and refused 401 with `WWW-Authenticate: Bearer` and an OAuth error body, as MCP
+   * clients expect. The key's own token is taken per message below.
+   */
+  const authenticated = async (req: Request, res: Response, next: NextFunction) => {
+    const header = req.headers.authorization;
+    try {
+      (res.locals as { principal?: Principal }).principal = await identifyBearer(services, bearerToken(header), (res.locals as RequestLocals).clientAddress);
+      return next();
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'unauthorized') {
+        const description = header === undefined ? 'missing Authorization header' : bearerToken(header) === undefined ? 'malformed Authorization header' : 'missing or invalid API key';
+        res.set('WWW-Authenticate', `Bearer error="invalid_token", error_description="${description}"`);
+        return void res.status(401).json({ error: 'invalid_token', error_description: description });
+      }
+      if (err instanceof ApiError && err.code === 'rate_limited') {
+        for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
+        return void res.status(429).json(errorResponse(null, -32000, `rate_limited: ${err.message}`));
+      }
+      log.error({ ...safeErrorFields(err), request_id: String(res.locals.requestId) }, 'MCP authentication failed');
+      return void res.status(500).json(errorResponse(null, -32603, `internal error; quote request id ${String(res.locals.requestId)} to support`));
+    }
   };
 
   const parseJsonRpc = express.json({ limit: MAX_BODY_BYTES, type: () => true, strict: false });
@@ -44,17 +62,8 @@ export function mcpRouter(services: AppServices, log: Logger): Router {
       res.status(tooLarge ? 413 : 400).json(errorResponse(null, -32700, tooLarge ? `Parse error: body is over ${MAX_BODY_BYTES / 1024} KiB` : 'Parse error: body is not valid JSON'));
     });
 
-  // The SDK takes the second space-separated word as the token and ignores the rest: hold the
-  // header to the same form HTTP requires, so both transports refuse `Bearer <key> <junk>`.
-  const sameHeaderRuleAsHttp = (req: Request, res: Response, next: () => void) => {
-    const header = req.headers.authorization;
-    if (header === undefined || bearerToken(header) !== undefined) return next();
-    res.set('WWW-Authenticate', 'Bearer error="invalid_token", error_description="malformed Authorization header"');
-    res.status(401).json({ error: 'invalid_token', error_description: 'malformed Authorization header' });
-  };
-
-  router.post('/mcp', sameHeaderRuleAsHttp, requireBearerAuth({ verifier }), jsonRpcBody, async (req: Request, res: Response) => {
-    const principal = (req as Request & { auth: { extra: { principal: Principal } } }).auth.extra.principal;
+  router.post('/mcp', authenticated, jsonRpcBody, async (req: Request, res: Response) => {
+    const principal = (res.locals as { principal: Principal }).principal;
     const requestId = String(res.locals.requestId);
     const body: unknown = req.body;
     const problem = messageProblem(body);

@@ -50,19 +50,27 @@ export type ToolAnswer = { page: ToolPage; reservation: Reservation } | { error:
  * A page's memory stays reserved (limits/memory-budget.ts) until the caller has written it.
  */
 export async function callTool(services: AppServices, principal: Principal, name: string, args: unknown, requestId: string, log: Logger): Promise<ToolAnswer> {
+  const { rateLimiter, memory } = services;
   let reservation: Reservation | undefined;
+  let reservedTokens = 0;
   try {
-    services.rateLimiter.take(principal.keyId);
+    rateLimiter.take(principal.keyId);
     if (!knownTools.has(name)) throw invalidArgument(`unknown tool "${name.slice(0, 60)}"; tools/list gives the available tools`);
     // As over HTTP: a key without the permission is refused before its arguments are looked at.
     requirePermission(principal, operationById(name)!.permission);
     // Omitted arguments mean none; anything else that is not an object is refused, as over HTTP.
     const input = services.requestValidator.check<any>(name, args === undefined ? {} : args);
-    reservation = await services.memory.admit(principal.keyId, PAGE_RESERVATION_BYTES);
+    // A page is paid for as over HTTP (its tokens reserved, then settled at its size), and held
+    // against the memory budget until its answer is written.
+    reservedTokens = rateLimiter.reservePage(principal.keyId);
+    reservation = await memory.admit(principal.keyId, PAGE_RESERVATION_BYTES);
     const page = await tools[name]!({ ...services, principal }, input);
-    reservation.resize(page.structuredContent.reduce((sum, chunk) => sum + chunk.length, 0) + Buffer.byteLength(page.text) * 2);
+    const bytes = page.structuredContent.reduce((sum, chunk) => sum + chunk.length, 0) + Buffer.byteLength(page.text);
+    rateLimiter.chargeForBytes(principal.keyId, bytes, reservedTokens);
+    reservation.resize(bytes + 64 * 1024);
     return { page, reservation };
   } catch (err) {
+    if (reservedTokens) rateLimiter.charge(principal.keyId, -reservedTokens);
     reservation?.release();
     return { error: toolError(err, requestId, log) };
   }
