@@ -42,8 +42,9 @@ export async function createServices(
       addressBurst: config.rateLimitPerAddressBurst,
       bytesPerToken: config.rateLimitBytesPerToken,
     }),
-    // A quarter per key: one tenant's large pages leave three quarters to the others.
-    memory: new MemoryBudget(config.memoryBudgetMb * MB, (config.memoryBudgetMb * MB) / 4, ADMISSION_WAIT_MS),
+    // An eighth per workspace: with the default 64 MiB, a tenant reads at most 4 pages at once
+    // (each reserves ~2 MiB while read), so it holds at most 4 of Postgres's 10 pooled connections.
+    memory: new MemoryBudget(config.memoryBudgetMb * MB, (config.memoryBudgetMb * MB) / 8, ADMISSION_WAIT_MS),
     webhookPolicy: { allowInsecure: config.webhooksAllowInsecure },
     webhookRedeliverMaxPending: config.webhookRedeliverMaxPending,
   };

@@ -44,7 +44,7 @@ describe('MemoryBudget: answers in flight admitted against a budget', () => {
     (await budget.admit('b', 5)).release();
   });
 
-  it('one key holds at most its share; the others are not held back by it', async () => {
+  it('one tenant holds at most its share; the others are not held back by it', async () => {
     const budget = new MemoryBudget(100, 25, 5000);
     const mine: Reservation[] = [await budget.admit('greedy', 20)];
     const third = budget.admit('greedy', 20);
@@ -54,7 +54,7 @@ describe('MemoryBudget: answers in flight admitted against a budget', () => {
     assert.equal(await settled(third), 'granted');
   });
 
-  it('a request larger than a share still runs when nothing else of its key does', async () => {
+  it('a request larger than a share still runs when nothing else of its tenant does', async () => {
     const budget = new MemoryBudget(100, 25, 5000);
     const big = await budget.admit('k', 60);
     assert.equal(budget.used, 60);
@@ -78,16 +78,17 @@ describe('MemoryBudget: answers in flight admitted against a budget', () => {
 });
 
 describe('pages over HTTP and MCP are admitted against the memory budget', () => {
-  it("a key at its share waits, then gets 429 rate_limited with Retry-After; other keys and other operations go on", async () => {
+  it("a workspace at its share waits, then gets 429 rate_limited with Retry-After; other workspaces and other operations go on", async () => {
     const { startTestServer } = await import('./support/server.ts');
     const { sqliteDatabase } = await import('./support/databases.ts');
     const server = await startTestServer(await sqliteDatabase(), { MEMORY_BUDGET_MB: '8' });
     try {
       const ws = await server.workspace();
       const busy = await server.key(ws, ['read', 'write']);
-      const calm = await server.key(ws, ['read']);
-      // What the busy key's pages in flight hold: its whole share (a quarter of 8 MiB).
-      const held = await server.services.memory.admit(busy.id, 2 * 1024 * 1024);
+      const sameTenant = await server.key(ws, ['read']);
+      const calm = await server.key(await server.workspace(), ['read']);
+      // What the busy workspace's pages in flight hold: its whole share (an eighth of 8 MiB).
+      const held = await server.services.memory.admit(ws, 1024 * 1024);
       const started = Date.now();
       const refused = await server.post('/v1/event_feed', {}, busy.key);
       assert.equal(refused.status, 429, refused.text);
@@ -101,7 +102,8 @@ describe('pages over HTTP and MCP are admitted against the memory budget', () =>
       }).then((res) => res.json() as Promise<any>);
       assert.equal(overMcp.result.isError, true);
       assert.match(overMcp.result.content[0].text, /^rate_limited : /);
-      assert.equal((await server.post('/v1/list_events', {}, calm.key)).status, 200, 'another key is served');
+      assert.equal((await server.post('/v1/list_events', {}, sameTenant.key)).status, 429, 'another key of the same workspace waits as well');
+      assert.equal((await server.post('/v1/list_events', {}, calm.key)).status, 200, 'another workspace is served');
       assert.equal((await server.post('/v1/emit_event', (await import('./support/contract.ts')).sampleEvent('mbx_a', 1), busy.key)).status, 201, 'what answers no page is not held back');
       held.release();
       assert.equal((await server.post('/v1/event_feed', {}, busy.key)).status, 200);

@@ -51,7 +51,7 @@ export function createApiRouter(services: AppServices, log: Logger) {
       const input = services.requestValidator.check(operation.operationId, body);
       // A page is held against the memory budget (limits/memory-budget.ts) until its answer is written.
       if (answersAPage) {
-        const memory = await services.memory.admit(principal.keyId, PAGE_RESERVATION_BYTES);
+        const memory = await services.memory.admit(principal.workspaceId, PAGE_RESERVATION_BYTES);
         res.once('close', () => memory.release());
         held = memory;
       }

@@ -7,7 +7,7 @@ export interface Reservation {
 }
 
 interface Waiter {
-  key: string;
+  tenant: string;
   bytes: number;
   grant(reservation: Reservation): void;
   timer: NodeJS.Timeout;
@@ -18,17 +18,18 @@ interface Waiter {
  * PAGE_MAX_BYTES, twice while it is assembled) reserves that much before reading it and gives it
  * back once its answer is written. Past the budget, requests wait their turn (first come, first
  * served) for at most `maxWaitMs`, then are refused `rate_limited` (429, Retry-After): never more
- * pages in memory than the budget holds, whatever the number of requests. One key may hold at most
- * `perKeyBytes` of it, so a single tenant cannot take the whole budget and make everyone else wait.
+ * pages in memory than the budget holds, whatever the number of requests. One tenant (the caller
+ * passes the workspace) may hold at most `perTenantBytes` of it, so a single tenant cannot take the
+ * whole budget, nor, since a page being read holds a database connection, the connection pool.
  */
 export class MemoryBudget {
   #used = 0;
-  readonly #byKey = new Map<string, number>();
+  readonly #byTenant = new Map<string, number>();
   readonly #waiting: Waiter[] = [];
 
   constructor(
     readonly totalBytes: number,
-    readonly perKeyBytes: number,
+    readonly perTenantBytes: number,
     readonly maxWaitMs: number,
   ) {}
 
@@ -37,12 +38,12 @@ export class MemoryBudget {
     return this.#used;
   }
 
-  /** Reserves `bytes` for `key`, waiting for room up to maxWaitMs; rejects rate_limited after that. */
-  admit(key: string, bytes: number): Promise<Reservation> {
-    if (this.#waiting.length === 0 && this.#fits(key, bytes)) return Promise.resolve(this.#reserve(key, bytes));
+  /** Reserves `bytes` for `tenant`, waiting for room up to maxWaitMs; rejects rate_limited after that. */
+  admit(tenant: string, bytes: number): Promise<Reservation> {
+    if (this.#waiting.length === 0 && this.#fits(tenant, bytes)) return Promise.resolve(this.#reserve(tenant, bytes));
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
-        key,
+        tenant,
         bytes,
         grant: resolve,
         timer: setTimeout(() => {
@@ -56,21 +57,21 @@ export class MemoryBudget {
     });
   }
 
-  #fits(key: string, bytes: number): boolean {
-    // A request larger than a share on its own still runs when nothing else of its key does.
-    const keyUsed = this.#byKey.get(key) ?? 0;
-    return this.#used + bytes <= this.totalBytes && (keyUsed === 0 || keyUsed + bytes <= this.perKeyBytes);
+  #fits(tenant: string, bytes: number): boolean {
+    // A request larger than a share on its own still runs when nothing else of its tenant does.
+    const tenantUsed = this.#byTenant.get(tenant) ?? 0;
+    return this.#used + bytes <= this.totalBytes && (tenantUsed === 0 || tenantUsed + bytes <= this.perTenantBytes);
   }
 
-  #reserve(key: string, bytes: number): Reservation {
+  #reserve(tenant: string, bytes: number): Reservation {
     let held = 0;
     let released = false;
     const change = (delta: number) => {
       held += delta;
       this.#used += delta;
-      const keyUsed = (this.#byKey.get(key) ?? 0) + delta;
-      if (keyUsed > 0) this.#byKey.set(key, keyUsed);
-      else this.#byKey.delete(key);
+      const tenantUsed = (this.#byTenant.get(tenant) ?? 0) + delta;
+      if (tenantUsed > 0) this.#byTenant.set(tenant, tenantUsed);
+      else this.#byTenant.delete(tenant);
     };
     change(bytes);
     return {
@@ -88,18 +89,18 @@ export class MemoryBudget {
     };
   }
 
-  /** Grants waiting requests in arrival order; one whose key is at its share does not hold back the others. */
+  /** Grants waiting requests in arrival order; one whose tenant is at its share does not hold back the others. */
   #grantWaiting(): void {
     for (let i = 0; i < this.#waiting.length; ) {
       const waiter = this.#waiting[i]!;
-      if (!this.#fits(waiter.key, waiter.bytes)) {
+      if (!this.#fits(waiter.tenant, waiter.bytes)) {
         if (this.#used + waiter.bytes > this.totalBytes) return; // the budget itself is full: keep the order
         i++;
         continue;
       }
       this.#waiting.splice(i, 1);
       clearTimeout(waiter.timer);
-      waiter.grant(this.#reserve(waiter.key, waiter.bytes));
+      waiter.grant(this.#reserve(waiter.tenant, waiter.bytes));
     }
   }
 }

@@ -63,7 +63,7 @@ export async function callTool(services: AppServices, principal: Principal, name
     // A page is paid for as over HTTP (its tokens reserved, then settled at its size), and held
     // against the memory budget until its answer is written.
     reservedTokens = rateLimiter.reservePage(principal.keyId);
-    reservation = await memory.admit(principal.keyId, PAGE_RESERVATION_BYTES);
+    reservation = await memory.admit(principal.workspaceId, PAGE_RESERVATION_BYTES);
     const page = await tools[name]!({ ...services, principal }, input);
     const bytes = page.structuredContent.reduce((sum, chunk) => sum + chunk.length, 0) + Buffer.byteLength(page.text);
     rateLimiter.chargeForBytes(principal.keyId, bytes, reservedTokens);

@@ -2,6 +2,8 @@ import type { PageQuery, StoredPage } from './feed-page.ts';
 
 const KEPT = 8;
 const TTL_MS = 2000;
+// Reads ahead at once: each holds a database connection, and nobody is waiting for it yet.
+const RUNNING_MAX = 2;
 
 interface Pending {
   startedMs: number;
@@ -24,10 +26,13 @@ const keyOf = (q: PageQuery) => `${q.workspaceId} ${q.afterSeq} ${q.limit} ${q.w
  * removed them since. The page is therefore marked `prefetched`, and the caller checks the
  * retention watermark itself instead of trusting the page (feed/expiry.ts). A page still short
  * may grow, and is read again. At most KEPT pages are held per database, none for longer than
- * TTL_MS; a prefetch that the reader overtakes is cancelled before it runs.
+ * TTL_MS, and at most RUNNING_MAX are being read at once (the others are not read ahead: readers
+ * who cannot be served ahead are served when they ask); a prefetch that the reader overtakes is
+ * cancelled before it runs.
  */
 export class ReadAhead {
   readonly #pending = new Map<string, Pending>();
+  #running = 0;
 
   constructor(private readonly read: (q: PageQuery) => Promise<StoredPage>) {}
 
@@ -55,12 +60,21 @@ export class ReadAhead {
     }
     setImmediate(() => {
       if (ahead.cancelled) return;
+      if (this.#running >= RUNNING_MAX) {
+        if (this.#pending.get(key) === ahead) this.#pending.delete(key);
+        return;
+      }
+      this.#running++;
       ahead.startedMs = performance.now();
       ahead.page = this.read(q);
       // A failed read-ahead is forgotten: the reader's own read will report the error, if any.
-      ahead.page.catch(() => {
-        if (this.#pending.get(key) === ahead) this.#pending.delete(key);
-      });
+      ahead.page.then(
+        () => this.#running--,
+        () => {
+          this.#running--;
+          if (this.#pending.get(key) === ahead) this.#pending.delete(key);
+        },
+      );
     });
   }
 }
