@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import stringify from 'safe-stable-stringify';
 import type { EmitEventRequest } from '../../generated/types.ts';
+import { utcMillisecondsOf } from '../contract/date-time.ts';
 import { ApiError, invalidArgument } from '../errors.ts';
 import { newEventId } from '../ids.ts';
 import { dbKind, type Db } from '../store/db.ts';
@@ -109,12 +110,13 @@ function sortOut(appends: WorkspaceAppend[], storedRows: StoredIdRow[]): { outco
 /** An event's final envelope text and its columns; throws invalid_argument for an unusable `occurred_at`. */
 export function prepareEvent(workspaceId: string, input: EmitEventRequest, now: Date): NewEvent {
   const id = input.id ?? newEventId(now.getTime());
-  const occurredAt = input.occurred_at === undefined ? now.toISOString() : toUtc(input.occurred_at);
+  // One rule for every date-time of the contract (contract/date-time.ts): UTC, milliseconds, `Z`.
+  const occurred = input.occurred_at === undefined ? { iso: now.toISOString(), ms: now.getTime() } : utcMillisecondsOf('occurred_at', input.occurred_at);
   // Field order is the envelope's documented order; this text is what every reader and webhook gets.
   const envelope = JSON.stringify({
     id,
     type: input.type,
-    occurred_at: occurredAt,
+    occurred_at: occurred.iso,
     account: workspaceId,
     subject: input.subject,
     data: input.data,
@@ -124,25 +126,14 @@ export function prepareEvent(workspaceId: string, input: EmitEventRequest, now: 
     id,
     type: input.type,
     mailboxId: input.subject.refs.mailbox_id ?? null,
-    occurredAtMs: Date.parse(occurredAt),
+    occurredAtMs: occurred.ms,
     envelope,
-    idempotencyHash: input.id === undefined ? null : contentHash(input, occurredAt),
+    idempotencyHash: input.id === undefined ? null : contentHash(input, input.occurred_at === undefined ? null : occurred.iso),
   };
 }
 
-/** What makes two emits with one client id "the same event": everything the client said. */
-function contentHash(input: EmitEventRequest, occurredAt: string): string {
-  const content = { type: input.type, subject: input.subject, data: input.data, occurred_at: input.occurred_at === undefined ? null : occurredAt };
+/** What makes two emits with one client id "the same event": everything the client said (occurred_at null when it said none). */
+function contentHash(input: Pick<EmitEventRequest, 'type' | 'subject' | 'data'>, occurredAt: string | null): string {
+  const content = { type: input.type, subject: input.subject, data: input.data, occurred_at: occurredAt };
   return createHash('sha256').update(stringify(content)!).digest('hex');
-}
-
-/** RFC 3339 with any offset → UTC with milliseconds and `Z`, the envelope's one form. */
-function toUtc(timestamp: string): string {
-  const date = new Date(timestamp);
-  const ms = date.getTime();
-  // Valid RFC 3339 that a Date cannot hold (a leap second, say) is refused, not turned into a 500.
-  if (Number.isNaN(ms) || ms < 0 || ms > 253402300799999) {
-    throw invalidArgument(`occurred_at "${timestamp.slice(0, 40)}" is not a representable UTC date-time`);
-  }
-  return date.toISOString();
 }
