@@ -77,6 +77,14 @@ export type paths = {
          *       whose UTC year is outside 0000-9999 (e.g. `0000-01-01T00:30:00+01:00`),
          *       which RFC 3339 cannot write.
          *     - Requires the `write` permission.
+         *     - A `500 internal` error is true to what was stored. Its message starts
+         *       with "the event was not stored" when nothing was written: send the
+         *       event again. When the connection to the database was lost during the
+         *       commit, nobody can know yet whether the event was stored: the error
+         *       says "the outcome of this emit is unknown" and carries `event_id`
+         *       (the client's `id`, or the one the server gave the event). Retry with
+         *       that `id` and the same content: the retry answers `201` (stored now)
+         *       or `200` (it had been stored), never a second copy.
          */
         post: operations["emit_event"];
         delete?: never;
@@ -821,6 +829,8 @@ export type components = {
                 message: string;
                 /** @description Identifier of the request (same as the `X-Request-Id` header). Present on internal errors; quote it to support. */
                 request_id?: string;
+                /** @description Present on an `internal` error of `emit_event` whose outcome is unknown (the event may or may not be stored): the event's id, the client's own or the one the server gave it. Retry with it as `id` and the same content: the retry stores the event once, or answers `200` with the event already stored. */
+                event_id?: components["schemas"]["EventId"];
             };
         };
         /**
@@ -1270,7 +1280,21 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
-            500: components["responses"]["Internal"];
+            /**
+             * @description The event was not stored (`internal`, the message starts with "the
+             *     event was not stored": send it again), or the outcome is unknown
+             *     (the message says so, and `event_id` is the id to retry with). The
+             *     body carries a `request_id` to quote to support.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     list_events: {

@@ -5,6 +5,7 @@ import { dbKind, type Db } from '../store/db.ts';
 import type { NewEvent } from '../store/events.ts';
 import { inSqliteWriteTransaction } from '../store/sqlite-append.ts';
 import { retryingTransient } from '../store/write-transaction.ts';
+import { appendFailure } from './append-failure.ts';
 import type { FeedHeads } from './heads.ts';
 import type { RecentEvents } from './recent-events.ts';
 import { appendPrepared, appendPreparedOn, prepareEvent, type PublishedEvent } from './publish.ts';
@@ -29,8 +30,9 @@ interface Pending {
  *
  * Each event keeps its own answer: an idempotency conflict fails that event only; a failed
  * transaction (run again first when its error is transient, see retryingTransient) fails the events
- * it carried. A transaction appends its events in arrival order, and an emit is answered only once
- * committed, so one client's successive emits keep their order (concurrent emits have none to keep).
+ * it carried, each with an answer true to what the database did (feed/append-failure.ts). A
+ * transaction appends its events in arrival order, and an emit is answered only once committed,
+ * so one client's successive emits keep their order (concurrent emits have none to keep).
  *
  * Transactions take events of every workspace, not one lane per workspace: a batch over many
  * workspaces is still a handful of statements (appendPrepared), so this beat a lane per workspace
@@ -142,7 +144,7 @@ export class GroupCommit {
         else pending.resolve(outcome);
       }
     } catch (err) {
-      for (const pending of batch) pending.reject(err);
+      for (const pending of batch) pending.reject(appendFailure(err, pending.event.id));
     }
   }
 }

@@ -9,6 +9,7 @@ import { dbKind, type Db } from '../store/db.ts';
 import { appendEvents, findByIds, inWorkspaceOrder, type NewEvent, type StoredIdRow, type WorkspaceAppend } from '../store/events.ts';
 import { connectionOf, sqliteAppendEvents, sqliteStoredByIds } from '../store/sqlite-append.ts';
 import type { SqliteConnection } from '../store/sqlite-connection.ts';
+import { OutcomeUnknown, provesRollback } from '../store/write-outcome.ts';
 
 export interface PublishedEvent {
   /** The envelope's JSON text, as stored and as every reader will get it. */
@@ -59,6 +60,10 @@ export interface Appended {
  * append (counters, events, webhook deliveries); `exec` may be the database itself there: only the
  * last statement writes, and it is atomic on its own. On SQLite `exec` is a transaction, whose
  * connection runs appendPreparedOn.
+ *
+ * Outside a transaction on Postgres, the append statement commits by itself, so when it fails in a
+ * way that does not prove it rolled back (the connection lost, the client's query timeout: the
+ * commit may have happened), this throws OutcomeUnknown (store/write-outcome.ts).
  */
 export async function appendPrepared(exec: Knex | Knex.Transaction, appends: WorkspaceAppend[], storedAt: number): Promise<Appended> {
   if (dbKind(exec as Db) === 'sqlite') {
@@ -67,7 +72,12 @@ export async function appendPrepared(exec: Knex | Knex.Transaction, appends: Wor
   }
   const stored = await findByIds(exec, idsToLookUp(appends));
   const { outcomes, fresh } = sortOut(appends, stored);
-  return { outcomes, appended: appendedAt(fresh, fresh.length > 0 ? await appendEvents(exec, fresh, storedAt) : new Map()) };
+  if (fresh.length === 0) return { outcomes, appended: [] };
+  const commitsAlone = !(exec as Knex.Transaction).isTransaction;
+  const firstSeqs = await appendEvents(exec, fresh, storedAt).catch((err: unknown) => {
+    throw commitsAlone && !provesRollback(err) ? new OutcomeUnknown(err) : err;
+  });
+  return { outcomes, appended: appendedAt(fresh, firstSeqs) };
 }
 
 /** appendPrepared on SQLite, synchronously, inside a transaction open on `conn` (store/sqlite-append.ts). */
@@ -96,7 +106,7 @@ function sortOut(appends: WorkspaceAppend[], storedRows: StoredIdRow[]): { outco
         freshEvents.push(event);
         return { envelope: event.envelope, created: true };
       }
-      if (existing.idempotency_hash !== event.idempotencyHash) {
+      if (event.idempotencyHash === null || !sameContent(existing, event.idempotencyHash)) {
         return invalidArgument(`event id ${event.id} was already used for an event with other content`);
       }
       return { envelope: existing.envelope, created: false };
@@ -105,6 +115,18 @@ function sortOut(appends: WorkspaceAppend[], storedRows: StoredIdRow[]): { outco
     return answers;
   });
   return { outcomes, fresh };
+}
+
+/**
+ * Whether a stored event has the content a retry carries (its hash). An event stored under an id
+ * the server generated has no hash (hashing every emit would cost for a rare case): its content is
+ * read from its envelope. Such a retry comes from a client told that its emit's outcome was
+ * unknown and given the id to retry with; its occurred_at, if it gave one, must be the stored one.
+ */
+function sameContent(existing: StoredIdRow, retryHash: string): boolean {
+  if (existing.idempotency_hash !== null) return existing.idempotency_hash === retryHash;
+  const envelope = JSON.parse(existing.envelope) as Pick<EmitEventRequest, 'type' | 'subject' | 'data'> & { occurred_at: string };
+  return [null, envelope.occurred_at].some((occurredAt) => contentHash(envelope, occurredAt) === retryHash);
 }
 
 /** An event's final envelope text and its columns; throws invalid_argument for an unusable `occurred_at`. */
