@@ -49,6 +49,11 @@ export async function publishInTransaction(
 export interface Appended {
   outcomes: Array<Array<PublishedEvent | ApiError>>;
   appended: Array<{ workspaceId: string; firstSeq: number; events: NewEvent[] }>;
+  /**
+   * With skipLocked: the workspaces whose counter row another transaction held. None of their
+   * events was appended, and their outcomes are not answers: their events must be sent again.
+   */
+  skipped: string[];
 }
 
 /**
@@ -64,26 +69,30 @@ export interface Appended {
  * Outside a transaction on Postgres, the append statement commits by itself, so when it fails in a
  * way that does not prove it rolled back (the connection lost, the client's query timeout: the
  * commit may have happened), this throws OutcomeUnknown (store/write-outcome.ts).
+ * `skipLocked` (Postgres) skips the workspaces whose counter row another transaction holds
+ * instead of waiting for them (Appended.skipped).
  */
-export async function appendPrepared(exec: Knex | Knex.Transaction, appends: WorkspaceAppend[], storedAt: number): Promise<Appended> {
+export async function appendPrepared(exec: Knex | Knex.Transaction, appends: WorkspaceAppend[], storedAt: number, options: { skipLocked?: boolean } = {}): Promise<Appended> {
   if (dbKind(exec as Db) === 'sqlite') {
     if (!(exec as Knex.Transaction).isTransaction) throw new Error('appendPrepared on SQLite runs in a transaction');
     return appendPreparedOn(await connectionOf(exec as Knex.Transaction), appends, storedAt);
   }
   const stored = await findByIds(exec, idsToLookUp(appends));
   const { outcomes, fresh } = sortOut(appends, stored);
-  if (fresh.length === 0) return { outcomes, appended: [] };
+  if (fresh.length === 0) return { outcomes, appended: [], skipped: [] };
   const commitsAlone = !(exec as Knex.Transaction).isTransaction;
-  const firstSeqs = await appendEvents(exec, fresh, storedAt).catch((err: unknown) => {
+  const firstSeqs = await appendEvents(exec, fresh, storedAt, options).catch((err: unknown) => {
     throw commitsAlone && !provesRollback(err) ? new OutcomeUnknown(err) : err;
   });
-  return { outcomes, appended: appendedAt(fresh, firstSeqs) };
+  const appended = fresh.filter(({ workspaceId }) => firstSeqs.has(workspaceId));
+  const skipped = fresh.filter(({ workspaceId }) => !firstSeqs.has(workspaceId)).map(({ workspaceId }) => workspaceId);
+  return { outcomes, appended: appendedAt(appended, firstSeqs), skipped };
 }
 
 /** appendPrepared on SQLite, synchronously, inside a transaction open on `conn` (store/sqlite-append.ts). */
 export function appendPreparedOn(conn: SqliteConnection, appends: WorkspaceAppend[], storedAt: number): Appended {
   const { outcomes, fresh } = sortOut(appends, sqliteStoredByIds(conn, idsToLookUp(appends)));
-  return { outcomes, appended: appendedAt(fresh, fresh.length > 0 ? sqliteAppendEvents(conn, inWorkspaceOrder(fresh), storedAt) : new Map()) };
+  return { outcomes, appended: appendedAt(fresh, fresh.length > 0 ? sqliteAppendEvents(conn, inWorkspaceOrder(fresh), storedAt) : new Map()), skipped: [] };
 }
 
 /** The appended events with the first seq each workspace's run took. */
