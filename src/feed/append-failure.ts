@@ -15,7 +15,7 @@ export function appendFailure(err: unknown, eventId: string): ApiError {
     err instanceof OutcomeUnknown
       ? new ApiError(
           'internal',
-          `the outcome of this emit is unknown: the connection to the database was lost before the commit was confirmed, so the event may or may not be stored. ` +
+          `the outcome of this emit is unknown: the database did not confirm the commit (the connection failed or gave no answer in time), so the event may or may not be stored. ` +
             `Retry with "id": "${eventId}" and the same content: the retry stores it once, or answers 200 with the event already stored`,
           500,
           {},
@@ -27,14 +27,16 @@ export function appendFailure(err: unknown, eventId: string): ApiError {
 }
 
 function notStoredBecause(err: unknown): string {
-  if (String((err as { code?: unknown } | null)?.code).startsWith('SQLITE_BUSY')) {
-    return 'another process held the database for too long';
-  }
+  const { code, name } = (err ?? {}) as { code?: unknown; name?: unknown };
+  if (String(code).startsWith('SQLITE_BUSY')) return 'another process held the database for too long';
+  if (name === 'KnexTimeoutError') return 'no database connection was free in time';
   switch (sqlState(err)) {
     case LOCK_NOT_AVAILABLE:
       return `another transaction held the workspace's feed for more than ${LOCK_TIMEOUT_MS / 1000} s`;
     case QUERY_CANCELED:
       return `the database did not finish the write within ${STATEMENT_TIMEOUT_MS / 1000} s`;
+    case undefined:
+      return 'the database could not be reached, or did not take the write';
     default:
       return 'the database refused the write';
   }

@@ -19,12 +19,13 @@ export class OutcomeUnknown extends Error {
  * Whether `err` proves that a write statement rolled back: Postgres answered it with an error
  * (severity ERROR: the statement failed, so its transaction aborted; lock_timeout and
  * statement_timeout end this way, see store/db.ts), or the statement was never sent (no
- * connection could be had from the pool). A FATAL (the server ended the session, e.g.
- * pg_terminate_backend) or no answer at all proves nothing: the commit may have gone through first.
+ * connection could be had: the pool's wait ran out, or connecting failed). A FATAL (the server
+ * ended the session, e.g. pg_terminate_backend) or no answer at all proves nothing: the commit
+ * may have gone through first.
  */
 export function provesRollback(err: unknown): boolean {
-  const { severity, name } = (err ?? {}) as { severity?: unknown; name?: unknown };
-  return severity === 'ERROR' || name === 'KnexTimeoutError';
+  const { severity, name, syscall } = (err ?? {}) as { severity?: unknown; name?: unknown; syscall?: unknown };
+  return severity === 'ERROR' || name === 'KnexTimeoutError' || syscall === 'connect' || syscall === 'getaddrinfo';
 }
 
 /** The SQLSTATE of a Postgres error, if it is one. */
