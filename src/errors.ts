@@ -18,6 +18,8 @@ export class ApiError extends Error {
     readonly status: number = ERROR_STATUS[code],
     /** Response headers that go with it over HTTP (Retry-After on rate_limited). */
     readonly headers: Record<string, string> = {},
+    /** The id of the event an emit_event failure is about, when the client should retry with it. */
+    readonly eventId?: string,
   ) {
     super(message);
     this.name = 'ApiError';
@@ -29,7 +31,7 @@ export const forbidden = (message: string) => new ApiError('forbidden', message)
 export const unauthorized = (message = 'missing or invalid API key') => new ApiError('unauthorized', message);
 
 export interface ErrorBody {
-  error: { code: ErrorCode; message: string; request_id?: string };
+  error: { code: ErrorCode; message: string; request_id?: string; event_id?: string };
 }
 
 /** The body a transport sends for any thrown value: client errors verbatim, anything else generic. */
@@ -37,6 +39,7 @@ export function toErrorBody(err: unknown, requestId: string): { status: number; 
   if (err instanceof ApiError) {
     const body: ErrorBody = { error: { code: err.code, message: err.message } };
     if (err.code === 'internal') body.error.request_id = requestId;
+    if (err.eventId !== undefined) body.error.event_id = err.eventId;
     return { status: err.status, body, headers: err.headers };
   }
   return {

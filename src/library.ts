@@ -17,6 +17,14 @@ export { migrateLatest } from './store/migrate.ts';
 
 let validator: RequestValidator | undefined;
 
+/**
+ * Publishes `events` to a workspace's feed inside the caller's transaction `trx`; they commit or
+ * vanish with it. From this call until the transaction ends, the workspace's counter row is
+ * locked: `emit_event` calls into that workspace wait for it (up to the lock timeout, 3 s, then
+ * they fail with "not stored") while other workspaces are not held back. So publish last and
+ * commit soon after. Publishing to several workspaces in one transaction: in sorted workspace
+ * order (the order every writer locks them in).
+ */
 export async function publish(
   trx: Knex.Transaction,
   workspaceId: string,

@@ -276,6 +276,72 @@ for (const { kind, create, skip } of await databaseKinds()) {
         }
       });
 
+      it('occurred_at: every value the contract accepts is stored as its instant in UTC with milliseconds, or refused as the contract says', async () => {
+        const { ws, key } = await workspaceWithKey();
+        const saved = process.env.TZ;
+        // A far-off local zone, so a date read as local time would show.
+        process.env.TZ = 'Pacific/Kiritimati';
+        // given → stored occurred_at, or the refusal's message
+        const cases: Array<[string, string | RegExp]> = [
+          ['2026-11-21T10:00:00+01', '2026-11-21T09:00:00.000Z'],
+          ['2026-11-21T10:00:00+0100', '2026-11-21T09:00:00.000Z'],
+          ['2026-11-21T10:00:00+01:00', '2026-11-21T09:00:00.000Z'],
+          ['2026-11-21T10:00:00-00:00', '2026-11-21T10:00:00.000Z'],
+          ['2026-11-21T10:00:00-0530', '2026-11-21T15:30:00.000Z'],
+          ['2026-11-21T10:00:00+23:59', '2026-11-20T10:01:00.000Z'],
+          ['2026-01-01T00:30:00+01', '2025-12-31T23:30:00.000Z'],
+          ['2026-11-21T10:00:00z', '2026-11-21T10:00:00.000Z'],
+          ['2026-11-21t10:00:00Z', '2026-11-21T10:00:00.000Z'],
+          ['2026-11-21 10:00:00Z', '2026-11-21T10:00:00.000Z'],
+          ['2026-11-21T10:00:00.5Z', '2026-11-21T10:00:00.500Z'],
+          ['2026-11-21T10:00:00.12Z', '2026-11-21T10:00:00.120Z'],
+          ['2026-11-21T10:00:00.123Z', '2026-11-21T10:00:00.123Z'],
+          ['2026-11-21T10:00:00.1239Z', '2026-11-21T10:00:00.123Z'],
+          ['2026-11-21T10:00:00.12399Z', '2026-11-21T10:00:00.123Z'],
+          ['2026-11-21T10:00:00.123999Z', '2026-11-21T10:00:00.123Z'],
+          ['2026-11-21T10:00:00.1234567Z', '2026-11-21T10:00:00.123Z'],
+          ['2026-11-21T10:00:00.12345678Z', '2026-11-21T10:00:00.123Z'],
+          ['2026-12-31T23:59:59.999999999Z', '2026-12-31T23:59:59.999Z'],
+          ['0001-01-01T00:00:00Z', '0001-01-01T00:00:00.000Z'],
+          ['0000-01-01T00:00:00Z', '0000-01-01T00:00:00.000Z'],
+          ['0099-03-01T12:00:00+12:00', '0099-03-01T00:00:00.000Z'],
+          ['1969-07-20T20:17:40Z', '1969-07-20T20:17:40.000Z'],
+          ['1970-01-01T00:59:59.999+01:00', '1969-12-31T23:59:59.999Z'],
+          ['9999-12-31T23:59:59.999Z', '9999-12-31T23:59:59.999Z'],
+          ['2024-02-29T12:00:00Z', '2024-02-29T12:00:00.000Z'],
+          ['2016-12-31T23:59:60Z', /^occurred_at "2016-12-31T23:59:60Z" is not a representable UTC date-time: it is a leap second/],
+          ['2017-01-01T00:59:60+01:00', /leap second/],
+          ['0000-01-01T00:30:00+01:00', /^occurred_at "0000-01-01T00:30:00\+01:00" is not a representable UTC date-time: in UTC it falls outside the years 0000-9999$/],
+          ['9999-12-31T23:30:00-01:00', /outside the years 0000-9999/],
+          ['2026-02-30T10:00:00Z', /^occurred_at must be a valid date-time$/],
+          ['1900-02-29T10:00:00Z', /^occurred_at must be a valid date-time$/],
+        ];
+        try {
+          const wrong: string[] = [];
+          for (const [given, expected] of cases) {
+            const res = await server.post(EMIT, { ...sampleEvent(), occurred_at: given }, key);
+            if (typeof expected === 'string') {
+              if (res.status !== 201) {
+                wrong.push(`${given} → ${res.status} ${res.text.slice(0, 200)}`);
+                continue;
+              }
+              const { event } = assertEmitted(res, 201, given);
+              if (event.occurred_at !== expected) wrong.push(`${given} → ${event.occurred_at}, not ${expected}`);
+              const row = await server.db('events').where({ workspace_id: ws, id: event.id }).first();
+              assert.equal(Number(row.occurred_at_ms), Date.parse(expected), `${given}: the column list_events filters on`);
+            } else if (res.status !== 400) {
+              wrong.push(`${given} → ${res.status} ${res.text.slice(0, 200)}`);
+            } else {
+              assertError(res, 400, 'invalid_argument', expected, given);
+            }
+          }
+          assert.deepEqual(wrong, []);
+        } finally {
+          if (saved === undefined) delete process.env.TZ;
+          else process.env.TZ = saved;
+        }
+      });
+
       it('never answers 500 to odd but format-valid date-times', async () => {
         const { key } = await workspaceWithKey();
         const saved = process.env.TZ;

@@ -5,14 +5,29 @@ import { dbKind, type Db } from '../store/db.ts';
 import type { NewEvent } from '../store/events.ts';
 import { inSqliteWriteTransaction } from '../store/sqlite-append.ts';
 import { retryingTransient } from '../store/write-transaction.ts';
+import { appendFailure } from './append-failure.ts';
 import type { FeedHeads } from './heads.ts';
 import type { RecentEvents } from './recent-events.ts';
-import { appendPrepared, appendPreparedOn, prepareEvent, type PublishedEvent } from './publish.ts';
+import { appendPrepared, appendPreparedOn, prepareEvent, type Appended, type PublishedEvent } from './publish.ts';
 
 /** The most events one shared transaction takes; the rest wait for the next one. */
 export const GROUP_COMMIT_MAX_EVENTS = 256;
-/** On Postgres a second transaction may run while one commits: its statements overlap the first one's WAL flush. */
+/** On Postgres a second transaction (over other workspaces) may run while one commits: its statements overlap the first one's WAL flush. */
 export const POSTGRES_TRANSACTIONS_IN_FLIGHT = 2;
+/**
+ * On Postgres, how many workspaces found locked by another transaction may each have a statement
+ * waiting for its counter row at once (each holds a pooled connection while it waits), besides
+ * the shared transactions.
+ */
+export const POSTGRES_LOCKED_WORKSPACES_WAITING = 2;
+/**
+ * How long a workspace's events wait for a statement of this process that carries some of its
+ * own before they may go in the next one anyway (which finds the row still held, if it is, and
+ * sends them to a lane that waits for it). A statement takes milliseconds; one this old is slow or
+ * stuck (a lost connection, a commit that does not end), and waiting for it would add its whole
+ * time to theirs.
+ */
+export const SAME_WORKSPACE_PATIENCE_MS = 300;
 
 interface Pending {
   workspaceId: string;
@@ -29,20 +44,40 @@ interface Pending {
  *
  * Each event keeps its own answer: an idempotency conflict fails that event only; a failed
  * transaction (run again first when its error is transient, see retryingTransient) fails the events
- * it carried. A transaction appends its events in arrival order, and an emit is answered only once
- * committed, so one client's successive emits keep their order (concurrent emits have none to keep).
+ * it carried, each with an answer true to what the database did (feed/append-failure.ts). A
+ * transaction appends its events in arrival order, and an emit is answered only once committed,
+ * so one client's successive emits keep their order (concurrent emits have none to keep).
  *
  * Transactions take events of every workspace, not one lane per workspace: a batch over many
  * workspaces is still a handful of statements (appendPrepared), so this beat a lane per workspace
  * committing in parallel on Postgres (about 1,200 against 650 events/s from 16 clients into 100
  * workspaces: bench/README.md). SQLite has a single writer: one transaction at a time. On Postgres
- * two may be in flight; two that touch one workspace simply queue on its counter row, and counter
- * rows are locked in workspace order (appendEvents), here and across instances, so they never deadlock.
+ * two may be in flight, over different workspaces: a workspace's events wait while a statement of
+ * this process carries some of its own (for SAME_WORKSPACE_PATIENCE_MS at most), so the process
+ * does not contend with itself for a counter row.
+ *
+ * One workspace never holds back another (Postgres). Another transaction may hold a workspace's
+ * counter row: an application's transaction that published with the library and has not committed
+ * yet, or another instance's statement. The shared statement skips such a row instead of waiting
+ * for it (FOR UPDATE SKIP LOCKED, store/pg-append.ts) and appends everything else; the skipped
+ * workspace's events, and those that arrive for it afterwards, then go to a lane of their own that
+ * waits for its row (up to lock_timeout, store/db.ts) on a connection of its own, outside the two
+ * shared slots, a statement at a time and in arrival order, until the lane is empty and the
+ * workspace is back in the shared transactions. Skipping takes and waits for nothing, and a lane
+ * waits for one row and holds no other, so counter rows are still taken in workspace order
+ * (appendEvents), here and across instances, and never deadlock.
  */
 export class GroupCommit {
   #waiting: Pending[] = [];
   #inFlight = 0;
   #scheduled = false;
+  #patience: NodeJS.Timeout | undefined;
+  /** Workspaces in shared statements in flight: how many, and since when (the oldest). */
+  readonly #shared = new Map<string, { statements: number; sinceMs: number }>();
+  /** Workspaces found locked by another transaction, each with its events waiting, in arrival order. */
+  readonly #lanes = new Map<string, Pending[]>();
+  /** Lanes with a statement in flight (one at a time per lane). */
+  readonly #lanesRunning = new Set<string>();
   readonly #maxInFlight: number;
   readonly #postgres: boolean;
 
@@ -61,8 +96,15 @@ export class GroupCommit {
     // Built before waiting, outside any transaction: a bad occurred_at fails here, alone.
     const event = prepareEvent(workspaceId, input, this.clock.now());
     return new Promise((resolve, reject) => {
-      this.#waiting.push({ workspaceId, event, resolve, reject });
-      this.#kick();
+      const pending = { workspaceId, event, resolve, reject };
+      const lane = this.#lanes.get(workspaceId);
+      if (lane) {
+        lane.push(pending);
+        this.#kickLanes();
+      } else {
+        this.#waiting.push(pending);
+        this.#kick();
+      }
     });
   }
 
@@ -78,71 +120,156 @@ export class GroupCommit {
 
   async #run(): Promise<void> {
     if (this.#inFlight >= this.#maxInFlight) return;
-    const batch = this.#take();
+    // SQLite commits one transaction at a time: no statement of its own in flight to wait for.
+    const now = performance.now();
+    const batch = this.#postgres ? this.#take(this.#waiting, (pending) => this.#patient(pending, now)) : this.#take(this.#waiting, () => true);
+    if (this.#postgres && this.#waiting.length > 0) this.#kickAfterPatience();
     if (batch.length === 0) return;
+    const workspaces = this.#postgres ? new Set(batch.map((pending) => pending.workspaceId)) : new Set<string>();
+    for (const workspaceId of workspaces) {
+      const shared = this.#shared.get(workspaceId);
+      this.#shared.set(workspaceId, { statements: (shared?.statements ?? 0) + 1, sinceMs: shared?.sinceMs ?? now });
+    }
     this.#inFlight++;
     try {
       await this.#commit(batch);
     } finally {
       this.#inFlight--;
+      for (const workspaceId of workspaces) {
+        const shared = this.#shared.get(workspaceId)!;
+        if (--shared.statements === 0) this.#shared.delete(workspaceId);
+      }
+      this.#kickLanes();
       this.#kick();
     }
   }
 
+  /** Whether an event may go in the next statement: none of its workspace's is in flight, or the oldest has been for SAME_WORKSPACE_PATIENCE_MS. */
+  #patient(pending: Pending, now: number): boolean {
+    const shared = this.#shared.get(pending.workspaceId);
+    return shared === undefined || now - shared.sinceMs >= SAME_WORKSPACE_PATIENCE_MS;
+  }
+
+  /** Looks again once the events held back for their workspace's statement in flight may go anyway. */
+  #kickAfterPatience(): void {
+    if (this.#patience) return;
+    this.#patience = setTimeout(() => {
+      this.#patience = undefined;
+      this.#kick();
+    }, SAME_WORKSPACE_PATIENCE_MS);
+    this.#patience.unref();
+  }
+
   /**
-   * The next transaction's events, in arrival order. A second event with an id already in the batch
-   * (a client retrying before its first try was answered) waits for a later transaction, which
-   * then finds the first one stored (or, on Postgres, runs into it on the unique index and is run
-   * again by retryingTransient) and answers as an idempotent replay or a conflict.
+   * The next transaction's events from `queue`, in arrival order, among those `eligible` (the
+   * others stay queued, in order). A second event with an id already in the batch (a client
+   * retrying before its first try was answered) waits for a later transaction, which then finds
+   * the first one stored (or, on Postgres, runs into it on the unique index and is run again by
+   * retryingTransient) and answers as an idempotent replay or a conflict.
    */
-  #take(): Pending[] {
+  #take(queue: Pending[], eligible: (pending: Pending) => boolean): Pending[] {
     const batch: Pending[] = [];
     const later: Pending[] = [];
     const ids = new Set<string>();
-    for (const pending of this.#waiting) {
+    for (const pending of queue) {
       const key = `${pending.workspaceId} ${pending.event.id}`;
-      if (batch.length >= GROUP_COMMIT_MAX_EVENTS || ids.has(key)) later.push(pending);
+      if (batch.length >= GROUP_COMMIT_MAX_EVENTS || ids.has(key) || !eligible(pending)) later.push(pending);
       else {
         ids.add(key);
         batch.push(pending);
       }
     }
-    this.#waiting = later;
+    queue.splice(0, queue.length, ...later);
     return batch;
   }
 
   async #commit(batch: Pending[]): Promise<void> {
-    const byWorkspace = new Map<string, Pending[]>();
-    for (const pending of batch) {
-      const group = byWorkspace.get(pending.workspaceId);
-      if (group) group.push(pending);
-      else byWorkspace.set(pending.workspaceId, [pending]);
-    }
-    const groups = [...byWorkspace.values()]; // appendEvents locks their counters in workspace order
-    const appends = groups.map((group) => ({ workspaceId: group[0]!.workspaceId, events: group.map((p) => p.event) }));
+    const groups = byWorkspace(batch);
     const storedAt = this.clock.now().getTime();
+    const appends = [...groups].map(([workspaceId, group]) => ({ workspaceId, events: group.map((p) => p.event) }));
+    let result: Appended;
     try {
       // Postgres: the append is one statement, atomic alone (store/pg-append.ts), so no BEGIN and
       // COMMIT around it: two round trips fewer. SQLite: one synchronous transaction on the
       // writing connection (store/sqlite-append.ts), without a knex transaction.
-      const { outcomes: results, appended } = await retryingTransient(() =>
-        this.#postgres ? appendPrepared(this.db, appends, storedAt) : inSqliteWriteTransaction(this.db, (conn) => appendPreparedOn(conn, appends, storedAt)),
+      result = await retryingTransient(() =>
+        this.#postgres
+          ? appendPrepared(this.db, appends, storedAt, { skipLocked: true })
+          : inSqliteWriteTransaction(this.db, (conn) => appendPreparedOn(conn, appends, storedAt)),
       );
-      const outcomes = new Map<Pending, PublishedEvent | ApiError>();
-      groups.forEach((group, g) => group.forEach((pending, i) => outcomes.set(pending, results[g]![i]!)));
-      // Committed: a poll of this process after an emit's answer must find it, even before the
-      // commit's notification comes back (feed/heads.ts); and tailing readers find the events
-      // here rather than in the database (feed/recent-events.ts).
-      for (const { workspaceId, firstSeq, events } of appended) {
-        this.recent?.committed(workspaceId, firstSeq, events);
-        this.heads?.heard(workspaceId, firstSeq + events.length - 1);
-      }
-      for (const [pending, outcome] of outcomes) {
-        if (outcome instanceof ApiError) pending.reject(outcome);
-        else pending.resolve(outcome);
-      }
     } catch (err) {
-      for (const pending of batch) pending.reject(err);
+      for (const pending of batch) pending.reject(appendFailure(err, pending.event.id));
+      return;
+    }
+    this.#answer(groups, result);
+    for (const workspaceId of result.skipped) this.#toLane(workspaceId, groups.get(workspaceId)!);
+  }
+
+  /**
+   * Sends a workspace whose counter row another transaction held to its lane: the skipped events,
+   * then those still waiting for a shared transaction, in arrival order. Its later events go there
+   * too until the lane is empty.
+   */
+  #toLane(workspaceId: string, skipped: Pending[]): void {
+    const lane = this.#lanes.get(workspaceId) ?? [];
+    lane.push(...skipped, ...this.#waiting.filter((pending) => pending.workspaceId === workspaceId));
+    this.#waiting = this.#waiting.filter((pending) => pending.workspaceId !== workspaceId);
+    this.#lanes.set(workspaceId, lane);
+    this.#kickLanes();
+  }
+
+  #kickLanes(): void {
+    for (const [workspaceId, lane] of this.#lanes) {
+      if (this.#lanesRunning.size >= POSTGRES_LOCKED_WORKSPACES_WAITING) return;
+      if (!this.#lanesRunning.has(workspaceId)) void this.#runLane(workspaceId, lane);
     }
   }
+
+  /** One statement of a lane: its next events, waiting for the workspace's counter row (up to lock_timeout). */
+  async #runLane(workspaceId: string, lane: Pending[]): Promise<void> {
+    const batch = this.#take(lane, () => true);
+    this.#lanesRunning.add(workspaceId);
+    try {
+      const events = batch.map((pending) => pending.event);
+      const storedAt = this.clock.now().getTime();
+      const result = await retryingTransient(() => appendPrepared(this.db, [{ workspaceId, events }], storedAt));
+      this.#answer(new Map([[workspaceId, batch]]), result);
+    } catch (err) {
+      for (const pending of batch) pending.reject(appendFailure(err, pending.event.id));
+    } finally {
+      this.#lanesRunning.delete(workspaceId);
+      if (lane.length === 0) this.#lanes.delete(workspaceId);
+      this.#kickLanes();
+    }
+  }
+
+  /** Answers the events of an append, but those of the workspaces it skipped. */
+  #answer(groups: Map<string, Pending[]>, { outcomes, appended, skipped }: Appended): void {
+    // Committed: a poll of this process after an emit's answer must find it, even before the
+    // commit's notification comes back (feed/heads.ts); and tailing readers find the events
+    // here rather than in the database (feed/recent-events.ts).
+    for (const { workspaceId, firstSeq, events } of appended) {
+      this.recent?.committed(workspaceId, firstSeq, events);
+      this.heads?.heard(workspaceId, firstSeq + events.length - 1);
+    }
+    [...groups.values()].forEach((group, g) => {
+      if (skipped.includes(group[0]!.workspaceId)) return;
+      group.forEach((pending, i) => {
+        const outcome = outcomes[g]![i]!;
+        if (outcome instanceof ApiError) pending.reject(outcome);
+        else pending.resolve(outcome);
+      });
+    });
+  }
+}
+
+/** The batch's events per workspace, in arrival order within each. */
+function byWorkspace(batch: Pending[]): Map<string, Pending[]> {
+  const groups = new Map<string, Pending[]>();
+  for (const pending of batch) {
+    const group = groups.get(pending.workspaceId);
+    if (group) group.push(pending);
+    else groups.set(pending.workspaceId, [pending]);
+  }
+  return groups;
 }

@@ -2,12 +2,14 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import stringify from 'safe-stable-stringify';
 import type { EmitEventRequest } from '../../generated/types.ts';
+import { utcMillisecondsOf } from '../contract/date-time.ts';
 import { ApiError, invalidArgument } from '../errors.ts';
 import { newEventId } from '../ids.ts';
 import { dbKind, type Db } from '../store/db.ts';
 import { appendEvents, findByIds, inWorkspaceOrder, type NewEvent, type StoredIdRow, type WorkspaceAppend } from '../store/events.ts';
 import { connectionOf, sqliteAppendEvents, sqliteStoredByIds } from '../store/sqlite-append.ts';
 import type { SqliteConnection } from '../store/sqlite-connection.ts';
+import { OutcomeUnknown, provesRollback } from '../store/write-outcome.ts';
 
 export interface PublishedEvent {
   /** The envelope's JSON text, as stored and as every reader will get it. */
@@ -47,6 +49,11 @@ export async function publishInTransaction(
 export interface Appended {
   outcomes: Array<Array<PublishedEvent | ApiError>>;
   appended: Array<{ workspaceId: string; firstSeq: number; events: NewEvent[] }>;
+  /**
+   * With skipLocked: the workspaces whose counter row another transaction held. None of their
+   * events was appended, and their outcomes are not answers: their events must be sent again.
+   */
+  skipped: string[];
 }
 
 /**
@@ -58,21 +65,34 @@ export interface Appended {
  * append (counters, events, webhook deliveries); `exec` may be the database itself there: only the
  * last statement writes, and it is atomic on its own. On SQLite `exec` is a transaction, whose
  * connection runs appendPreparedOn.
+ *
+ * Outside a transaction on Postgres, the append statement commits by itself, so when it fails in a
+ * way that does not prove it rolled back (the connection lost, the client's query timeout: the
+ * commit may have happened), this throws OutcomeUnknown (store/write-outcome.ts).
+ * `skipLocked` (Postgres) skips the workspaces whose counter row another transaction holds
+ * instead of waiting for them (Appended.skipped).
  */
-export async function appendPrepared(exec: Knex | Knex.Transaction, appends: WorkspaceAppend[], storedAt: number): Promise<Appended> {
+export async function appendPrepared(exec: Knex | Knex.Transaction, appends: WorkspaceAppend[], storedAt: number, options: { skipLocked?: boolean } = {}): Promise<Appended> {
   if (dbKind(exec as Db) === 'sqlite') {
     if (!(exec as Knex.Transaction).isTransaction) throw new Error('appendPrepared on SQLite runs in a transaction');
     return appendPreparedOn(await connectionOf(exec as Knex.Transaction), appends, storedAt);
   }
   const stored = await findByIds(exec, idsToLookUp(appends));
   const { outcomes, fresh } = sortOut(appends, stored);
-  return { outcomes, appended: appendedAt(fresh, fresh.length > 0 ? await appendEvents(exec, fresh, storedAt) : new Map()) };
+  if (fresh.length === 0) return { outcomes, appended: [], skipped: [] };
+  const commitsAlone = !(exec as Knex.Transaction).isTransaction;
+  const firstSeqs = await appendEvents(exec, fresh, storedAt, options).catch((err: unknown) => {
+    throw commitsAlone && !provesRollback(err) ? new OutcomeUnknown(err) : err;
+  });
+  const appended = fresh.filter(({ workspaceId }) => firstSeqs.has(workspaceId));
+  const skipped = fresh.filter(({ workspaceId }) => !firstSeqs.has(workspaceId)).map(({ workspaceId }) => workspaceId);
+  return { outcomes, appended: appendedAt(appended, firstSeqs), skipped };
 }
 
 /** appendPrepared on SQLite, synchronously, inside a transaction open on `conn` (store/sqlite-append.ts). */
 export function appendPreparedOn(conn: SqliteConnection, appends: WorkspaceAppend[], storedAt: number): Appended {
   const { outcomes, fresh } = sortOut(appends, sqliteStoredByIds(conn, idsToLookUp(appends)));
-  return { outcomes, appended: appendedAt(fresh, fresh.length > 0 ? sqliteAppendEvents(conn, inWorkspaceOrder(fresh), storedAt) : new Map()) };
+  return { outcomes, appended: appendedAt(fresh, fresh.length > 0 ? sqliteAppendEvents(conn, inWorkspaceOrder(fresh), storedAt) : new Map()), skipped: [] };
 }
 
 /** The appended events with the first seq each workspace's run took. */
@@ -95,7 +115,7 @@ function sortOut(appends: WorkspaceAppend[], storedRows: StoredIdRow[]): { outco
         freshEvents.push(event);
         return { envelope: event.envelope, created: true };
       }
-      if (existing.idempotency_hash !== event.idempotencyHash) {
+      if (event.idempotencyHash === null || !sameContent(existing, event.idempotencyHash)) {
         return invalidArgument(`event id ${event.id} was already used for an event with other content`);
       }
       return { envelope: existing.envelope, created: false };
@@ -106,15 +126,28 @@ function sortOut(appends: WorkspaceAppend[], storedRows: StoredIdRow[]): { outco
   return { outcomes, fresh };
 }
 
+/**
+ * Whether a stored event has the content a retry carries (its hash). An event stored under an id
+ * the server generated has no hash (hashing every emit would cost for a rare case): its content is
+ * read from its envelope. Such a retry comes from a client told that its emit's outcome was
+ * unknown and given the id to retry with; its occurred_at, if it gave one, must be the stored one.
+ */
+function sameContent(existing: StoredIdRow, retryHash: string): boolean {
+  if (existing.idempotency_hash !== null) return existing.idempotency_hash === retryHash;
+  const envelope = JSON.parse(existing.envelope) as Pick<EmitEventRequest, 'type' | 'subject' | 'data'> & { occurred_at: string };
+  return [null, envelope.occurred_at].some((occurredAt) => contentHash(envelope, occurredAt) === retryHash);
+}
+
 /** An event's final envelope text and its columns; throws invalid_argument for an unusable `occurred_at`. */
 export function prepareEvent(workspaceId: string, input: EmitEventRequest, now: Date): NewEvent {
   const id = input.id ?? newEventId(now.getTime());
-  const occurredAt = input.occurred_at === undefined ? now.toISOString() : toUtc(input.occurred_at);
+  // One rule for every date-time of the contract (contract/date-time.ts): UTC, milliseconds, `Z`.
+  const occurred = input.occurred_at === undefined ? { iso: now.toISOString(), ms: now.getTime() } : utcMillisecondsOf('occurred_at', input.occurred_at);
   // Field order is the envelope's documented order; this text is what every reader and webhook gets.
   const envelope = JSON.stringify({
     id,
     type: input.type,
-    occurred_at: occurredAt,
+    occurred_at: occurred.iso,
     account: workspaceId,
     subject: input.subject,
     data: input.data,
@@ -124,25 +157,14 @@ export function prepareEvent(workspaceId: string, input: EmitEventRequest, now: 
     id,
     type: input.type,
     mailboxId: input.subject.refs.mailbox_id ?? null,
-    occurredAtMs: Date.parse(occurredAt),
+    occurredAtMs: occurred.ms,
     envelope,
-    idempotencyHash: input.id === undefined ? null : contentHash(input, occurredAt),
+    idempotencyHash: input.id === undefined ? null : contentHash(input, input.occurred_at === undefined ? null : occurred.iso),
   };
 }
 
-/** What makes two emits with one client id "the same event": everything the client said. */
-function contentHash(input: EmitEventRequest, occurredAt: string): string {
-  const content = { type: input.type, subject: input.subject, data: input.data, occurred_at: input.occurred_at === undefined ? null : occurredAt };
+/** What makes two emits with one client id "the same event": everything the client said (occurred_at null when it said none). */
+function contentHash(input: Pick<EmitEventRequest, 'type' | 'subject' | 'data'>, occurredAt: string | null): string {
+  const content = { type: input.type, subject: input.subject, data: input.data, occurred_at: occurredAt };
   return createHash('sha256').update(stringify(content)!).digest('hex');
-}
-
-/** RFC 3339 with any offset → UTC with milliseconds and `Z`, the envelope's one form. */
-function toUtc(timestamp: string): string {
-  const date = new Date(timestamp);
-  const ms = date.getTime();
-  // Valid RFC 3339 that a Date cannot hold (a leap second, say) is refused, not turned into a 500.
-  if (Number.isNaN(ms) || ms < 0 || ms > 253402300799999) {
-    throw invalidArgument(`occurred_at "${timestamp.slice(0, 40)}" is not a representable UTC date-time`);
-  }
-  return date.toISOString();
 }

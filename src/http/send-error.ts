@@ -9,6 +9,8 @@ import { sendJson } from './send-json.ts';
 export function sendError(res: ServerResponse, requestId: string, err: unknown, log: Logger): void {
   const { status, body, headers } = toErrorBody(err, requestId);
   if (!(err instanceof ApiError)) log.error({ ...safeErrorFields(err), request_id: requestId }, 'unhandled error');
+  // A server-side failure told to the client in its own words (feed/append-failure.ts): the database's error, for the operator.
+  else if (status >= 500 && err.cause !== undefined) log.error({ ...safeErrorFields(err.cause), request_id: requestId }, err.message.slice(0, 120));
   if (res.headersSent) return void res.end();
   if (status === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="event-feed"');
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);

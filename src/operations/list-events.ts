@@ -1,5 +1,6 @@
 import type { ListEventsRequest } from '../../generated/types.ts';
 import type { Principal } from '../auth/principal.ts';
+import { ceilMs, compareInstants, parseInstant } from '../contract/date-time.ts';
 import { forbidden, invalidArgument } from '../errors.ts';
 import { matchingTypes } from '../feed/type-filter.ts';
 import { PageTokenCodec } from '../feed/page-token.ts';
@@ -71,49 +72,4 @@ function visibleMailboxes(principal: Principal, asked: readonly string[] | undef
     }
   }
   return [...asked].sort();
-}
-
-/** An instant: whole epoch milliseconds, plus the digits of the fraction beyond them (no trailing zeros). */
-interface Instant {
-  ms: number;
-  beyondMs: string;
-}
-
-// Exactly what the contract's `date-time` format (ajv-formats, full mode) accepts: `T`, `t` or one
-// whitespace character between date and time; any number of fraction digits; `Z`, `z`, `±hh`,
-// `±hhmm` or `±hh:mm`. Parsed by hand, not by `Date.parse`, whose handling of anything but the
-// ISO form is the engine's guess (`+01` gives NaN, `2026-02-30 …` rolls over to March).
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt\s](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+-])(\d{2})(?::?(\d{2}))?)$/;
-
-/** A validated RFC 3339 date-time as an instant; invalid_argument (never a 500) for what no event time can be. */
-function parseInstant(field: string, text: string): Instant {
-  const m = DATE_TIME.exec(text);
-  const notValid = () => invalidArgument(`${field} must be a valid date-time`);
-  if (!m) throw notValid();
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
-  const fraction = m[7] ?? '';
-  const offsetMinutes = m[8] === undefined ? 0 : (m[8] === '-' ? -1 : 1) * (Number(m[9]) * 60 + Number(m[10] ?? 0));
-  if (second === 60) {
-    throw invalidArgument(`${field} ${JSON.stringify(text)} is not a representable UTC date-time: it is a leap second, which no event time can be`);
-  }
-  const date = new Date(0);
-  date.setUTCFullYear(year, month - 1, day);
-  date.setUTCHours(hour, minute, second, Number(fraction.slice(0, 3).padEnd(3, '0')));
-  const rolledOver = date.getUTCFullYear() !== year || date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day;
-  if (rolledOver || hour > 23 || minute > 59 || Number(m[9] ?? 0) > 23 || Number(m[10] ?? 0) > 59) throw notValid();
-  const ms = date.getTime() - offsetMinutes * 60_000;
-  if (!Number.isSafeInteger(ms)) {
-    throw invalidArgument(`${field} ${JSON.stringify(text)} is not a representable UTC date-time`);
-  }
-  return { ms, beyondMs: fraction.slice(3).replace(/0+$/, '') };
-}
-
-const ceilMs = (instant: Instant) => instant.ms + (instant.beyondMs === '' ? 0 : 1);
-
-function compareInstants(a: Instant, b: Instant): number {
-  if (a.ms !== b.ms) return a.ms - b.ms;
-  const width = Math.max(a.beyondMs.length, b.beyondMs.length);
-  const x = a.beyondMs.padEnd(width, '0');
-  const y = b.beyondMs.padEnd(width, '0');
-  return x < y ? -1 : x > y ? 1 : 0;
 }

@@ -35,9 +35,29 @@ function sqliteFilename(url: string): string {
 
 /** How long a Postgres query may go unanswered before the connection is given up (a partition, not a slow query). */
 export const QUERY_TIMEOUT_MS = 5000;
+/**
+ * Postgres cancels a statement itself after this long (statement_timeout), a second before the
+ * client would give up on it: the error is then the database's own and the statement rolled back,
+ * so "not stored" is a true answer. Were it longer, the client would drop the connection while
+ * Postgres went on, and might commit (store/write-outcome.ts). A commit is not a statement: a
+ * commit that outlasts the query timeout is the one case left whose outcome is unknown.
+ */
+export const STATEMENT_TIMEOUT_MS = 4000;
+/**
+ * How long a statement waits for a row lock (lock_timeout), below STATEMENT_TIMEOUT_MS so a wait
+ * for a workspace's counter row held by another transaction (an application's transaction that
+ * published and has not committed yet) is reported as such (see store/events.ts).
+ */
+export const LOCK_TIMEOUT_MS = 3000;
+/** The margin by which the server's statement_timeout ends before a shorter query timeout given to openDatabase. */
+const SERVER_CANCELS_FIRST_BY_MS = QUERY_TIMEOUT_MS - STATEMENT_TIMEOUT_MS;
+/** Handles without a query timeout (migrations, the CLI) keep longer server-side limits. */
+const UNWATCHED_STATEMENT_TIMEOUT_MS = 15_000;
+const UNWATCHED_LOCK_TIMEOUT_MS = 5000;
 
 interface PgConnection {
   query: (...args: unknown[]) => unknown;
+  __knex__disposed?: unknown;
   connection: { stream: { destroy(): void } };
 }
 
@@ -53,7 +73,12 @@ function dropConnectionOnTimeout(conn: PgConnection): void {
     const callback = args.at(-1);
     if (typeof callback === 'function') {
       args[args.length - 1] = (err: Error | null, ...rest: unknown[]) => {
-        if (err?.message === 'Query read timeout') conn.connection.stream.destroy();
+        if (err?.message === 'Query read timeout') {
+          // knex's own mark of a dead connection (set when its 'end' event comes, a few ticks
+          // later): set now, so the pool does not lend it again to the next query meanwhile.
+          conn.__knex__disposed ??= err.message;
+          conn.connection.stream.destroy();
+        }
         return callback(err, ...rest);
       };
     }
@@ -119,6 +144,10 @@ export function openDatabase(url: string, options: { queryTimeoutMs?: number; ch
   }
   preparePg();
   const queryTimeoutMs = options.queryTimeoutMs ?? QUERY_TIMEOUT_MS;
+  const watched = queryTimeoutMs > 0;
+  // The server's limits end before the client's: a statement the client gives up on is one Postgres has not finished.
+  const statementTimeoutMs = watched ? Math.max(1, Math.min(STATEMENT_TIMEOUT_MS, queryTimeoutMs - SERVER_CANCELS_FIRST_BY_MS)) : UNWATCHED_STATEMENT_TIMEOUT_MS;
+  const lockTimeoutMs = watched ? Math.min(LOCK_TIMEOUT_MS, statementTimeoutMs) : UNWATCHED_LOCK_TIMEOUT_MS;
   return knexFactory({
     client: 'pg',
     log: knexLog,
@@ -126,9 +155,8 @@ export function openDatabase(url: string, options: { queryTimeoutMs?: number; ch
       connectionString: url,
       // Fail fast when the database is unreachable instead of hanging requests.
       connectionTimeoutMillis: 3000,
-      // A writer waits at most this long for a workspace's counter row (see store/events.ts).
-      options: '-c lock_timeout=5000 -c statement_timeout=15000',
-      ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}),
+      options: `-c lock_timeout=${lockTimeoutMs} -c statement_timeout=${statementTimeoutMs}`,
+      ...(watched ? { query_timeout: queryTimeoutMs } : {}),
       keepAlive: true,
     },
     pool: {

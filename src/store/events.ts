@@ -47,13 +47,18 @@ export async function appendEvents(
   exec: Knex | Knex.Transaction,
   appends: WorkspaceAppend[],
   storedAt: number,
+  options: { skipLocked?: boolean } = {},
 ): Promise<Map<string, number>> {
   const sorted = inWorkspaceOrder(appends);
   const firstSeqs = new Map<string, number>();
   if (dbKind(exec as Db) === 'postgres') {
     // One statement: counters, events, outbox and the heads' notification (store/pg-append.ts).
-    const rows = await preparedRows<{ workspace_id: string; last_seq: number; k: number }>(exec, pgAppendStatement(sorted, storedAt, HEADS_CHANNEL));
+    // With skipLocked, the workspaces whose counter row another transaction holds are left out of
+    // the answer: none of their events was appended (SQLite has one writer: nothing to skip).
+    const statement = pgAppendStatement(sorted, storedAt, HEADS_CHANNEL, options.skipLocked);
+    const rows = await preparedRows<{ workspace_id: string; last_seq: number; k: number }>(exec, statement);
     for (const row of rows) firstSeqs.set(row.workspace_id, Number(row.last_seq) - Number(row.k) + 1);
+    if (options.skipLocked) return firstSeqs;
     for (const { workspaceId } of sorted) if (!firstSeqs.has(workspaceId)) throw new Error(`workspace ${workspaceId} has no feed counter`);
     return firstSeqs;
   }

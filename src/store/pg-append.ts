@@ -14,12 +14,20 @@ import type { PgStatement } from './sql.ts';
  * transaction changed meanwhile waits for it and then works on the committed row (READ COMMITTED's
  * re-check), which is what gives each transaction the counter its predecessor left.
  *
+ * With `skipLocked` (the group commit's statements), a counter row that another transaction holds
+ * is skipped instead of waited for (FOR UPDATE SKIP LOCKED): the statement appends the events of
+ * the workspaces it could lock and returns only those, and the caller sends the others' events
+ * where waiting for their rows holds back no other workspace (feed/group-commit.ts). Skipping takes
+ * nothing and waits for nothing, so it leaves the ordering argument and the lock order as they are.
+ * Without it (the library, inside the caller's transaction, and the group commit's lane for a
+ * workspace found locked), the statement waits for each row, up to lock_timeout (store/db.ts).
+ *
  * The events travel as one array per column, so the text is the same for every batch (one for a
- * single workspace, one for several) and is prepared once per connection: Postgres planned the
- * old text, whose VALUES list followed the batch's shape, on every run, which was about half of
- * its CPU per event (bench/README.md, change 22).
+ * single workspace, one for several; each waiting or skipping) and is prepared once per
+ * connection: Postgres planned the old text, whose VALUES list followed the batch's shape, on
+ * every run, which was about half of its CPU per event (bench/README.md, change 22).
  */
-export function pgAppendStatement(sorted: WorkspaceAppend[], storedAt: number, notifyChannel: string): PgStatement {
+export function pgAppendStatement(sorted: WorkspaceAppend[], storedAt: number, notifyChannel: string, skipLocked = false): PgStatement {
   const single = sorted.length === 1;
   const columns: [string[], number[], string[], string[], (string | null)[], number[], (string | null)[], string[]] = [[], [], [], [], [], [], [], []];
   const [workspaceIds, ords, ids, types, mailboxIds, occurredAts, hashes, envelopes] = columns;
@@ -36,7 +44,7 @@ export function pgAppendStatement(sorted: WorkspaceAppend[], storedAt: number, n
     });
   }
   const counters = single ? [sorted[0]!.workspaceId, sorted[0]!.events.length] : [sorted.map((a) => a.workspaceId), sorted.map((a) => a.events.length)];
-  return { ...statementFor(single, notifyChannel), values: [...counters, storedAt, ...columns] };
+  return { ...statementFor(single, skipLocked, notifyChannel), values: [...counters, storedAt, ...columns] };
 }
 
 /** $1 the workspace, $2 its event count. */
@@ -44,11 +52,22 @@ const ONE_WORKSPACE_BUMP = `bumped AS (
       UPDATE feed_counters SET last_seq = last_seq + $2::bigint WHERE workspace_id = $1::text RETURNING workspace_id, last_seq, $2::bigint AS k
     )`;
 
-/** $1 the workspaces (sorted, distinct), $2 their event counts. */
-const MANY_WORKSPACES_BUMP =
-  // Postgres locks the rows of a multi-row UPDATE in scan order: lock them in workspace order first.
-  `locked AS MATERIALIZED (
-      SELECT workspace_id FROM feed_counters WHERE workspace_id = ANY($1::text[]) ORDER BY workspace_id FOR UPDATE
+/** The same, skipping the row when another transaction holds it (then nothing is bumped). */
+const ONE_WORKSPACE_BUMP_UNLESS_LOCKED = `locked AS MATERIALIZED (
+      SELECT workspace_id FROM feed_counters WHERE workspace_id = $1::text FOR UPDATE SKIP LOCKED
+    ), bumped AS (
+      UPDATE feed_counters c SET last_seq = c.last_seq + $2::bigint FROM locked
+       WHERE c.workspace_id = locked.workspace_id
+      RETURNING c.workspace_id, c.last_seq, $2::bigint AS k
+    )`;
+
+/**
+ * $1 the workspaces (sorted, distinct), $2 their event counts. Postgres locks the rows of a
+ * multi-row UPDATE in scan order: they are locked in workspace order first (waiting for each, or
+ * skipping those another transaction holds), and only the rows locked are bumped.
+ */
+const manyWorkspacesBump = (lock: 'FOR UPDATE' | 'FOR UPDATE SKIP LOCKED') => `locked AS MATERIALIZED (
+      SELECT workspace_id FROM feed_counters WHERE workspace_id = ANY($1::text[]) ORDER BY workspace_id ${lock}
     ), bumped AS (
       UPDATE feed_counters c SET last_seq = c.last_seq + v.k
         FROM unnest($1::text[], $2::bigint[]) AS v(workspace_id, k), locked
@@ -56,17 +75,25 @@ const MANY_WORKSPACES_BUMP =
       RETURNING c.workspace_id, c.last_seq, v.k
     )`;
 
+const BUMPS = {
+  'one wait': ONE_WORKSPACE_BUMP,
+  'one skip': ONE_WORKSPACE_BUMP_UNLESS_LOCKED,
+  'many wait': manyWorkspacesBump('FOR UPDATE'),
+  'many skip': manyWorkspacesBump('FOR UPDATE SKIP LOCKED'),
+};
+
 /**
- * The two statements (one workspace, several) per channel, each under a name of its own. The
- * channel is part of the text rather than a value: as a value ($12) it cost 10-12 % of ingestion
- * into one workspace in two paired runs (bench/README.md, change 22).
+ * The four statements (one workspace or several, waiting or skipping) per channel, each under a
+ * name of its own. The channel is part of the text rather than a value: as a value ($12) it cost
+ * 10-12 % of ingestion into one workspace in two paired runs (bench/README.md, change 22).
  */
 const statements = new Map<string, { name: string; text: string }>();
-function statementFor(single: boolean, notifyChannel: string): { name: string; text: string } {
-  const key = `${single ? 'one' : 'many'} ${notifyChannel}`;
+function statementFor(single: boolean, skipLocked: boolean, notifyChannel: string): { name: string; text: string } {
+  const bump = `${single ? 'one' : 'many'} ${skipLocked ? 'skip' : 'wait'}` as const;
+  const key = `${bump} ${notifyChannel}`;
   let statement = statements.get(key);
   if (!statement) {
-    statement = { name: `event_feed_append_${statements.size + 1}`, text: statementText(single ? ONE_WORKSPACE_BUMP : MANY_WORKSPACES_BUMP, notifyChannel) };
+    statement = { name: `event_feed_append_${statements.size + 1}`, text: statementText(BUMPS[bump], notifyChannel) };
     statements.set(key, statement);
   }
   return statement;
