@@ -87,10 +87,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookTimeoutMs: positive(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
     webhookDispatchIntervalMs: positive(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 500),
     memoryBudgetMb: memoryBudget(env),
-    webhookSlots: positiveInteger(env, 'WEBHOOK_SLOTS', 16),
-    webhookSlotsPerWorkspace: positiveInteger(env, 'WEBHOOK_SLOTS_PER_WORKSPACE', 8),
+    webhookSlots: integer(env, 'WEBHOOK_SLOTS', 16, 1),
+    webhookSlotsPerWorkspace: integer(env, 'WEBHOOK_SLOTS_PER_WORKSPACE', 8, 1),
     webhookLeaseBudgetMs: positive(env, 'WEBHOOK_LEASE_BUDGET_MS', 2000),
-    webhookRedeliverMaxPending: positiveInteger(env, 'WEBHOOK_REDELIVER_MAX_PENDING', 10_000),
+    webhookRedeliverMaxPending: integer(env, 'WEBHOOK_REDELIVER_MAX_PENDING', 10_000, 1),
     rateLimitBurst: positive(env, 'RATE_LIMIT_BURST', Math.max(1, Math.ceil(rateLimitPerSecond * 2))),
     rateLimitPerAddressPerSecond,
     rateLimitPerAddressBurst: positive(env, 'RATE_LIMIT_PER_ADDRESS_BURST', Math.max(1, Math.ceil(rateLimitPerAddressPerSecond * 2))),
@@ -137,8 +137,3 @@ function memoryBudget(env: NodeJS.ProcessEnv): number {
   return value;
 }
 
-function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const value = positive(env, name, fallback);
-  if (!Number.isInteger(value)) throw new ConfigError(`${name} must be an integer`);
-  return value;
-}
