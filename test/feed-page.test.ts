@@ -5,12 +5,12 @@
  * and what the operation concludes from a page (heads, expiry, read-ahead) stays true.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import type { Knex } from 'knex';
 import { CursorCodec } from '../src/feed/cursor.ts';
 import { FeedHeads } from '../src/feed/heads.ts';
 import { PAGE_MAX_BYTES } from '../src/limits/page-bytes.ts';
-import { migrateLatest, openDatabase, publish } from '../src/library.ts';
+import { publish } from '../src/library.ts';
 import { eventFeed } from '../src/operations/event-feed.ts';
 import { ApiError } from '../src/errors.ts';
 import type { Db } from '../src/store/db.ts';
@@ -21,23 +21,8 @@ import { queryRows } from '../src/store/sql.ts';
 import { createWorkspace } from '../src/store/workspaces.ts';
 import { checkoutsDuring } from './support/checkouts.ts';
 import { largeEvent, sampleEvent } from './support/contract.ts';
-import { databaseKinds, type TestDatabase } from './support/databases.ts';
-
-/** A migrated database for the enclosing suite: created and handed to `opened` before its tests, dropped after them. */
-function suiteDatabase(create: () => Promise<TestDatabase>, opened: (db: Db) => void | Promise<void>): void {
-  let database: TestDatabase;
-  let db: Db;
-  before(async () => {
-    database = await create();
-    db = openDatabase(database.url);
-    await migrateLatest(db);
-    await opened(db);
-  });
-  after(async () => {
-    await db.destroy();
-    await database.drop();
-  });
-}
+import { databaseKinds } from './support/databases.ts';
+import { suiteDatabase } from './support/suite-database.ts';
 
 /** An event of ~2.5 kB with characters of 1 to 4 UTF-8 bytes: a page of 300 outgrows the Postgres reader's 512 kB scratch. */
 const wideEvent = (n: number, mailboxId: string) => {

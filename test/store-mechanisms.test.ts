@@ -29,7 +29,8 @@ import { queryRows, readRows } from '../src/store/sql.ts';
 import { WalCheckpointer, type SqliteConnection } from '../src/store/sqlite-connection.ts';
 import { createWorkspace } from '../src/store/workspaces.ts';
 import { sampleEvent } from './support/contract.ts';
-import { databaseKinds, sqliteDatabase, type TestDatabase } from './support/databases.ts';
+import { databaseKinds, sqliteDatabase } from './support/databases.ts';
+import { suiteDatabase } from './support/suite-database.ts';
 
 const emitRequest = (n: number, id?: string) => ({ ...sampleEvent('mbx_sales', n), ...(id ? { id } : {}) }) as EmitEventRequest;
 const idOf = (envelope: string) => (JSON.parse(envelope) as { id: string }).id;
@@ -60,22 +61,6 @@ async function countTransactions(db: Db): Promise<{ readonly count: number; stop
   } as SqliteConnection['transaction'];
   counter.stop = () => (conn.transaction = transaction);
   return counter;
-}
-
-/** A migrated database for the enclosing suite: created and handed to `opened` before its tests, dropped after them. */
-function suiteDatabase(create: () => Promise<TestDatabase>, opened: (db: Db) => void | Promise<void>): void {
-  let database: TestDatabase;
-  let db: Db;
-  before(async () => {
-    database = await create();
-    db = openDatabase(database.url);
-    await migrateLatest(db);
-    await opened(db);
-  });
-  after(async () => {
-    await db.destroy();
-    await database.drop();
-  });
 }
 
 for (const { kind, create, skip } of await databaseKinds()) {
