@@ -5,6 +5,7 @@ import * as retention from './migrations/002_retention.ts';
 import * as webhooksAndSearch from './migrations/003_webhooks_and_search.ts';
 import * as listEventsIndex from './migrations/004_list_events_index.ts';
 import * as keyChangeNotify from './migrations/005_key_change_notify.ts';
+import * as listEventsScanIndex from './migrations/008_list_events_scan_index.ts';
 
 // Migrations are imported modules (no loader needed for the knex CLI); names are stable forever.
 const migrations: Record<string, Knex.Migration> = {
@@ -13,6 +14,7 @@ const migrations: Record<string, Knex.Migration> = {
   '003_webhooks_and_search': webhooksAndSearch,
   '004_list_events_index': listEventsIndex,
   '005_key_change_notify': keyChangeNotify,
+  '008_list_events_scan_index': listEventsScanIndex,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
