@@ -5,9 +5,10 @@ import { placeholders } from './sql.ts';
  * text with `?` placeholders. Each one's work is bounded by its own text, whatever plan the
  * database picks and whatever its statistics say:
  *
- * - no filter: the range [hi - (limit + 1), hi). Seqs have no holes between the retention
- *   watermark and the head (store/events.ts, store/retention.ts), so that range holds the page
- *   and the one event that says whether there is more: any plan reads at most those.
+ * - no filter: the range [hi - (limit + 1), hi), hi being the keyset or the head. Seqs have no
+ *   holes between the retention watermark and the head (store/events.ts, store/retention.ts), so
+ *   that range holds the page and the one event that says whether there is more (fewer: nothing
+ *   older is left): any plan reads at most those.
  * - types only, or up to MERGE_MAX mailboxes only: the newest `limit + 1` under each key of the
  *   (workspace_id, key, seq) index, merged. Every entry such a scan reads matches, so it reads at
  *   most keys × (limit + 1) entries and a rare type costs what it returns, however far back.
@@ -54,12 +55,15 @@ export interface SearchFilters {
   occurredBeforeMs: number | null;
 }
 
-/** How a page's candidates (seqs, newest first, at most `take`) are found. */
-export interface CandidatePlan {
-  kind: 'range' | 'keyed' | 'scan';
-  statement: Statement;
-  /** For 'range' and 'scan': the lowest seq the statement may examine. Below it nothing was looked at. */
-  scannedFrom?: number;
+/** How a page's candidates are found, by filters (a small time window has its own plan: timeWindowProbe). */
+export type PlanKind = 'range' | 'keyed' | 'scan';
+
+export function planKind(f: SearchFilters): PlanKind {
+  const timed = f.occurredFromMs !== null || f.occurredBeforeMs !== null;
+  if (!timed && f.types === null && f.mailboxes === null) return 'range';
+  if (!timed && f.types === null && f.mailboxes !== null && f.mailboxes.length <= MERGE_MAX) return 'keyed';
+  if (!timed && f.mailboxes === null && f.types !== null) return 'keyed';
+  return 'scan';
 }
 
 const SQLITE_INDEX = {
@@ -72,47 +76,39 @@ const SQLITE_INDEX = {
 const indexed = (d: Dialect, index: keyof typeof SQLITE_INDEX) => (d === 'sqlite' ? ` INDEXED BY ${SQLITE_INDEX[index]}` : '');
 
 /**
- * The candidates of one page among seqs below `hi` and at or above `bottom` (the oldest seq
- * retention left), when no time window was small enough for its own plan (see timeWindowProbe).
+ * 'range': the `take` newest seqs below `beforeSeq`, or below the head (read in the statement),
+ * by their exact range.
  */
-export function candidatePlan(d: Dialect, f: SearchFilters, hi: number, bottom: number, take: number): CandidatePlan {
-  const timed = f.occurredFromMs !== null || f.occurredBeforeMs !== null;
-  if (!timed && f.types === null && f.mailboxes === null) {
-    const from = Math.max(bottom, hi - take);
-    return {
-      kind: 'range',
-      statement: {
-        sql: `SELECT seq FROM events${indexed(d, 'seq')} WHERE workspace_id = ? AND seq < ? AND seq >= ? ORDER BY seq DESC LIMIT ?`,
-        bindings: [f.workspaceId, hi, from, take],
-      },
-      scannedFrom: from,
-    };
-  }
-  if (!timed && f.types === null && f.mailboxes !== null && f.mailboxes.length <= MERGE_MAX) return keyed(d, f, 'mailbox_id', f.mailboxes, hi, take);
-  if (!timed && f.mailboxes === null && f.types !== null) return keyed(d, f, 'type', f.types, hi, take);
-  const from = Math.max(bottom, hi - SCAN_MAX);
-  const rest = checks(d, f);
+export function rangeCandidates(d: Dialect, f: SearchFilters, beforeSeq: number | null, take: number): Statement {
+  const from = `SELECT seq FROM events${indexed(d, 'seq')} WHERE workspace_id = ?`;
+  if (beforeSeq !== null) return { sql: `${from} AND seq < ? AND seq >= ? ORDER BY seq DESC LIMIT ?`, bindings: [f.workspaceId, beforeSeq, beforeSeq - take, take] };
+  // Closed on both sides, like every range here, though no seq lies above the head.
+  const head = '(SELECT last_seq FROM feed_counters WHERE workspace_id = ?)';
   return {
-    kind: 'scan',
-    statement: {
-      sql: `SELECT seq FROM events${indexed(d, 'seq')} WHERE workspace_id = ? AND seq < ? AND seq >= ?${rest.sql} ORDER BY seq DESC LIMIT ?`,
-      bindings: [f.workspaceId, hi, from, ...rest.bindings, take],
-    },
-    scannedFrom: from,
+    sql: `${from} AND seq <= ${head} AND seq > ${head} - ? ORDER BY seq DESC LIMIT ?`,
+    bindings: [f.workspaceId, f.workspaceId, f.workspaceId, take, take],
   };
 }
 
-/** The newest `take` under each key, from the (workspace_id, key, seq) index, merged. */
-function keyed(d: Dialect, f: SearchFilters, key: 'type' | 'mailbox_id', values: readonly string[], hi: number, take: number): CandidatePlan {
+/** 'keyed': the newest `take` below `beforeSeq` under each key, from the (workspace_id, key, seq) index, merged. */
+export function keyedCandidates(d: Dialect, f: SearchFilters, beforeSeq: number | null, take: number): Statement {
+  const [key, values] = f.types === null ? (['mailbox_id', f.mailboxes!] as const) : (['type', f.types] as const);
+  const below = beforeSeq === null ? '' : ' AND seq < ?';
   const perKey = values
-    .map((_, i) => `SELECT seq FROM (SELECT seq FROM events${indexed(d, key)} WHERE workspace_id = ? AND ${key} = ? AND seq < ? ORDER BY seq DESC LIMIT ?) k${i}`)
+    .map((_, i) => `SELECT seq FROM (SELECT seq FROM events${indexed(d, key)} WHERE workspace_id = ? AND ${key} = ?${below} ORDER BY seq DESC LIMIT ?) k${i}`)
     .join(' UNION ALL ');
   return {
-    kind: 'keyed',
-    statement: {
-      sql: `SELECT seq FROM (${perKey}) keyed ORDER BY seq DESC LIMIT ?`,
-      bindings: [...values.flatMap((value) => [f.workspaceId, value, hi, take]), take],
-    },
+    sql: `SELECT seq FROM (${perKey}) keyed ORDER BY seq DESC LIMIT ?`,
+    bindings: [...values.flatMap((value) => [f.workspaceId, value, ...(beforeSeq === null ? [] : [beforeSeq]), take]), take],
+  };
+}
+
+/** 'scan': the newest `take` matches among seqs in [from, hi), every filter checked on the filters index. */
+export function scanCandidates(d: Dialect, f: SearchFilters, hi: number, from: number, take: number): Statement {
+  const rest = checks(d, f);
+  return {
+    sql: `SELECT seq FROM events${indexed(d, 'seq')} WHERE workspace_id = ? AND seq < ? AND seq >= ?${rest.sql} ORDER BY seq DESC LIMIT ?`,
+    bindings: [f.workspaceId, hi, from, ...rest.bindings, take],
   };
 }
 
@@ -217,22 +213,36 @@ const seqList = (d: Dialect) => (d === 'sqlite' ? '(SELECT value AS seq, key AS 
 const seqListBinding = (d: Dialect, seqs: readonly number[]) => (d === 'sqlite' ? JSON.stringify(seqs) : `{${seqs.join(',')}}`);
 
 /**
- * The envelopes of the listed seqs, in list order. SQLite: aggregated by the database into one
+ * SQLite: the envelopes of the listed seqs, in list order, aggregated by the database into one
  * blob, with the seqs alongside in the same aggregate step (so in the same order, which the caller
- * checks; `ordered` asks for the order explicitly, which costs a sort). Postgres: rows (seq,
- * envelope), written into one buffer as they arrive (store/pg-page.ts).
+ * checks; `ordered` asks for the order explicitly, which costs a sort).
  */
-export function envelopesOf(d: Dialect, workspaceId: string, seqs: readonly number[], ordered = false): Statement {
-  if (d === 'sqlite') {
-    const by = ordered ? ' ORDER BY p.i' : '';
-    return {
-      sql: `SELECT CAST(group_concat(e.envelope, ','${by}) AS BLOB) AS events, group_concat(e.seq, ','${by}) AS seqs FROM ${seqList(d)} CROSS JOIN events e ON e.workspace_id = ? AND e.seq = p.seq`,
-      bindings: [seqListBinding(d, seqs), workspaceId],
-    };
-  }
+export function sqliteEnvelopes(workspaceId: string, seqs: readonly number[], ordered = false): Statement {
+  const by = ordered ? ' ORDER BY p.i' : '';
   return {
-    sql: `SELECT p.seq, e.envelope FROM ${seqList(d)} CROSS JOIN LATERAL (SELECT envelope FROM events WHERE workspace_id = ? AND seq = p.seq OFFSET 0) e ORDER BY p.i`,
-    bindings: [seqListBinding(d, seqs), workspaceId],
+    sql: `SELECT CAST(group_concat(e.envelope, ','${by}) AS BLOB) AS events, group_concat(e.seq, ','${by}) AS seqs FROM ${seqList('sqlite')} CROSS JOIN events e ON e.workspace_id = ? AND e.seq = p.seq`,
+    bindings: [seqListBinding('sqlite', seqs), workspaceId],
+  };
+}
+
+/**
+ * Postgres: the whole page in one statement, from the facts of its candidates: the byte cap
+ * applied by the database on the running sum of the envelopes' lengths (the first event always
+ * kept), and only the kept envelopes read. Rows: seq, type, occurred_at_ms, found (the candidates,
+ * kept or not), envelope; newest first.
+ */
+export function postgresPage(workspaceId: string, facts: Statement, limit: number, maxBytes: number): Statement {
+  return {
+    sql: `SELECT c.seq, c.type, c.occurred_at_ms, c.found, x.envelope FROM (
+        SELECT f.seq, f.type, f.occurred_at_ms, count(*) OVER () AS found,
+               row_number() OVER w AS n, sum(f.size + 1) OVER w - 1 AS bytes
+          FROM (${facts.sql}) f
+        WINDOW w AS (ORDER BY f.seq DESC ROWS UNBOUNDED PRECEDING)
+      ) c
+      CROSS JOIN LATERAL (SELECT envelope FROM events WHERE workspace_id = ? AND seq = c.seq OFFSET 0) x
+      WHERE c.n = 1 OR (c.n <= ? AND c.bytes <= ?)
+      ORDER BY c.seq DESC`,
+    bindings: [...facts.bindings, workspaceId, limit, maxBytes],
   };
 }
 

@@ -1,6 +1,19 @@
+import type { Knex } from 'knex';
 import type { Db } from './db.ts';
-import { candidatePlan, factsOfCandidates, factsOfListed, timeWindowProbe, WINDOW_MAX, type FactRow, type SearchFilters } from './event-search-plans.ts';
-import { withSearchSession, type SearchSession } from './event-search-read.ts';
+import {
+  factsOfCandidates,
+  factsOfListed,
+  keyedCandidates,
+  planKind,
+  rangeCandidates,
+  SCAN_MAX,
+  scanCandidates,
+  timeWindowProbe,
+  WINDOW_MAX,
+  type SearchFilters,
+  type Statement,
+} from './event-search-plans.ts';
+import { searchSession, type PageRead } from './event-search-read.ts';
 
 export { MERGE_MAX, SCAN_MAX, WINDOW_MAX } from './event-search-plans.ts';
 
@@ -16,7 +29,7 @@ export interface SearchQuery extends SearchFilters {
 
 /**
  * A page of list_events as stored: the envelopes' JSON text, newest first, joined by commas, as
- * one buffer (nothing is parsed), with what each event's type and time are, in the same order.
+ * one buffer (nothing is parsed), with each event's type and time, in the same order.
  */
 export interface SearchPage {
   /** `envelope,envelope,…` (empty when the page is). */
@@ -38,64 +51,41 @@ const EMPTY: SearchPage = { bytes: Buffer.alloc(0), count: 0, types: [], occurre
  * The matching events below the keyset, newest first (descending seq), within `limit` and
  * `maxBytes`; each call's work is bounded whatever the workspace holds (store/event-search-plans.ts).
  */
-export async function searchEvents(db: Db, q: SearchQuery): Promise<SearchPage> {
+export async function searchEvents(db: Db | Knex.Transaction, q: SearchQuery): Promise<SearchPage> {
   if (q.limit < 1 || q.types?.length === 0 || q.mailboxes?.length === 0) return EMPTY;
   if (q.occurredFromMs !== null && q.occurredBeforeMs !== null && q.occurredFromMs >= q.occurredBeforeMs) return EMPTY;
-  return withSearchSession(db, async (session) => {
-    const { lastSeq, prunedThrough } = await session.bounds(q.workspaceId);
-    const bottom = prunedThrough + 1;
-    const hi = Math.min(q.beforeSeq ?? lastSeq + 1, lastSeq + 1);
-    if (hi <= bottom) return EMPTY;
-    // One more than a page: whether it exists says if there is an older page, without another statement.
-    const take = q.limit + 1;
-    let facts: FactRow[] | undefined;
-    let scannedFrom: number | undefined;
-    if (q.occurredFromMs !== null || q.occurredBeforeMs !== null) {
-      const window = await session.rows<{ seq: number }>(timeWindowProbe(session.dialect, q));
-      if (window.length <= WINDOW_MAX) {
-        const below = window.map((row) => Number(row.seq)).filter((seq) => seq < hi).sort((a, b) => b - a);
-        facts = below.length === 0 ? [] : await session.rows<FactRow>(factsOfListed(session.dialect, q, below, take));
-      }
-    }
-    if (facts === undefined) {
-      const plan = candidatePlan(session.dialect, q, hi, bottom, take);
-      facts = await session.rows<FactRow>(factsOfCandidates(session.dialect, q.workspaceId, plan.statement));
-      scannedFrom = plan.scannedFrom;
-    }
-    const kept = withinPage(facts, q.limit, q.maxBytes);
-    const page = await readPage(session, q.workspaceId, facts.slice(0, kept));
-    let continueBelow: number | null = null;
-    if (facts.length > kept) continueBelow = Number(facts[kept - 1]!.seq);
-    else if (scannedFrom !== undefined && scannedFrom > bottom) continueBelow = scannedFrom;
-    return { ...page, continueBelow };
-  });
-}
+  const session = searchSession(db);
+  const d = session.dialect;
+  // One more than a page: whether it exists says if there is an older page, without another statement.
+  const take = q.limit + 1;
+  const page = (facts: Statement) => session.page(q.workspaceId, facts, q.limit, q.maxBytes);
 
-/** How many of the candidates (newest first) the page takes: at most `limit`, and `maxBytes` unless it is the first. */
-function withinPage(facts: readonly FactRow[], limit: number, maxBytes: number): number {
-  let bytes = 0;
-  let kept = 0;
-  for (const fact of facts) {
-    if (kept === limit) break;
-    const next = bytes + (kept > 0 ? 1 : 0) + Number(fact.size);
-    if (kept > 0 && next > maxBytes) break;
-    bytes = next;
-    kept++;
+  if (q.occurredFromMs !== null || q.occurredBeforeMs !== null) {
+    const window = await session.rows<{ seq: number }>(timeWindowProbe(d, q));
+    if (window.length <= WINDOW_MAX) {
+      // Every event of the window is known: the page is complete below its last event.
+      const below = window.map((row) => Number(row.seq)).filter((seq) => q.beforeSeq === null || seq < q.beforeSeq).sort((a, b) => b - a);
+      return below.length === 0 ? EMPTY : finish(await page(factsOfListed(d, q, below, take)));
+    }
   }
-  return kept;
+  const kind = planKind(q);
+  if (kind === 'range') return finish(await page(factsOfCandidates(d, q.workspaceId, rangeCandidates(d, q, q.beforeSeq, take))));
+  if (kind === 'keyed') return finish(await page(factsOfCandidates(d, q.workspaceId, keyedCandidates(d, q, q.beforeSeq, take))));
+
+  // A bounded scan: SCAN_MAX seqs below the keyset (or the head), never below what retention left.
+  const { lastSeq, prunedThrough } = await session.bounds(q.workspaceId);
+  const bottom = prunedThrough + 1;
+  const hi = Math.min(q.beforeSeq ?? lastSeq + 1, lastSeq + 1);
+  if (hi <= bottom) return EMPTY;
+  const from = Math.max(bottom, hi - SCAN_MAX);
+  return finish(await page(factsOfCandidates(d, q.workspaceId, scanCandidates(d, q, hi, from, take))), from > bottom ? from : null);
 }
 
-async function readPage(session: SearchSession, workspaceId: string, facts: readonly FactRow[]): Promise<Omit<SearchPage, 'continueBelow'>> {
-  const { bytes, seqs } = await session.envelopes(
-    workspaceId,
-    facts.map((fact) => Number(fact.seq)),
-  );
-  // On SQLite an event pruned between the facts and the envelopes is simply left out.
-  const present = seqs.length === facts.length ? facts : facts.filter((fact) => seqs.includes(Number(fact.seq)));
-  return {
-    bytes,
-    count: present.length,
-    types: present.map((fact) => fact.type),
-    occurredAtMs: present.map((fact) => Number(fact.occurred_at_ms)),
-  };
+/**
+ * The page with where the next one starts: right after its last event when candidates were left
+ * out (limit, bytes), else where the scan stopped looking (`scannedFrom`), else nowhere.
+ */
+function finish(read: PageRead, scannedFrom: number | null = null): SearchPage {
+  const continueBelow = read.found > read.count ? read.lastSeq! : scannedFrom;
+  return { bytes: read.bytes, count: read.count, types: read.types, occurredAtMs: read.occurredAtMs, continueBelow };
 }
