@@ -195,7 +195,8 @@ export function factsOfListed(d: Dialect, f: SearchFilters, seqs: readonly numbe
   };
 }
 
-const factColumns = (d: Dialect) => (d === 'sqlite' ? 'e.seq, e.type, e.occurred_at_ms, octet_length(e.envelope) AS size' : 'p.seq, e.type, e.occurred_at_ms, e.size');
+// Postgres also passes the envelope along: a large one stays a TOAST pointer, read only if the page keeps it.
+const factColumns = (d: Dialect) => (d === 'sqlite' ? 'e.seq, e.type, e.occurred_at_ms, octet_length(e.envelope) AS size' : 'p.seq, e.type, e.occurred_at_ms, e.size, e.envelope');
 
 /**
  * The row of each seq `p.seq` of the preceding source, one index probe each, the seqs driving.
@@ -205,7 +206,7 @@ const factColumns = (d: Dialect) => (d === 'sqlite' ? 'e.seq, e.type, e.occurred
  */
 function lookup(d: Dialect, seq: string): string {
   if (d === 'sqlite') return `CROSS JOIN events e${indexed(d, 'seq')} ON e.workspace_id = ? AND e.seq = ${seq}`;
-  return `CROSS JOIN LATERAL (SELECT type, mailbox_id, occurred_at_ms, octet_length(envelope) AS size FROM events WHERE workspace_id = ? AND seq = ${seq} OFFSET 0) e`;
+  return `CROSS JOIN LATERAL (SELECT type, mailbox_id, occurred_at_ms, octet_length(envelope) AS size, envelope FROM events WHERE workspace_id = ? AND seq = ${seq} OFFSET 0) e`;
 }
 
 /** A list of seqs as a table `p(seq)` in list order, from one binding (so the text never changes). */
@@ -228,21 +229,20 @@ export function sqliteEnvelopes(workspaceId: string, seqs: readonly number[], or
 /**
  * Postgres: the whole page in one statement, from the facts of its candidates: the byte cap
  * applied by the database on the running sum of the envelopes' lengths (the first event always
- * kept), and only the kept envelopes read. Rows: seq, type, occurred_at_ms, found (the candidates,
- * kept or not), envelope; newest first.
+ * kept); an envelope past it is never sent, nor read when it is large (it stays a TOAST pointer).
+ * Rows: seq, type, occurred_at_ms, found (the candidates, kept or not), envelope; newest first.
  */
-export function postgresPage(workspaceId: string, facts: Statement, limit: number, maxBytes: number): Statement {
+export function postgresPage(facts: Statement, limit: number, maxBytes: number): Statement {
   return {
-    sql: `SELECT c.seq, c.type, c.occurred_at_ms, c.found, x.envelope FROM (
-        SELECT f.seq, f.type, f.occurred_at_ms, count(*) OVER () AS found,
+    sql: `SELECT c.seq, c.type, c.occurred_at_ms, c.found, c.envelope FROM (
+        SELECT f.seq, f.type, f.occurred_at_ms, f.envelope, count(*) OVER () AS found,
                row_number() OVER w AS n, sum(f.size + 1) OVER w - 1 AS bytes
           FROM (${facts.sql}) f
         WINDOW w AS (ORDER BY f.seq DESC ROWS UNBOUNDED PRECEDING)
       ) c
-      CROSS JOIN LATERAL (SELECT envelope FROM events WHERE workspace_id = ? AND seq = c.seq OFFSET 0) x
       WHERE c.n = 1 OR (c.n <= ? AND c.bytes <= ?)
       ORDER BY c.seq DESC`,
-    bindings: [...facts.bindings, workspaceId, limit, maxBytes],
+    bindings: [...facts.bindings, limit, maxBytes],
   };
 }
 

@@ -124,7 +124,7 @@ function postgresSession(db: Db | Knex.Transaction): SearchSession {
       const results = await db.raw(`${PINNED_PLANS} ${inline(s)}`);
       return (Array.isArray(results) ? results.at(-1) : results).rows as T[];
     },
-    page: (workspaceId, facts, limit, maxBytes) => readPgListPage(db, `${PINNED_PLANS} ${inline(postgresPage(workspaceId, facts, limit, maxBytes))}`),
+    page: (_workspaceId, facts, limit, maxBytes) => readPgListPage(db, `${PINNED_PLANS} ${inline(postgresPage(facts, limit, maxBytes))}`),
   };
 }
 
