@@ -21,13 +21,19 @@ import { placeholders } from './sql.ts';
  *   so their cost is bounded instead of proportional.
  *
  * On SQLite each statement names its index (INDEXED BY): SQLite is built with STAT4 and an
- * ANALYZE would otherwise let statistics choose. On Postgres they run with bitmap scans, sequential
- * scans, sorts, hash and merge joins switched off for the transaction (event-search-read.ts): what
- * remains is the index orders these statements are written for. Nor may Postgres turn a lookup by
- * seq around into a scan: the (few) seqs drive, and each one is one index probe (see lookup).
+ * ANALYZE would otherwise let statistics choose. On Postgres each runs with bitmap scans,
+ * sequential scans, sorts, hash and merge joins switched off for it alone (event-search-read.ts):
+ * what remains is the index orders these statements are written for. Nor may Postgres turn a
+ * lookup by seq around into a scan: the (few) seqs drive, and each one is one index probe (see
+ * lookup).
  */
 
-/** Rows a bounded scan may examine in one call. */
+/**
+ * Events a bounded scan may examine in one call (on SQLite, entries of one index: the rows are
+ * never read). Large enough that a combination matching one event in twenty fills a page of 500
+ * in one call; small enough that a call costs about what reading such a page does, on SQLite
+ * where the event loop waits for it. A sparser combination takes one call per SCAN_MAX events.
+ */
 export const SCAN_MAX = 10_000;
 /** A time window with more events than this is checked by the bounded scan instead. */
 export const WINDOW_MAX = 1_000;
@@ -58,6 +64,7 @@ export interface SearchFilters {
 /** How a page's candidates are found, by filters (a small time window has its own plan: timeWindowProbe). */
 export type PlanKind = 'range' | 'keyed' | 'scan';
 
+/** The plan for these filters: 'scan' (bounded) when no index serves them in seq order. */
 export function planKind(f: SearchFilters): PlanKind {
   const timed = f.occurredFromMs !== null || f.occurredBeforeMs !== null;
   if (!timed && f.types === null && f.mailboxes === null) return 'range';
