@@ -861,7 +861,7 @@ export const mcpTools = [
   {
     "name": "list_events",
     "title": "Lister les événements",
-    "description": "Liste les événements de l'activité mail de l'espace, du plus récent\nau plus ancien, avec des filtres : `types` (types exacts comme\n`mail.bounced`, ou préfixe `mail.*`), `mailbox_ids` (boîtes),\n`occurred_after` / `occurred_before` (dates RFC 3339 sur\n`occurred_at`), `limit` (1 à 500, 100 par défaut). Pour la page\nsuivante (plus ancienne), repasser les mêmes filtres avec\n`page_token` = `next_page_token`; `null` signifie qu'il n'y a plus\nrien. Pour tout relire dans l'ordre, utiliser plutôt event_feed.\n",
+    "description": "Liste les événements de l'activité mail de l'espace, du plus récent\nau plus ancien, avec des filtres : `types` (types exacts comme\n`mail.bounced`, ou préfixe `mail.*`), `mailbox_ids` (boîtes),\n`occurred_after` / `occurred_before` (dates RFC 3339 sur\n`occurred_at`), `limit` (1 à 500, 100 par défaut). `limit` est un\nmaximum : une page s'arrête aussi avant 1 Mio d'événements, et un\nappel examine au plus 10 000 événements quand aucun index ne sert la\ncombinaison de filtres ; une page peut donc être courte, voire vide,\nalors que d'autres événements correspondent. Pour la page suivante\n(plus ancienne), repasser les mêmes filtres avec `page_token` =\n`next_page_token`, même après une page courte ou vide ; seul\n`next_page_token` = `null` signifie qu'aucun événement plus ancien ne\ncorrespond. Pour tout relire dans l'ordre, utiliser plutôt event_feed.\n",
     "inputSchema": {
       "title": "ListEventsRequest",
       "description": "Parameters of `list_events`: filters, newest first. All optional; no other parameter is accepted.",
@@ -910,7 +910,7 @@ export const mcpTools = [
           "maxLength": 35
         },
         "limit": {
-          "description": "Maximum number of events to return.",
+          "description": "Maximum number of events to return. A page may hold fewer while more match: it also stops before 1 MiB of envelopes (always one event at least), or where the call stopped looking (see `next_page_token`).",
           "type": "integer",
           "minimum": 1,
           "maximum": 500,
@@ -935,7 +935,7 @@ export const mcpTools = [
       ],
       "properties": {
         "events": {
-          "description": "Events matching the filters, newest first (by emission).",
+          "description": "Events matching the filters, newest first (by emission): at most `limit`, and at most 1 MiB of envelope JSON unless a single event is larger. May be short, or empty, while more match.",
           "type": "array",
           "maxItems": 500,
           "items": {
@@ -1742,7 +1742,7 @@ export const mcpTools = [
           }
         },
         "next_page_token": {
-          "description": "Token for the next (older) page, or null when there is none.",
+          "description": "Token for the next (older) page, to pass as `page_token` with the same filters. It comes whenever the listing may go on, even after a short or empty page (the call stopped at the 1 MiB cap, or after examining 10,000 events without filling the page). null only when no older event matches.",
           "type": [
             "string",
             "null"

@@ -115,6 +115,23 @@ export type paths = {
          *     100) and an opaque `page_token` to get the next, older page (the token is
          *     bound to the filters it was issued with). Unknown parameters are refused.
          *
+         *     Every call does a bounded amount of work, so a page may hold **fewer
+         *     events than `limit` while more match**:
+         *     - `limit` is a maximum. A page also stops before the event that would
+         *       take its envelopes past **1 MiB** (1,048,576 bytes of envelope JSON and
+         *       the commas between them); it always holds at least one event when one
+         *       matches, even a larger one.
+         *     - A call examines at most **10,000 events** of the workspace for the
+         *       filter combinations no index serves in order (`types` together with
+         *       `mailbox_ids`, more than 32 `mailbox_ids` or a key restricted to more
+         *       than 32 mailboxes, a time window holding more than 1,000 events). When
+         *       it reaches that bound before the page is full, it returns the matches
+         *       found so far, possibly none, with a `next_page_token` that continues
+         *       where it stopped looking.
+         *     - So `next_page_token` may come with a short or even empty page: call
+         *       again with it. Only `next_page_token: null` means that no older event
+         *       matches.
+         *
          *     A key restricted to mailboxes sees only their events, and asking for a
          *     mailbox outside its set is `forbidden`. Needs the `read` permission. For
          *     reading *everything, in order, and resuming* use `event_feed` instead.
@@ -893,7 +910,7 @@ export type components = {
              */
             occurred_before?: string;
             /**
-             * @description Maximum number of events to return.
+             * @description Maximum number of events to return. A page may hold fewer while more match: it also stops before 1 MiB of envelopes (always one event at least), or where the call stopped looking (see `next_page_token`).
              * @default 100
              */
             limit?: number;
@@ -905,9 +922,9 @@ export type components = {
          * @description A page of events, newest first.
          */
         ListEventsResponse: {
-            /** @description Events matching the filters, newest first (by emission). */
+            /** @description Events matching the filters, newest first (by emission): at most `limit`, and at most 1 MiB of envelope JSON unless a single event is larger. May be short, or empty, while more match. */
             events: components["schemas"]["EventEnvelope"][];
-            /** @description Token for the next (older) page, or null when there is none. */
+            /** @description Token for the next (older) page, to pass as `page_token` with the same filters. It comes whenever the listing may go on, even after a short or empty page (the call stopped at the 1 MiB cap, or after examining 10,000 events without filling the page). null only when no older event matches. */
             next_page_token: string | null;
         };
         /**
@@ -1339,7 +1356,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description A page of events, newest first. */
+            /** @description A page of events, newest first; possibly short or empty while `next_page_token` is not null. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

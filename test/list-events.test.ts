@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { publish } from '../src/library.ts';
+import { PAGE_MAX_BYTES } from '../src/limits/page-bytes.ts';
 import { searchEvents, type SearchQuery } from '../src/store/event-search.ts';
 import { contractErrors, sampleEvent } from './support/contract.ts';
 import { databaseKinds } from './support/databases.ts';
@@ -459,9 +460,9 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
     describe('the query (store/event-search.ts) against a model', () => {
       it('gives the model answer for random filters, scopes and page sizes, page by page', async () => {
-        const rows: Array<{ seq: number; type: string; mailbox_id: string | null; occurred_at_ms: number }> = await server
+        const rows: Array<{ seq: number; id: string; type: string; mailbox_id: string | null; occurred_at_ms: number }> = await server
           .db('events')
-          .select('seq', 'type', 'mailbox_id', 'occurred_at_ms')
+          .select('seq', 'id', 'type', 'mailbox_id', 'occurred_at_ms')
           .where('workspace_id', ws)
           .orderBy('seq', 'desc');
         const rand = random(kind === 'sqlite' ? 7 : 11);
@@ -479,15 +480,20 @@ for (const { kind, create, skip } of await databaseKinds()) {
             .filter((r) => types === null || types.includes(r.type))
             .filter((r) => mailboxes === null || (r.mailbox_id !== null && mailboxes.includes(r.mailbox_id)))
             .filter((r) => (from === null || r.occurred_at_ms >= from) && (until === null || r.occurred_at_ms < until))
-            .map((r) => r.seq);
-          const got: number[] = [];
+            .map((r) => r.id);
+          const got: string[] = [];
           let beforeSeq: number | null = null;
-          for (;;) {
-            const q: SearchQuery = { workspaceId: ws, types, mailboxes, occurredFromMs: from, occurredBeforeMs: until, beforeSeq, limit };
+          for (let calls = 0; ; calls++) {
+            assert.ok(calls < 1000, 'the listing ends');
+            const q: SearchQuery = { workspaceId: ws, types, mailboxes, occurredFromMs: from, occurredBeforeMs: until, beforeSeq, limit, maxBytes: PAGE_MAX_BYTES };
             const page = await searchEvents(server.db, q);
-            got.push(...page.map((r) => Number(r.seq)));
-            if (page.length < limit) break;
-            beforeSeq = Number(page.at(-1)!.seq);
+            const events = JSON.parse(`[${page.bytes.toString('utf8')}]`) as Array<{ id: string; type: string; occurred_at: string }>;
+            assert.equal(page.count, events.length);
+            assert.deepEqual(page.types, events.map((e) => e.type), 'facts: types in page order');
+            assert.deepEqual(page.occurredAtMs, events.map((e) => Date.parse(e.occurred_at)), 'facts: times in page order');
+            got.push(...events.map((e) => e.id));
+            if (page.continueBelow === null) break;
+            beforeSeq = page.continueBelow;
           }
           assert.deepEqual(got, expected, `round ${round}: ${JSON.stringify({ types, mailboxes, from, until, limit })}`);
         }

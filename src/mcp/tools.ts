@@ -32,9 +32,7 @@ const tools: Record<string, (ctx: OperationContext, input: any) => Promise<ToolP
   },
   list_events: async (ctx, input: ListEventsRequest) => {
     const page = await listEvents(ctx, input);
-    const events = page.events.map((envelope) => JSON.parse(envelope) as { type: string; occurred_at: string });
-    const facts = { types: events.map((e) => e.type), occurredAtMs: events.map((e) => Date.parse(e.occurred_at)) };
-    return { structuredContent: [Buffer.from(listPageJson(page))], text: summarizeListPage({ count: events.length, facts, next_page_token: page.next_page_token }, input) };
+    return { structuredContent: listPageJson(page), text: summarizeListPage(page, input) };
   },
 };
 

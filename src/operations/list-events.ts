@@ -4,20 +4,27 @@ import { ceilMs, compareInstants, parseInstant } from '../contract/date-time.ts'
 import { forbidden, invalidArgument } from '../errors.ts';
 import { matchingTypes } from '../feed/type-filter.ts';
 import { PageTokenCodec } from '../feed/page-token.ts';
+import { PAGE_MAX_BYTES } from '../limits/page-bytes.ts';
 import { searchEvents } from '../store/event-search.ts';
 import { requirePermission, type OperationContext } from './context.ts';
 
 export const DEFAULT_LIST_LIMIT = 100;
 
-/** A page of list_events whose events are still the stored JSON text of their envelopes. */
+/** A page of list_events whose events are still the stored bytes of their envelopes. */
 export interface ListPage {
-  events: string[];
+  /** The envelopes, newest first, joined by commas. */
+  bytes: Buffer;
+  count: number;
+  /** Per event, in page order: what a summary of the page needs without parsing it. */
+  facts: { types: string[]; occurredAtMs: number[] };
   next_page_token: string | null;
 }
 
-/** The response body, spliced from stored text: no envelope is parsed or re-serialized. */
-export function listPageJson(page: ListPage): string {
-  return `{"events":[${page.events.join(',')}],"next_page_token":${JSON.stringify(page.next_page_token)}}`;
+const OPEN = Buffer.from('{"events":[');
+
+/** The response body, spliced from the stored bytes: no envelope is parsed, re-serialized or copied. */
+export function listPageJson(page: ListPage): Buffer[] {
+  return [OPEN, page.bytes, Buffer.from(`],"next_page_token":${JSON.stringify(page.next_page_token)}}`)];
 }
 
 /**
@@ -27,6 +34,9 @@ export function listPageJson(page: ListPage): string {
  * - mailbox_ids: within the key's scope (forbidden otherwise); omitted, all the key may see
  * - occurred_after (inclusive) / occurred_before (exclusive), on the event's occurred_at
  * - page_token: issued by the previous page; bound to the workspace and to the filters (not limit)
+ * A page stops at `limit` events, at PAGE_MAX_BYTES of envelopes (always one event at least), or
+ * where a bounded scan stopped looking (store/event-search-plans.ts): next_page_token then
+ * continues from there, even after a short or empty page; only null says nothing older matches.
  */
 export async function listEvents(ctx: OperationContext, input: ListEventsRequest): Promise<ListPage> {
   requirePermission(ctx.principal, 'read');
@@ -54,11 +64,13 @@ export async function listEvents(ctx: OperationContext, input: ListEventsRequest
   const tokens = new PageTokenCodec(ctx.cursors);
   const beforeSeq = input.page_token === undefined ? null : tokens.decode(workspaceId, input.page_token, filters);
 
-  // One more than asked: whether it exists says if there is an older page, without a second query.
-  const rows = await searchEvents(ctx.db, { workspaceId, types, mailboxes, occurredFromMs, occurredBeforeMs, beforeSeq, limit: limit + 1 });
-  const page = rows.slice(0, limit);
-  const next_page_token = rows.length > limit ? tokens.encode(workspaceId, Number(page.at(-1)!.seq), filters) : null;
-  return { events: page.map((row) => row.envelope), next_page_token };
+  const page = await searchEvents(ctx.db, { workspaceId, types, mailboxes, occurredFromMs, occurredBeforeMs, beforeSeq, limit, maxBytes: PAGE_MAX_BYTES });
+  return {
+    bytes: page.bytes,
+    count: page.count,
+    facts: { types: page.types, occurredAtMs: page.occurredAtMs },
+    next_page_token: page.continueBelow === null ? null : tokens.encode(workspaceId, page.continueBelow, filters),
+  };
 }
 
 /** The mailboxes to read: those asked for (each within the key's scope), else the key's scope (null: all). */

@@ -6,6 +6,7 @@ import * as webhooksAndSearch from './migrations/003_webhooks_and_search.ts';
 import * as listEventsIndex from './migrations/004_list_events_index.ts';
 import * as keyChangeNotify from './migrations/005_key_change_notify.ts';
 import * as webhookFairDispatchAndLimits from './migrations/006_webhook_fair_dispatch_and_limits.ts';
+import * as listEventsScanIndex from './migrations/007_list_events_scan_index.ts';
 
 // Migrations are imported modules (no loader needed for the knex CLI); names are stable forever.
 const migrations: Record<string, Knex.Migration> = {
@@ -15,6 +16,7 @@ const migrations: Record<string, Knex.Migration> = {
   '004_list_events_index': listEventsIndex,
   '005_key_change_notify': keyChangeNotify,
   '006_webhook_fair_dispatch_and_limits': webhookFairDispatchAndLimits,
+  '007_list_events_scan_index': listEventsScanIndex,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -2,7 +2,7 @@ import type { ListEventsRequest } from '../../../generated/types.ts';
 import type { EventFacts } from '../../store/feed-page.ts';
 import { frenchCount, timeBounds, typeBreakdown } from './french.ts';
 
-/** What the text needs of a list_events page: how many events, their facts, the token for more. */
+/** What the text needs of a list_events page: how many events, their facts, the token to go on (null: the end). */
 export interface ListPageFacts {
   count: number;
   facts: EventFacts;
@@ -17,7 +17,10 @@ export interface ListPageFacts {
 export function summarizeListPage(page: ListPageFacts, input: ListEventsRequest): string {
   const { count, facts, next_page_token } = page;
   const filters = describeFilters(input);
+  const goOn = `rappelez list_events avec les mêmes filtres et page_token = ${next_page_token}`;
   if (count === 0) {
+    // A call examines a bounded part of the workspace: an empty page with a token is not the end.
+    if (next_page_token) return `Aucun événement trouvé dans la partie parcourue${filters ? ` (${filters})` : ''} ; la recherche n’est pas finie : ${goOn}`;
     const none = input.page_token === undefined ? 'Aucun événement ne correspond' : 'Aucun événement plus ancien ne correspond';
     return `${none}${filters ? ` aux filtres (${filters})` : ''}.`;
   }
@@ -29,7 +32,7 @@ export function summarizeListPage(page: ListPageFacts, input: ListEventsRequest)
         ? `Survenu le ${newest} (UTC).`
         : `Tous survenus le ${newest} (UTC).`;
   const more = next_page_token
-    ? `D’autres événements plus anciens correspondent : rappelez list_events avec les mêmes filtres et page_token = ${next_page_token}`
+    ? `D’autres événements plus anciens peuvent correspondre : ${goOn}`
     : `Il n’y a pas d’événement plus ancien${filters ? ' correspondant à ces filtres' : ''}.`;
   const order = count > 1 ? ', du plus récent au plus ancien' : '';
   return [
