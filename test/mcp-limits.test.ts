@@ -90,6 +90,8 @@ describe('MCP messages pay for themselves', () => {
       statuses.push((await mcp(server, key, { jsonrpc: '2.0', id: 1, method })).status);
     }
     assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429, 429]);
+    const batch = await mcp(server, key, [{ jsonrpc: '2.0', id: 1, method: 'ping' }]);
+    assert.equal(batch.status, 429, 'a refused batch pays its token like any request');
     const limited = await mcp(server, key, { jsonrpc: '2.0', id: 9, method: 'tools/list' });
     assert.equal(limited.status, 429);
     assert.ok(Number(limited.headers.get('retry-after')) >= 1);

@@ -67,7 +67,11 @@ export function mcpRouter(services: AppServices, log: Logger): Router {
     const requestId = String(res.locals.requestId);
     const body: unknown = req.body;
     const problem = messageProblem(body);
-    if (problem) return void res.status(400).json(errorResponse(null, INVALID_REQUEST, problem));
+    if (problem) {
+      // A refused message (a batch, say) is a request like any other: it pays its token.
+      if (!takeToken(services, principal, res)) return void res.status(429).json(errorResponse(null, -32000, `rate_limited: ${res.locals.rateLimitMessage}`));
+      return void res.status(400).json(errorResponse(null, INVALID_REQUEST, problem));
+    }
     const message = body as JsonRpcMessage;
 
     if (message.method === 'tools/call' && message.id !== undefined) {
