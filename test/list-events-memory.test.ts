@@ -6,7 +6,6 @@
  * PAGE_MAX_BYTES of envelopes and stay up; the pages then chain to every event exactly once.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { publish } from '../src/library.ts';
 import { PAGE_MAX_BYTES } from '../src/limits/page-bytes.ts';
@@ -17,20 +16,6 @@ import { provision, startProcessServer, type ProcessServer } from './support/pro
 
 const EVENTS = 500;
 const CONCURRENT = 8;
-
-/**
- * The heap bounds and allocator setting of the service as deployed: its `#!` line (the tests start
- * it as `node bin/event-feed.js`, which that line does not apply to), passed as NODE_OPTIONS and
- * environment instead.
- */
-function deployedSettings(): Record<string, string> {
-  const shebang = readFileSync(new URL('../bin/event-feed.js', import.meta.url), 'utf8').split('\n')[0]!;
-  const words = shebang.split(/\s+/);
-  const env = Object.fromEntries(words.filter((w) => /^[A-Z_]+=/.test(w)).map((w) => w.split('=') as [string, string]));
-  const flags = words.filter((w) => w.startsWith('--max-'));
-  assert.ok(flags.some((f) => f.startsWith('--max-old-space-size=')), shebang);
-  return { ...env, NODE_OPTIONS: flags.join(' ') };
-}
 
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`list_events on large events, the real process, ${kind}`, { skip: skip && 'Postgres unreachable (see notice above)' }, () => {
@@ -52,7 +37,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       } finally {
         await db.destroy();
       }
-      server = await startProcessServer({ databaseUrl: database.url, env: deployedSettings() });
+      server = await startProcessServer({ databaseUrl: database.url, asShipped: true });
     });
     after(async () => {
       await server?.stop();
