@@ -322,6 +322,11 @@ describe('page plans that cannot sort the rest of the feed (postgres, never anal
     }
   }
 
+  it('the service keeps one plan per named statement (a restricted page is not planned again at every run)', async () => {
+    const [setting] = await queryRows<{ plan_cache_mode: string }>(db, 'SHOW plan_cache_mode', []);
+    assert.equal(setting!.plan_cache_mode, 'force_generic_plan');
+  });
+
   it('the table has no statistics', async () => {
     const [stats] = await queryRows<{ last_analyze: unknown; last_autoanalyze: unknown }>(db, "SELECT last_analyze, last_autoanalyze FROM pg_stat_user_tables WHERE relname = 'events'", []);
     assert.deepEqual(stats, { last_analyze: null, last_autoanalyze: null });
