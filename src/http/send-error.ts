@@ -3,6 +3,7 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
 import { ApiError, toErrorBody } from '../errors.ts';
+import { noteRefusal } from './request-context.ts';
 import { sendJson } from './send-json.ts';
 
 /** The contract's error body for any thrown value; works on a plain response as on express's. */
@@ -13,6 +14,7 @@ export function sendError(res: ServerResponse, requestId: string, err: unknown, 
   else if (status >= 500 && err.cause !== undefined) log.error({ ...safeErrorFields(err.cause), request_id: requestId }, err.message.slice(0, 120));
   if (res.headersSent) return void res.end();
   if (status === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="event-feed"');
+  if (status === 429) noteRefusal(res);
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
   sendJson(res, status, JSON.stringify(body));
 }

@@ -6,7 +6,7 @@ import { ApiError } from '../errors.ts';
 import { identifyBearer } from '../http/authenticate.ts';
 import { bearerToken } from '../http/bearer.ts';
 import { MAX_BODY_BYTES } from '../http/json-body.ts';
-import type { RequestLocals } from '../http/request-context.ts';
+import { noteRefusal, type RequestLocals } from '../http/request-context.ts';
 import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
 import type { AppServices } from '../operations/context.ts';
@@ -46,6 +46,7 @@ export function mcpRouter(services: AppServices, log: Logger): Router {
         return void res.status(401).json({ error: 'invalid_token', error_description: description });
       }
       if (err instanceof ApiError && err.code === 'rate_limited') {
+        noteRefusal(res);
         for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
         return void res.status(429).json(errorResponse(null, -32000, `rate_limited: ${err.message}`));
       }
@@ -69,7 +70,10 @@ export function mcpRouter(services: AppServices, log: Logger): Router {
     const problem = messageProblem(body);
     if (problem) {
       // A refused message (a batch, say) is a request like any other: it pays its token.
-      if (!takeToken(services, principal, res)) return void res.status(429).json(errorResponse(null, -32000, `rate_limited: ${res.locals.rateLimitMessage}`));
+      if (!takeToken(services, principal, res)) {
+        noteRefusal(res);
+        return void res.status(429).json(errorResponse(null, -32000, `rate_limited: ${res.locals.rateLimitMessage}`));
+      }
       return void res.status(400).json(errorResponse(null, INVALID_REQUEST, problem));
     }
     const message = body as JsonRpcMessage;
@@ -91,6 +95,7 @@ export function mcpRouter(services: AppServices, log: Logger): Router {
     }
 
     if (!takeToken(services, principal, res)) {
+      noteRefusal(res);
       return void res.status(429).json(errorResponse(message.id ?? null, -32000, `rate_limited: ${res.locals.rateLimitMessage}`));
     }
     await answerWithSdk(req, res, message);
