@@ -19,7 +19,7 @@ import { readPgPage } from '../src/store/pg-page.ts';
 import { pruneWorkspace } from '../src/store/retention.ts';
 import { queryRows } from '../src/store/sql.ts';
 import { createWorkspace } from '../src/store/workspaces.ts';
-import { checkoutsDuring } from './support/checkouts.ts';
+import { checkoutsDuring, sqliteReadsDuring } from './support/checkouts.ts';
 import { largeEvent, sampleEvent } from './support/contract.ts';
 import { databaseKinds } from './support/databases.ts';
 import { suiteDatabase } from './support/suite-database.ts';
@@ -265,12 +265,41 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const ws = (await createWorkspace(db, 'read-ahead', true, Date.now())).id;
       await db.transaction((trx) => publish(trx, ws, Array.from({ length: 30 }, (_, i) => sampleEvent('mbx_a', i))));
       const ctx = { ...context(), principal: { ...context().principal, workspaceId: ws } };
+      // Old enough to be pruned (a page of young events is out of every prune's reach: next test).
+      await db('events').where({ workspace_id: ws }).andWhere('seq', '<=', 15).update({ stored_at: 0 });
       const first = await eventFeed(ctx, { limit: 10 });
       assert.equal(first.events.count, 10);
       await new Promise((resolve) => setTimeout(resolve, 50)); // the next page is read ahead meanwhile
-      await db('events').where({ workspace_id: ws }).andWhere('seq', '<=', 15).update({ stored_at: 0 });
       await pruneWorkspace(db, ws, 1, 1000);
       await assert.rejects(eventFeed(ctx, { after: first.next_cursor, limit: 10 }), (err) => err instanceof ApiError && /expired/.test(err.message));
+    });
+
+    it('a page read ahead whose events are too young for any prune is served without reading the retention watermark', async () => {
+      const ws = (await createWorkspace(db, 'young', true, Date.now())).id;
+      await db.transaction((trx) => publish(trx, ws, Array.from({ length: 25 }, (_, i) => sampleEvent('mbx_a', i))));
+      const ctx = { ...context(), principal: { ...context().principal, workspaceId: ws } };
+      const watermarkReads = async (work: () => Promise<unknown>) => {
+        if (kind === 'sqlite') return sqliteReadsDuring(db, /feed_retention/, work);
+        let reads = 0;
+        const count = (query: { sql: string }) => void (/feed_retention/.test(query.sql) && reads++);
+        db.on('query', count);
+        try {
+          await work();
+        } finally {
+          db.off('query', count);
+        }
+        return reads;
+      };
+      const first = await eventFeed(ctx, { after: cursors.encode(ws, 0), limit: 10 });
+      await new Promise((resolve) => setTimeout(resolve, 50)); // the next page is read ahead meanwhile
+      let second: Awaited<ReturnType<typeof eventFeed>> | undefined;
+      assert.equal(await watermarkReads(async () => (second = await eventFeed(ctx, { after: first.next_cursor, limit: 10 }))), 0);
+      assert.equal(second!.events.lastSeq, 20);
+      // The same page, its events 40 days old: it asks the watermark.
+      await db('events').where({ workspace_id: ws }).update({ stored_at: Date.now() - 40 * 24 * 3600 * 1000 });
+      const again = await eventFeed(ctx, { after: cursors.encode(ws, 0), limit: 10 });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.equal(await watermarkReads(() => eventFeed(ctx, { after: again.next_cursor, limit: 10 })), 1);
     });
 
     it('without a cursor, the page starts at the oldest retained event', async () => {

@@ -1,3 +1,4 @@
+import { MIN_RETENTION_DAYS } from '../config.ts';
 import { invalidArgument } from '../errors.ts';
 import type { Db } from '../store/db.ts';
 import type { StoredPage } from '../store/feed-page.ts';
@@ -14,21 +15,30 @@ import { prunedThrough, prunedThroughMailboxes } from '../store/retention.ts';
  * and the page was read in one snapshot, so if seq afterSeq + 1 was still there, nothing after the
  * cursor was gone. Its seqs are distinct and above afterSeq, so the last one being afterSeq + count
  * means they are exactly afterSeq + 1 … afterSeq + count. (A restricted key's seqs are not
- * consecutive, an empty page proves nothing, and a page read ahead of its request proves only what
- * was there then: those ask the watermark.)
+ * consecutive, and an empty page proves nothing: those ask the watermark.)
+ *
+ * A page read ahead of its request (store/read-ahead.ts, up to 2 s before) proves only what was
+ * there then, unless its events are too young for any prune: no process prunes an event younger
+ * than MIN_RETENTION_DAYS (config.ts refuses less), so one stored after `nowMs` minus that, less a
+ * day for clocks that disagree, is still there. An older page read ahead asks the watermark.
  */
 export async function assertCursorNotExpired(
   db: Db,
   workspaceId: string,
   mailboxes: readonly string[] | null,
   afterSeq: number,
-  page?: Pick<StoredPage, 'count' | 'lastSeq' | 'prunedThrough' | 'prefetched'>,
+  page?: Pick<StoredPage, 'count' | 'lastSeq' | 'prunedThrough' | 'prefetched' | 'oldestStoredAtMs'>,
+  nowMs: number = Date.now(),
 ): Promise<void> {
-  if (mailboxes === null && page !== undefined && !page.prefetched && page.count > 0 && page.lastSeq === afterSeq + page.count) return;
+  const current = page !== undefined && (!page.prefetched || (page.oldestStoredAtMs ?? -Infinity) > nowMs - PRUNE_FREE_AGE_MS);
+  if (mailboxes === null && current && page.count > 0 && page.lastSeq === afterSeq + page.count) return;
   // A restricted page read on Postgres brought its mailboxes' watermark, from its own snapshot.
   const pruned =
-    (page?.prefetched ? undefined : page?.prunedThrough) ?? (mailboxes === null ? await prunedThrough(db, workspaceId) : await prunedThroughMailboxes(db, workspaceId, mailboxes));
+    (current ? page.prunedThrough : undefined) ?? (mailboxes === null ? await prunedThrough(db, workspaceId) : await prunedThroughMailboxes(db, workspaceId, mailboxes));
   if (pruned > afterSeq) {
     throw invalidArgument('after has expired: events after this cursor are past the retention period and were deleted; restart without "after" to read from the oldest retained event');
   }
 }
+
+/** Events younger than this are out of every prune's reach (MIN_RETENTION_DAYS, less a day of clock skew). */
+const PRUNE_FREE_AGE_MS = (MIN_RETENTION_DAYS - 1) * 24 * 3600 * 1000;

@@ -1,4 +1,5 @@
 import type { EventFeedRequest } from '../../generated/types.ts';
+import { systemClock, type Clock } from '../clock.ts';
 import { assertCursorNotExpired } from '../feed/expiry.ts';
 import type { FeedPage } from '../feed/page.ts';
 import { isWhole, readPage, type StoredPage } from '../store/feed-page.ts';
@@ -19,7 +20,7 @@ export interface FeedView {
  * Works whether or not the workspace is verified (the feed never looks at it).
  */
 export async function eventFeed(
-  ctx: Pick<OperationContext, 'db' | 'cursors' | 'principal' | 'heads' | 'recent'>,
+  ctx: Pick<OperationContext, 'db' | 'cursors' | 'principal' | 'heads' | 'recent'> & { clock?: Clock },
   input: EventFeedRequest,
   view: FeedView = {},
 ): Promise<FeedPage> {
@@ -48,7 +49,8 @@ export async function eventFeed(
   const page = await readPage(ctx.db, { workspaceId, afterSeq, limit, mailboxes, withFacts });
   // Refused if retention removed events after the cursor (feed/expiry.ts); past this, an empty
   // page means nothing is after the cursor.
-  await assertCursorNotExpired(ctx.db, workspaceId, mailboxes, afterSeq, page);
+  // Retention prunes by the service's clock (retention-schedule.ts): the age of a page read ahead is judged by it too.
+  await assertCursorNotExpired(ctx.db, workspaceId, mailboxes, afterSeq, page, (ctx.clock ?? systemClock).now().getTime());
   // A short unrestricted page, read now and holding every seq after the cursor, saw the workspace's head.
   if (mailboxes === null && !page.prefetched && !isWhole(page, limit) && (page.lastSeq ?? afterSeq) === afterSeq + page.count) {
     ctx.heads.learn(workspaceId, page.lastSeq ?? afterSeq, mark, startedAt);

@@ -46,7 +46,12 @@ export interface StoredPage {
    */
   prunedThrough?: number;
   facts?: EventFacts;
-  /** Read ahead of its request (store/read-ahead.ts): it proves nothing about what retention removed since. */
+  /** The earliest stored_at (epoch ms) among the page's events; undefined when the page is empty. */
+  oldestStoredAtMs?: number;
+  /**
+   * Read ahead of its request (store/read-ahead.ts): unless its events are too recent for any
+   * prune (feed/expiry.ts), it proves nothing about what retention removed since.
+   */
   prefetched?: boolean;
 }
 
@@ -102,6 +107,7 @@ async function onSqliteConnection<T>(db: Db | Knex.Transaction, read: (conn: Sql
  *   (workspace, mailbox, seq) index, merged (Merge Append: it reads about `limit` entries in all),
  *   with the mailboxes' retention watermark in the same snapshot, as a row whose seq is null.
  */
+// Columns after seq and envelope: stored_at (for the age of a page read ahead), then the facts when asked.
 const FACT_COLUMNS = (alias: string) => `, ${alias}type, ${alias}occurred_at_ms`;
 
 /** Exported for its test (the plans it gets on a table without statistics). */
@@ -110,7 +116,7 @@ export function pgPageStatement(q: PageQuery): PgPageStatement {
   if (q.mailboxes === null) {
     return {
       name: `event_feed_page${withFacts ? '_facts' : ''}`,
-      text: `SELECT seq, envelope${withFacts ? FACT_COLUMNS('') : ''} FROM events
+      text: `SELECT seq, envelope, stored_at${withFacts ? FACT_COLUMNS('') : ''} FROM events
               WHERE workspace_id = $1 AND seq > $2::bigint AND seq <= $2::bigint + $3::int ORDER BY seq LIMIT $3::int`,
       values: [q.workspaceId, q.afterSeq, q.limit],
     };
@@ -121,12 +127,12 @@ export function pgPageStatement(q: PageQuery): PgPageStatement {
     .join(' UNION ALL ');
   return {
     name: `event_feed_page_${mailboxes.length}mbx${withFacts ? '_facts' : ''}`,
-    text: `SELECT seq, envelope${withFacts ? FACT_COLUMNS('') : ''} FROM (
+    text: `SELECT seq, envelope, stored_at${withFacts ? FACT_COLUMNS('') : ''} FROM (
              SELECT NULL::bigint AS seq,
-                    (SELECT MAX(pruned_through) FROM feed_retention_mailboxes WHERE workspace_id = $1 AND mailbox_id = ANY($4::text[]))::text AS envelope
-                    ${withFacts ? ', NULL::text AS type, NULL::bigint AS occurred_at_ms' : ''}
+                    (SELECT MAX(pruned_through) FROM feed_retention_mailboxes WHERE workspace_id = $1 AND mailbox_id = ANY($4::text[]))::text AS envelope,
+                    NULL::bigint AS stored_at${withFacts ? ', NULL::text AS type, NULL::bigint AS occurred_at_ms' : ''}
              UNION ALL
-             (SELECT e.seq, e.envelope${withFacts ? FACT_COLUMNS('e.') : ''}
+             (SELECT e.seq, e.envelope, e.stored_at${withFacts ? FACT_COLUMNS('e.') : ''}
                 FROM (${perMailbox} ORDER BY seq LIMIT $3::int) picked
                 JOIN events e ON e.workspace_id = $1 AND e.seq = picked.seq)
            ) page ORDER BY seq NULLS FIRST`,

@@ -33,6 +33,7 @@ interface PageSink {
   cut: boolean;
   types: string[] | undefined;
   occurredAtMs: number[] | undefined;
+  oldestStoredAtMs: number | undefined;
 }
 
 // Scratch buffers are reused across pages (one per page in flight): a page costs one allocation, its own.
@@ -55,11 +56,11 @@ function pageQueryClass() {
       super(config);
     }
     /**
-     * Columns: seq, envelope (text format), and when asked, type and occurred_at_ms; a null seq
-     * carries the retention watermark instead (store/feed-page.ts).
+     * Columns: seq, envelope (text format), stored_at, and when asked, type and occurred_at_ms; a
+     * null seq carries the retention watermark instead (store/feed-page.ts).
      */
-    handleDataRow(message: { fields: [string | null, string | null, string?, string?] }): void {
-      const [seq, envelope, type, occurredAtMs] = message.fields;
+    handleDataRow(message: { fields: [string | null, string | null, string | null, string?, string?] }): void {
+      const [seq, envelope, storedAt, type, occurredAtMs] = message.fields;
       const sink = this.sink;
       if (seq === null) {
         sink.prunedThrough = Number(envelope ?? 0);
@@ -70,6 +71,8 @@ function pageQueryClass() {
         return;
       }
       sink.lastSeq = Number(seq);
+      const stored = Number(storedAt);
+      if (sink.oldestStoredAtMs === undefined || stored < sink.oldestStoredAtMs) sink.oldestStoredAtMs = stored;
       if (sink.types) {
         sink.types.push(type!);
         sink.occurredAtMs!.push(occurredAtMs === null || occurredAtMs === undefined ? NaN : Number(occurredAtMs));
@@ -97,7 +100,7 @@ function appendEnvelope(sink: PageSink, envelope: string): boolean {
   return true;
 }
 
-/** A page statement: (seq, envelope[, type, occurred_at_ms]) rows in seq order; prepared once per connection when named. */
+/** A page statement: (seq, envelope, stored_at[, type, occurred_at_ms]) rows in seq order; prepared once per connection when named. */
 export interface PgPageStatement {
   name?: string;
   text: string;
@@ -121,6 +124,7 @@ export async function readPgPage(db: Knex, statement: PgPageStatement, maxBytes:
     cut: false,
     types: withFacts ? [] : undefined,
     occurredAtMs: withFacts ? [] : undefined,
+    oldestStoredAtMs: undefined,
   };
   const connection = (await db.client.acquireConnection()) as PgClient;
   try {
@@ -137,6 +141,7 @@ export async function readPgPage(db: Knex, statement: PgPageStatement, maxBytes:
   if (sink.scratch.length <= SCRATCH_KEPT_MAX_BYTES && scratchPool.length < SCRATCH_KEPT) scratchPool.push(sink.scratch);
   const page: StoredPage = { bytes, count: sink.count, lastSeq: sink.lastSeq, cutAtByteCap: sink.cut };
   if (sink.prunedThrough !== undefined) page.prunedThrough = sink.prunedThrough;
+  if (sink.oldestStoredAtMs !== undefined) page.oldestStoredAtMs = sink.oldestStoredAtMs;
   if (sink.types) page.facts = { types: sink.types, occurredAtMs: sink.occurredAtMs! };
   return page;
 }

@@ -29,9 +29,9 @@ const SIZES_OF_SEQS =
  */
 const facts = (alias: string) => `, group_concat(${alias}type) AS types, group_concat(ifnull(${alias}occurred_at_ms, '')) AS occurred`;
 const ENVELOPES_IN_RANGE = (withFacts: boolean) =>
-  `SELECT CAST(group_concat(envelope, ',') AS BLOB) AS events, group_concat(seq) AS seqs${withFacts ? facts('') : ''} FROM (SELECT seq, envelope, type, occurred_at_ms FROM events WHERE workspace_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?)`;
+  `SELECT CAST(group_concat(envelope, ',') AS BLOB) AS events, group_concat(seq) AS seqs, min(stored_at) AS oldest${withFacts ? facts('') : ''} FROM (SELECT seq, envelope, stored_at, type, occurred_at_ms FROM events WHERE workspace_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?)`;
 const ENVELOPES_OF_SEQS = (withFacts: boolean) =>
-  `SELECT CAST(group_concat(e.envelope, ',') AS BLOB) AS events, group_concat(e.seq) AS seqs${withFacts ? facts('e.') : ''} FROM json_each(?) j CROSS JOIN events e ON e.workspace_id = ? AND e.seq = j.value`;
+  `SELECT CAST(group_concat(e.envelope, ',') AS BLOB) AS events, group_concat(e.seq) AS seqs, min(e.stored_at) AS oldest${withFacts ? facts('e.') : ''} FROM json_each(?) j CROSS JOIN events e ON e.workspace_id = ? AND e.seq = j.value`;
 
 // One statement per merged mailbox (a statement can run one query at a time): the texts differ by a comment.
 const MAILBOX_SCAN = (arm: number) => `SELECT seq FROM events WHERE workspace_id = ? AND mailbox_id = ? AND seq > ? ORDER BY seq LIMIT ? /* arm ${arm} */`;
@@ -42,6 +42,7 @@ interface Aggregate {
   events?: Buffer | null;
   types?: string | null;
   occurred?: string | null;
+  oldest?: number | null;
 }
 
 const EMPTY: StoredPage = { bytes: Buffer.alloc(0), count: 0, lastSeq: undefined, cutAtByteCap: false };
@@ -87,6 +88,7 @@ function assemble(page: Aggregate, expected: number, cut: boolean): StoredPage {
   assertIncreasing(seqs);
   if (seqs.length !== expected) throw new Error(`a page read gave ${seqs.length} rows where ${expected} were counted`);
   const stored: StoredPage = { bytes: page.events, count: seqs.length, lastSeq: Number(seqs.at(-1)), cutAtByteCap: cut };
+  if (page.oldest !== null && page.oldest !== undefined) stored.oldestStoredAtMs = Number(page.oldest);
   if (page.types !== undefined) stored.facts = { types: page.types!.split(','), occurredAtMs: page.occurred!.split(',').map((ms) => (ms === '' ? NaN : Number(ms))) };
   return stored;
 }
