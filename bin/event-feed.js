@@ -6,7 +6,7 @@
 // for about 10 % of replay throughput (bench/README.md). MALLOC_MMAP_THRESHOLD_ (glibc): buffers of
 // 128 KiB and more (pages of events) are mapped apart and unmapped when freed; by default glibc
 // raises that threshold after the first free and serves them from its heap, which fragments and
-// kept ~10 MB more RSS after a replay (bench/README.md, change 19). To choose otherwise, run
+// kept ~10 MB more RSS after a replay (bench/README.md in git history, change 19). To choose otherwise, run
 // `node <flags> bin/event-feed.js …`; `npm start` runs this file as is.
 // Runs the compiled service (dist/, from `npm run build`) while it is up to date with the sources;
 // otherwise the TypeScript sources themselves, through tsx. So a clone runs without a build step,

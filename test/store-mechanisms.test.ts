@@ -173,7 +173,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       for (const run of runs) assert.equal(run.generic + run.custom, 12, `each statement ran 12 times on this connection, prepared once: ${JSON.stringify(runs)}`);
       // Whether a generic plan beats the custom ones is Postgres's call, made on the estimates: for
       // one workspace they are the same, so it keeps the generic plan after its first five runs
-      // (for several it depends on how many workspaces the table holds: bench/README.md, change 22).
+      // (for several it depends on how many workspaces the table holds: bench/README.md in git history, change 22).
       for (const one of runs.filter((run) => run.kind.startsWith('one'))) {
         assert.ok(one.generic >= 7 && one.totalCustom <= 5, `the one-workspace statements run on their generic plan: ${JSON.stringify(runs)}`);
       }

@@ -1,7 +1,7 @@
 /**
  * What this process knows of each workspace's head (its last seq), so that a poll whose cursor is
  * already there is answered "nothing new" without a query. Most polls of a tailing client are
- * that; on Postgres each one was a round trip or two (bench/README.md, change 11).
+ * that; on Postgres each one was a round trip or two (bench/README.md in git history, change 11).
  *
  * A head is known only while a channel tells this process of every commit in the database:
  * Postgres NOTIFY (store/head-listener.ts), sent by the very statement that moves a workspace's

@@ -30,7 +30,7 @@ interface Run {
 /**
  * The last events this process committed to each workspace, so that tailing readers, who only
  * ever ask for what was just written, are answered without a query (on Postgres each one is a
- * round trip that wakes a backend: bench/README.md, change 14).
+ * round trip that wakes a backend: bench/README.md in git history, change 14).
  *
  * A committed event never changes at its seq, so what is kept here is the truth; what it cannot
  * tell alone is whether more came after. A page is served from here only when it is whole:
@@ -147,6 +147,6 @@ export class RecentEvents {
 
 const EVENTS_PER_WORKSPACE = 256;
 // ~1 MB of one-byte strings: at 500 events/s over 100 feeds, the last ~3.5 s of each (4 Mi: 3–5 MB
-// more RSS while tailing, and no fewer reads: bench/README.md, change 17).
+// more RSS while tailing, and no fewer reads: bench/README.md in git history, change 17).
 const MAX_CHARS = 1024 * 1024;
 const MAX_AGE_MS = 60_000;

@@ -6,7 +6,7 @@ import type { PgStatement } from './sql.ts';
  * the seqs that gives, write the webhook deliveries those events owe to their workspaces' enabled
  * endpoints (the outbox) and notify the new heads. One round trip instead of five, and, being one
  * statement, atomic even outside a transaction, which lets the group commit run it without BEGIN
- * and COMMIT (bench/README.md, changes 12 and 13).
+ * and COMMIT (changes 12 and 13).
  *
  * The ordering argument of appendEvents holds unchanged: the counter rows are locked (in workspace
  * order) by the statement's first step and kept until it commits, so seqs are handed out in commit
@@ -25,7 +25,7 @@ import type { PgStatement } from './sql.ts';
  * The events travel as one array per column, so the text is the same for every batch (one for a
  * single workspace, one for several; each waiting or skipping) and is prepared once per
  * connection: Postgres planned the old text, whose VALUES list followed the batch's shape, on
- * every run, which was about half of its CPU per event (bench/README.md, change 22).
+ * every run, which was about half of its CPU per event (bench/README.md in git history, change 22).
  */
 export function pgAppendStatement(sorted: WorkspaceAppend[], storedAt: number, notifyChannel: string, skipLocked = false): PgStatement {
   const single = sorted.length === 1;
@@ -85,7 +85,7 @@ const BUMPS = {
 /**
  * The four statements (one workspace or several, waiting or skipping) per channel, each under a
  * name of its own. The channel is part of the text rather than a value: as a value ($12) it cost
- * 10-12 % of ingestion into one workspace in two paired runs (bench/README.md, change 22).
+ * 10-12 % of ingestion into one workspace in two paired runs (bench/README.md in git history, change 22).
  */
 const statements = new Map<string, { name: string; text: string }>();
 function statementFor(single: boolean, skipLocked: boolean, notifyChannel: string): { name: string; text: string } {
