@@ -6,7 +6,7 @@ import type { PgStatement } from './sql.ts';
  * the seqs that gives, write the webhook deliveries those events owe to their workspaces' enabled
  * endpoints (the outbox) and notify the new heads. One round trip instead of five, and, being one
  * statement, atomic even outside a transaction, which lets the group commit run it without BEGIN
- * and COMMIT (changes 12 and 13).
+ * and COMMIT (bench/README.md in git history, changes 12 and 13).
  *
  * The ordering argument of appendEvents holds unchanged: the counter rows are locked (in workspace
  * order) by the statement's first step and kept until it commits, so seqs are handed out in commit
