@@ -667,7 +667,7 @@ export type components = {
          * @description Parameters of `event_feed`. Both are optional; no other parameter is accepted.
          * @example {}
          * @example {
-         *       "after": "AQAAAAAAAAACMDFNNkRNQkUwMEtLTlM3MEQwMk1ISFMwS0HQDpSgBovSzveUug9-8YIn",
+         *       "after": "AtyyJdHOlJynw7VNckaZ5powMU02RE1CRTAwS0tOUzcwRDAyTUhIUzBLQTkTA9g42F3ptVQL8dqrd0g",
          *       "limit": 500
          *     }
          */
@@ -757,7 +757,7 @@ export type components = {
          *           "v": 1
          *         }
          *       ],
-         *       "next_cursor": "AQAAAAAAAAAEMDFNNkRNQkUwMEtLTlM3MEQwMk1ISFMwS0GZNk-2hCje0Aag-VQxTmBx"
+         *       "next_cursor": "AnW72zvfLAhhI5wz0sIYdUswMU02RE1CRTAwS0tOUzcwRDAyTUhIUzBLQbEJTGyMGwxl0WNJdL4NTDw"
          *     }
          */
         EventFeedResponse: {
