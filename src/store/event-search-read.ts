@@ -2,20 +2,11 @@ import { createRequire } from 'node:module';
 import type { Knex } from 'knex';
 import { dbKind, type Db } from './db.ts';
 import { feedBounds, postgresPage, sqliteEnvelopes, type Dialect, type FactRow, type Statement } from './event-search-plans.ts';
-import { readPgListPage } from './pg-list-page.ts';
+import { readPgListPage, type PgListPage } from './pg-list-page.ts';
 import { queryRows, readRows } from './sql.ts';
 
 /** A page as read: the kept envelopes joined by commas, their facts, and how many candidates there were. */
-export interface PageRead {
-  bytes: Buffer;
-  count: number;
-  types: string[];
-  occurredAtMs: number[];
-  /** Seq of the page's last event; undefined when the page is empty. */
-  lastSeq: number | undefined;
-  /** Candidates found, kept or not: more than `count` says the page stopped before them. */
-  found: number;
-}
+export type PageRead = PgListPage;
 
 /** How list_events' statements run on one database (store/event-search-plans.ts writes them). */
 export interface SearchSession {
