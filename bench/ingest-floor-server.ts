@@ -23,10 +23,10 @@ await pool.query('DROP TABLE IF EXISTS ingest_floor_events');
 await pool.query('CREATE TABLE ingest_floor_events (LIKE events INCLUDING ALL)');
 await pool.query('ALTER TABLE ingest_floor_events ADD FOREIGN KEY (workspace_id) REFERENCES workspaces (id)');
 
-const INSERT = `INSERT INTO ingest_floor_events (workspace_id, seq, id, type, mailbox_id, occurred_at_ms, stored_at, idempotency_hash, envelope)
-  SELECT r.workspace_id, r.seq, r.id, r.type, r.mailbox_id, r.occurred_at_ms, $1::bigint, r.idempotency_hash, r.envelope
-    FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[])
-         AS r(workspace_id, seq, id, type, mailbox_id, occurred_at_ms, idempotency_hash, envelope)`;
+const INSERT = `INSERT INTO ingest_floor_events (workspace_id, seq, id, type, mailbox_id, occurred_at_ms, stored_at, envelope)
+  SELECT r.workspace_id, r.seq, r.id, r.type, r.mailbox_id, r.occurred_at_ms, $1::bigint, r.envelope
+    FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[])
+         AS r(workspace_id, seq, id, type, mailbox_id, occurred_at_ms, envelope)`;
 
 interface Pending {
   workspaceId: string;
@@ -55,11 +55,11 @@ function kick(): void {
 async function insert(batch: Pending[]): Promise<void> {
   // Grouped by workspace, in arrival order within one, as the service's append is.
   const sorted = [...batch].sort((a, b) => (a.workspaceId < b.workspaceId ? -1 : a.workspaceId > b.workspaceId ? 1 : 0));
-  const columns: unknown[][] = [[], [], [], [], [], [], [], []];
+  const columns: unknown[][] = [[], [], [], [], [], [], []];
   for (const { workspaceId, event } of sorted) {
     const seq = (lastSeq.get(workspaceId) ?? 0) + 1;
     lastSeq.set(workspaceId, seq);
-    [workspaceId, seq, event.id, event.type, event.mailboxId, event.occurredAtMs, event.idempotencyHash, event.envelope].forEach((value, i) => columns[i]!.push(value));
+    [workspaceId, seq, event.id, event.type, event.mailboxId, event.occurredAtMs, event.envelope].forEach((value, i) => columns[i]!.push(value));
   }
   try {
     await pool.query({ name: 'ingest_floor_insert', text: INSERT, values: [Date.now(), ...columns] });

@@ -106,6 +106,12 @@ function assertEmitted(res: Response, status: 201 | 200, label = ''): { event: a
   return { event: res.json.event, envelopeText: res.text.slice('{"event":'.length, -1) };
 }
 
+/** The instant of a `…Z` date-time written at +05:30 (same instant, other spelling). */
+function offsetSpelling(utc: string): string {
+  const shifted = new Date(Date.parse(utc) + 330 * 60_000).toISOString();
+  return shifted.replace('Z', '+05:30');
+}
+
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`POST /v1/emit_event on ${kind}`, { skip: skip && 'Postgres unreachable (see notice above)' }, () => {
     let server: TestServer;
@@ -426,7 +432,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
           ['other data', { ...input, data: { ...input.data, size_bytes: 1 } }],
           ['other subject', { ...input, subject: { ...input.subject, refs: {} } }],
           ['other type', { id: CLIENT_ID, type: 'mail.delivered', subject: input.subject, data: DATA['mail.delivered'] }],
-          ['explicit occurred_at', { ...input, occurred_at: first.json.event.occurred_at }],
+          ['another occurred_at', { ...input, occurred_at: '2020-01-01T00:00:00.000Z' }],
+          ['an occurred_at 1 ms later', { ...input, occurred_at: new Date(Date.parse(first.json.event.occurred_at) + 1).toISOString() }],
+          ['a field added to data', { ...input, data: { ...input.data, spam_score: 9.5 } }],
+          ['another person', { ...input, subject: { ...input.subject, person: { email: 'autre@exemple.fr' } } }],
         ];
         for (const [label, body] of variants) {
           assertError(await server.post(EMIT, body, key), 400, 'invalid_argument', new RegExp(CLIENT_ID), label);
@@ -434,6 +443,88 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const feed = await feedText(key);
         assert.equal(feed.json.events.length, 1);
         assert.equal(feed.text.includes(first.text.slice('{"event":'.length, -1)), true);
+      });
+
+      it('re-emitting a stored event with its own fields, as the feed returns them, answers 200 with it', async () => {
+        const { ws, key } = await workspaceWithKey();
+        // First emitted with a client id and no occurred_at (the server set it).
+        const first = assertEmitted(await server.post(EMIT, { ...sampleEvent('mbx_a', 4), id: CLIENT_ID }, key), 201);
+        const [stored] = (await feedText(key)).json.events;
+        const { id, type, subject, data, occurred_at } = stored;
+        for (const [label, body] of [
+          ['the feed\'s fields', { id, type, subject, data, occurred_at }],
+          ['the emit answer\'s fields, in another order', { occurred_at, data, subject, type, id }],
+          ['occurred_at spelled with an offset', { id, type, subject, data, occurred_at: offsetSpelling(occurred_at) }],
+          ['occurred_at with digits beyond the millisecond', { id, type, subject, data, occurred_at: occurred_at.replace('Z', '999Z') }],
+          ['without occurred_at', { id, type, subject, data }],
+        ] as Array<[string, unknown]>) {
+          const retry = await server.post(EMIT, body, key);
+          assertEmitted(retry, 200, label);
+          assert.equal(retry.text, `{"event":${first.envelopeText}}`, label);
+        }
+        const counter = await server.db('feed_counters').where({ workspace_id: ws }).first();
+        assert.equal(Number(counter.last_seq), 1);
+      });
+
+      it('an event first emitted without an id is found again by the id the server gave it', async () => {
+        const { ws, key } = await workspaceWithKey();
+        for (const occurredAt of [undefined, '2026-11-21T10:14:03.5+01:00']) {
+          const input = { ...sampleEvent('mbx_a', 5), ...(occurredAt === undefined ? {} : { occurred_at: occurredAt }) };
+          const first = assertEmitted(await server.post(EMIT, input, key), 201);
+          const { id, occurred_at } = first.event;
+          const same: Array<[string, unknown]> = [
+            ['the request again, with the id', { ...input, id }],
+            ['the stored fields', { id, type: input.type, subject: input.subject, data: input.data, occurred_at }],
+            ['without occurred_at', { id, type: input.type, subject: input.subject, data: input.data }],
+          ];
+          for (const [label, body] of same) {
+            const retry = await server.post(EMIT, body, key);
+            assertEmitted(retry, 200, `${occurredAt} ${label}`);
+            assert.equal(retry.text, `{"event":${first.envelopeText}}`, label);
+          }
+          const other: Array<[string, unknown]> = [
+            ['other data', { ...input, id, data: { ...input.data, size_bytes: 1 } }],
+            ['another occurred_at', { ...input, id, occurred_at: '2020-01-01T00:00:00Z' }],
+          ];
+          for (const [label, body] of other) {
+            assertError(await server.post(EMIT, body, key), 400, 'invalid_argument', /already used for an event with other content/, label);
+          }
+        }
+        const counter = await server.db('feed_counters').where({ workspace_id: ws }).first();
+        assert.equal(Number(counter.last_seq), 2);
+      });
+
+      it('compares JSON values, not their spelling: escapes and 1.0 for 1 are the same event', async () => {
+        const { key } = await workspaceWithKey();
+        const input = { ...sampleEvent('mbx_a', 6), id: CLIENT_ID, occurred_at: '2026-11-21T09:14:03.512Z' };
+        const first = assertEmitted(await server.post(EMIT, input, key), 201);
+        const text = JSON.stringify(input)
+          .replace('"size_bytes":1200', '"size_bytes":1200.0')
+          .replace('"mail.received"', '"mail\\u002ereceived"')
+          .replace('"2026-11-21T09:14:03.512Z"', '"2026-11-21 09:14:03.512z"');
+        assert.notEqual(text, JSON.stringify(input));
+        const retry = await server.post(EMIT, text, key);
+        assertEmitted(retry, 200);
+        assert.equal(retry.text, `{"event":${first.envelopeText}}`);
+      });
+
+      it('the same event re-emitted 10 times at once in different shapes: one 201, nine 200, one event', async () => {
+        const { ws, key } = await workspaceWithKey();
+        const input = { ...sampleEvent('mbx_a', 7), id: CLIENT_ID, occurred_at: '2026-11-21T09:14:03.512Z' };
+        const shapes = [
+          input,
+          { ...input, occurred_at: '2026-11-21T11:14:03.512+02:00' },
+          { data: input.data, subject: input.subject, type: input.type, id: CLIENT_ID },
+          { ...input, occurred_at: '2026-11-21t09:14:03.5129z' },
+          { occurred_at: input.occurred_at, id: CLIENT_ID, type: input.type, data: { ...input.data }, subject: { refs: input.subject.refs, person: input.subject.person } },
+        ];
+        const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => server.post(EMIT, shapes[i % shapes.length], key)));
+        const statuses = answers.map((a) => a.status).sort();
+        assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200, 200, 200, 200, 201], answers.map((a) => `${a.status} ${a.text.slice(0, 200)}`).join('\n'));
+        for (const a of answers) assert.equal(a.text, answers[0]!.text);
+        assert.equal(JSON.parse(answers[0]!.text).event.occurred_at, '2026-11-21T09:14:03.512Z');
+        const rows = await server.db('events').where({ workspace_id: ws });
+        assert.equal(rows.length, 1);
       });
 
       it('the same id sent 10 times at once stores one event; every answer carries it', async () => {

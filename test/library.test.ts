@@ -162,6 +162,15 @@ for (const { kind, create, skip } of await databaseKinds()) {
         [2, mixed[0]!.envelope],
       ]);
 
+      // The stored event's own fields (occurred_at included, keys in another order) are the same event too.
+      const { type, subject, data, occurred_at } = JSON.parse(first!.envelope);
+      const [asStored] = await db.transaction((trx) => publish(trx, ws, [{ data, occurred_at, subject, type, id }]));
+      assert.deepEqual(asStored, { envelope: first!.envelope, created: false });
+      await assert.rejects(
+        db.transaction((trx) => publish(trx, ws, [{ data, occurred_at: '2026-01-02T03:04:05.679Z', subject, type, id }])),
+        isApiError('invalid_argument', `event id ${id} was already used`),
+      );
+
       // Same id, other content: refused, nothing appended.
       await assert.rejects(
         db.transaction((trx) => publish(trx, ws, [{ ...sampleEvent('mbx_sales', 9), id }])),

@@ -184,14 +184,14 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const awkward = ['{"a":"\\\"}{,}"}', '{"b":"NULL"}', '{"c":"é’😀\\n\\u0000x"}'];
       const base = prepareEvent(ws, emitRequest(1), new Date());
       const stored = [
-        { ...base, id: 'evt_chars_1', envelope: awkward[0]!, mailboxId: null, idempotencyHash: null },
-        { ...base, id: 'evt_chars_2', envelope: awkward[1]!, mailboxId: 'NULL', idempotencyHash: '{"x",}' },
-        { ...base, id: 'evt_chars_3', envelope: awkward[2]!, mailboxId: 'mbx_"q"\\', idempotencyHash: null },
+        { ...base, id: 'evt_chars_1', envelope: awkward[0]!, mailboxId: null, type: 'mail.received' },
+        { ...base, id: 'evt_chars_2', envelope: awkward[1]!, mailboxId: 'NULL', type: '{"x",}' },
+        { ...base, id: 'evt_chars_3', envelope: awkward[2]!, mailboxId: 'mbx_"q"\\', type: 'mail.received' },
       ];
       await db.transaction((trx) => appendEvents(trx, [{ workspaceId: ws, events: stored }], Date.now()));
       assert.deepEqual((await allRows(db, ws)).map((row) => row.envelope), awkward);
-      const rows = await db('events').select('id', 'mailbox_id', 'idempotency_hash').where({ workspace_id: ws }).orderBy('seq');
-      assert.deepEqual(rows, stored.map((e) => ({ id: e.id, mailbox_id: e.mailboxId, idempotency_hash: e.idempotencyHash })));
+      const rows = await db('events').select('id', 'mailbox_id', 'type').where({ workspace_id: ws }).orderBy('seq');
+      assert.deepEqual(rows, stored.map((e) => ({ id: e.id, mailbox_id: e.mailboxId, type: e.type })));
     });
 
     it('the same id twice in flight (a client retrying early) is stored once and answered as a replay', async () => {

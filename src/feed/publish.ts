@@ -1,6 +1,4 @@
-import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
-import stringify from 'safe-stable-stringify';
 import type { EmitEventRequest } from '../../generated/types.ts';
 import { utcMillisecondsOf } from '../contract/date-time.ts';
 import { ApiError, invalidArgument } from '../errors.ts';
@@ -10,11 +8,12 @@ import { appendEvents, findByIds, inWorkspaceOrder, type NewEvent, type StoredId
 import { connectionOf, sqliteAppendEvents, sqliteStoredByIds } from '../store/sqlite-append.ts';
 import type { SqliteConnection } from '../store/sqlite-connection.ts';
 import { OutcomeUnknown, provesRollback } from '../store/write-outcome.ts';
+import { sameEvent } from './same-event.ts';
 
 export interface PublishedEvent {
   /** The envelope's JSON text, as stored and as every reader will get it. */
   envelope: string;
-  /** false when a client-supplied id was already stored with the same content (an idempotent replay). */
+  /** false when a client-supplied id was already stored for the same event (an idempotent replay, feed/same-event.ts). */
   created: boolean;
 }
 
@@ -59,7 +58,8 @@ export interface Appended {
 /**
  * Appends prepared events to workspaces' feeds, in order within each workspace (ids distinct per
  * workspace). An event whose client-supplied id is already stored comes back as that stored event
- * when the content is the same (an idempotent replay) and as an invalid_argument error otherwise;
+ * when it is the same event (an idempotent replay, feed/same-event.ts) and as an invalid_argument
+ * error otherwise;
  * the others are appended. One answer per event, in the shape of `appends`. Whatever the number of
  * workspaces, it is two statements on Postgres: stored ids (only when the client gave ids) and the
  * append (counters, events, webhook deliveries); `exec` may be the database itself there: only the
@@ -101,7 +101,7 @@ const appendedAt = (fresh: WorkspaceAppend[], firstSeqs: Map<string, number>): A
 
 /** The client-supplied ids of these events (generated ones cannot be stored yet). */
 const idsToLookUp = (appends: WorkspaceAppend[]) =>
-  appends.map(({ workspaceId, events }) => ({ workspaceId, ids: events.filter((event) => event.idempotencyHash !== null).map((event) => event.id) }));
+  appends.map(({ workspaceId, events }) => ({ workspaceId, ids: events.filter((event) => event.clientId !== null).map((event) => event.id) }));
 
 /** Each event's answer given what is stored under its id, and the events still to append. */
 function sortOut(appends: WorkspaceAppend[], storedRows: StoredIdRow[]): { outcomes: Appended['outcomes']; fresh: WorkspaceAppend[] } {
@@ -115,7 +115,7 @@ function sortOut(appends: WorkspaceAppend[], storedRows: StoredIdRow[]): { outco
         freshEvents.push(event);
         return { envelope: event.envelope, created: true };
       }
-      if (event.idempotencyHash === null || !sameContent(existing, event.idempotencyHash)) {
+      if (event.clientId === null || !sameEvent(existing.envelope, event.envelope, event.clientId.occurredAtGiven)) {
         return invalidArgument(`event id ${event.id} was already used for an event with other content`);
       }
       return { envelope: existing.envelope, created: false };
@@ -124,18 +124,6 @@ function sortOut(appends: WorkspaceAppend[], storedRows: StoredIdRow[]): { outco
     return answers;
   });
   return { outcomes, fresh };
-}
-
-/**
- * Whether a stored event has the content a retry carries (its hash). An event stored under an id
- * the server generated has no hash (hashing every emit would cost for a rare case): its content is
- * read from its envelope. Such a retry comes from a client told that its emit's outcome was
- * unknown and given the id to retry with; its occurred_at, if it gave one, must be the stored one.
- */
-function sameContent(existing: StoredIdRow, retryHash: string): boolean {
-  if (existing.idempotency_hash !== null) return existing.idempotency_hash === retryHash;
-  const envelope = JSON.parse(existing.envelope) as Pick<EmitEventRequest, 'type' | 'subject' | 'data'> & { occurred_at: string };
-  return [null, envelope.occurred_at].some((occurredAt) => contentHash(envelope, occurredAt) === retryHash);
 }
 
 /** An event's final envelope text and its columns; throws invalid_argument for an unusable `occurred_at`. */
@@ -159,12 +147,6 @@ export function prepareEvent(workspaceId: string, input: EmitEventRequest, now: 
     mailboxId: input.subject.refs.mailbox_id ?? null,
     occurredAtMs: occurred.ms,
     envelope,
-    idempotencyHash: input.id === undefined ? null : contentHash(input, input.occurred_at === undefined ? null : occurred.iso),
+    clientId: input.id === undefined ? null : { occurredAtGiven: input.occurred_at !== undefined },
   };
-}
-
-/** What makes two emits with one client id "the same event": everything the client said (occurred_at null when it said none). */
-function contentHash(input: Pick<EmitEventRequest, 'type' | 'subject' | 'data'>, occurredAt: string | null): string {
-  const content = { type: input.type, subject: input.subject, data: input.data, occurred_at: occurredAt };
-  return createHash('sha256').update(stringify(content)!).digest('hex');
 }

@@ -11,7 +11,11 @@ export interface NewEvent {
   mailboxId: string | null;
   occurredAtMs: number;
   envelope: string;
-  idempotencyHash: string | null;
+  /**
+   * Set when the client supplied the id (so a retry may find it stored: feed/same-event.ts), with
+   * whether it gave occurred_at; null when the server generated the id.
+   */
+  clientId: { occurredAtGiven: boolean } | null;
 }
 
 /** Where Postgres announces each workspace's new last seq, "<workspace> <seq>", as its append commits (feed/heads.ts). */
@@ -78,7 +82,6 @@ export interface StoredIdRow {
   workspace_id: string;
   id: string;
   envelope: string;
-  idempotency_hash: string | null;
 }
 
 /** Events with these client-supplied ids already stored, for several workspaces at once. */
@@ -89,7 +92,7 @@ export async function findByIds(db: Db | Knex.Transaction, wanted: Array<{ works
   // Both lists as IN: the (workspace_id, id) unique index serves it; pairs not asked for are dropped below.
   const rows = await queryRows<StoredIdRow>(
     db,
-    `SELECT workspace_id, id, envelope, idempotency_hash FROM events WHERE workspace_id IN (${placeholders(asked.length)}) AND id IN (${placeholders(ids.length)})`,
+    `SELECT workspace_id, id, envelope FROM events WHERE workspace_id IN (${placeholders(asked.length)}) AND id IN (${placeholders(ids.length)})`,
     [...asked.map((w) => w.workspaceId), ...ids],
   );
   const pairs = new Set(asked.flatMap((w) => w.ids.map((id) => `${w.workspaceId} ${id}`)));

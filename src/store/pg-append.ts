@@ -29,8 +29,8 @@ import type { PgStatement } from './sql.ts';
  */
 export function pgAppendStatement(sorted: WorkspaceAppend[], storedAt: number, notifyChannel: string, skipLocked = false): PgStatement {
   const single = sorted.length === 1;
-  const columns: [string[], number[], string[], string[], (string | null)[], number[], (string | null)[], string[]] = [[], [], [], [], [], [], [], []];
-  const [workspaceIds, ords, ids, types, mailboxIds, occurredAts, hashes, envelopes] = columns;
+  const columns: [string[], number[], string[], string[], (string | null)[], number[], string[]] = [[], [], [], [], [], [], []];
+  const [workspaceIds, ords, ids, types, mailboxIds, occurredAts, envelopes] = columns;
   for (const { workspaceId, events } of sorted) {
     events.forEach((event, i) => {
       workspaceIds.push(workspaceId);
@@ -39,7 +39,6 @@ export function pgAppendStatement(sorted: WorkspaceAppend[], storedAt: number, n
       types.push(event.type);
       mailboxIds.push(event.mailboxId);
       occurredAts.push(event.occurredAtMs);
-      hashes.push(event.idempotencyHash);
       envelopes.push(event.envelope);
     });
   }
@@ -102,15 +101,14 @@ function statementFor(single: boolean, skipLocked: boolean, notifyChannel: strin
 /**
  * The statement after its counter step `bump`: $3 stored_at, then one array per column of the
  * events, in workspace order and arrival order within a workspace ($4 workspace, $5 position in
- * its workspace's part, $6 id, $7 type, $8 mailbox, $9 occurred_at_ms, $10 idempotency hash,
- * $11 envelope).
+ * its workspace's part, $6 id, $7 type, $8 mailbox, $9 occurred_at_ms, $10 envelope).
  */
 function statementText(bump: string, notifyChannel: string): string {
   const insert = `inserted AS (
-    INSERT INTO events (workspace_id, seq, id, type, mailbox_id, occurred_at_ms, stored_at, idempotency_hash, envelope)
-    SELECT r.workspace_id, b.last_seq - b.k + r.ord, r.id, r.type, r.mailbox_id, r.occurred_at_ms, $3::bigint, r.idempotency_hash, r.envelope
-      FROM unnest($4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::text[], $11::text[])
-           AS r(workspace_id, ord, id, type, mailbox_id, occurred_at_ms, idempotency_hash, envelope)
+    INSERT INTO events (workspace_id, seq, id, type, mailbox_id, occurred_at_ms, stored_at, envelope)
+    SELECT r.workspace_id, b.last_seq - b.k + r.ord, r.id, r.type, r.mailbox_id, r.occurred_at_ms, $3::bigint, r.envelope
+      FROM unnest($4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::text[])
+           AS r(workspace_id, ord, id, type, mailbox_id, occurred_at_ms, envelope)
       JOIN bumped b ON b.workspace_id = r.workspace_id
     RETURNING workspace_id, seq, id, type
   )`;

@@ -11,10 +11,10 @@ import type { SqliteConnection } from './sqlite-connection.ts';
  * or raw query per statement, all garbage (bench/README.md in git history, change 20). Statements are the
  * connection's prepared ones (configureSqlite keeps them).
  */
-const STORED_BY_ID = 'SELECT workspace_id, id, envelope, idempotency_hash FROM events WHERE workspace_id = ? AND id = ?';
+const STORED_BY_ID = 'SELECT workspace_id, id, envelope FROM events WHERE workspace_id = ? AND id = ?';
 const BUMP_COUNTER = 'UPDATE feed_counters SET last_seq = last_seq + ? WHERE workspace_id = ? RETURNING last_seq';
 const INSERT_EVENT =
-  'INSERT INTO events (workspace_id, seq, id, type, mailbox_id, occurred_at_ms, stored_at, idempotency_hash, envelope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)';
+  'INSERT INTO events (workspace_id, seq, id, type, mailbox_id, occurred_at_ms, stored_at, envelope) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
 const ENABLED_ENDPOINTS = 'SELECT id, workspace_id, event_types FROM webhook_endpoints WHERE workspace_id = ? AND enabled = 1';
 const INSERT_DELIVERY =
   'INSERT INTO webhook_deliveries (endpoint_id, workspace_id, event_seq, event_id, attempts, next_attempt_at, created_at) VALUES (?, ?, ?, ?, 0, ?, ?)';
@@ -70,7 +70,7 @@ export function sqliteAppendEvents(conn: SqliteConnection, sorted: WorkspaceAppe
     const firstSeq = Number(row.last_seq) - events.length + 1;
     firstSeqs.set(workspaceId, firstSeq);
     events.forEach((event, i) => {
-      insertEvent.run(workspaceId, firstSeq + i, event.id, event.type, event.mailboxId, event.occurredAtMs, storedAt, event.idempotencyHash, event.envelope);
+      insertEvent.run(workspaceId, firstSeq + i, event.id, event.type, event.mailboxId, event.occurredAtMs, storedAt, event.envelope);
     });
     const endpoints = endpointsOf.all(workspaceId) as Array<{ id: string; workspace_id: string; event_types: string }>;
     if (endpoints.length === 0) continue;

@@ -37,7 +37,8 @@ export async function up(knex: Knex): Promise<void> {
     t.text('type').notNullable();
     t.text('mailbox_id');
     t.bigInteger('stored_at').notNullable();
-    // Set only for client-supplied ids: the canonical hash of the request, to tell a retry from a conflict.
+    // Read by nothing now: a retry is compared with the stored envelope (feed/same-event.ts), and new
+    // rows leave it NULL. Older rows may hold a hash of their first request.
     t.text('idempotency_hash');
     // The envelope exactly as served: spliced into responses without parse/stringify.
     t.text('envelope').notNullable();
