@@ -65,10 +65,19 @@ export type paths = {
          *       call unless one is given (stored in UTC with millisecond precision).
          *     - `data` must match the schema of `type` (see `MailReceivedData` …
          *       `MailRejectedData`).
-         *     - Idempotency on a client-supplied `id`: a retry with the same `id` and
-         *       the same content returns `200` with the stored event, and stores
-         *       nothing new; the same `id` with other content is refused with
-         *       `400 invalid_argument`.
+         *     - Idempotency on `id`: an emit whose `id` is already stored in the
+         *       workspace (given by the client, or the one the server gave an event
+         *       emitted without `id`) returns `200` with the stored event, byte for
+         *       byte, and stores nothing new, when it is the same event: `type`,
+         *       `subject` and `data` equal as JSON values (key order and spelling do
+         *       not matter), and `occurred_at`, if given, the same instant once stored
+         *       as described below (any spelling of it; a retry that omits it matches
+         *       whatever `occurred_at` was stored, server-set or given). So the event
+         *       exactly as the feed returns it (`id`, `type`, `subject`, `data`,
+         *       `occurred_at`) may be sent again, as may the first request. Any other
+         *       content under that `id` is refused with `400 invalid_argument`
+         *       ("already used for an event with other content"). Of identical emits
+         *       sent at once, exactly one answers `201`.
          *     - A key restricted to mailboxes may only emit events whose
          *       `subject.refs.mailbox_id` is in its set; any other event is refused
          *       with `403 forbidden`.
@@ -1293,7 +1302,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description An event with this id and the same content already existed; it is returned unchanged. */
+            /** @description The same event was already stored under this id (see the idempotency rule above); it is returned unchanged and nothing new is stored. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
