@@ -6,7 +6,15 @@
  * ~0.1 s); relative `.ts` imports become `.js`, packages stay imports. bin/event-feed.js runs dist/
  * only while it is newer than every source file (see bin/fresh-build.js), else the sources through
  * tsx.
+ *
+ * `--types` (npm run build:package, run by `prepare`, so by `npm pack`, `npm publish`, an install
+ * from git and `npm install` in a clone) also writes the library's declarations next to its
+ * JavaScript (dist/src/library.d.ts and what it imports: tsconfig.types.json), which package.json's
+ * `exports` points to. Not by default: tsc takes seconds, and the service, the tests and the
+ * benchmark do not need them.
  */
+import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { build } from 'esbuild';
 import { readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -42,5 +50,9 @@ await build({
   ],
   logLevel: 'warning',
 });
+if (process.argv.includes('--types')) {
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.types.json')], { stdio: 'inherit' });
+}
 // Written last: its time says when this build was complete.
 writeFileSync(join(out, 'BUILT'), `${new Date().toISOString()}\n`);

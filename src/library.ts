@@ -2,18 +2,37 @@
  * In-process API for the mail service's own code: publish events inside its own knex transaction
  * (a transactional outbox: the events commit or vanish with its writes), through the same append
  * path and the same contract validation as `POST /v1/emit_event`.
+ *
+ * The package's entry point (package.json `exports`, compiled to dist/src/library.js with its
+ * declarations). Its signatures name only knex's types and small types of this package, so the
+ * declarations a user's TypeScript loads stop here instead of reaching the store's internals
+ * (and the types of better-sqlite3, which a user need not install).
  */
 import type { Knex } from 'knex';
 import type { EmitEventRequest } from '../generated/types.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { RequestValidator } from './contract/request-validator.ts';
 import { ApiError, invalidArgument } from './errors.ts';
-import { publishInTransaction, type PublishedEvent } from './feed/publish.ts';
+import { publishInTransaction } from './feed/publish.ts';
+import type { PublishedEvent } from './feed/published-event.ts';
+import { openDatabase as openStore } from './store/db.ts';
+import { migrateLatest as migrateStore } from './store/migrate.ts';
 
-export type { EmitEventRequest, PublishedEvent };
+export type { Clock, EmitEventRequest, PublishedEvent };
 export { ApiError };
-export { openDatabase } from './store/db.ts';
-export { migrateLatest } from './store/migrate.ts';
+
+/**
+ * A knex instance for a database URL, as the service opens it (`sqlite:<path>` or
+ * `postgres://…`: the DATABASE_URL forms of the README). Close it with `destroy()`.
+ */
+export function openDatabase(url: string): Knex {
+  return openStore(url);
+}
+
+/** Applies the service's pending migrations to the database; returns the names applied. */
+export function migrateLatest(db: Knex): Promise<string[]> {
+  return migrateStore(db);
+}
 
 let validator: RequestValidator | undefined;
 

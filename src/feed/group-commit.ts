@@ -8,7 +8,8 @@ import { retryingTransient } from '../store/write-transaction.ts';
 import { appendFailure } from './append-failure.ts';
 import type { FeedHeads } from './heads.ts';
 import type { RecentEvents } from './recent-events.ts';
-import { appendPrepared, appendPreparedOn, prepareEvent, type Appended, type PublishedEvent } from './publish.ts';
+import { appendPrepared, appendPreparedOn, prepareEvent, type Appended } from './publish.ts';
+import type { PublishedEvent } from './published-event.ts';
 
 /** The most events one shared transaction takes; the rest wait for the next one. */
 export const GROUP_COMMIT_MAX_EVENTS = 256;

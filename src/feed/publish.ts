@@ -8,14 +8,8 @@ import { appendEvents, findByIds, inWorkspaceOrder, type NewEvent, type StoredId
 import { connectionOf, sqliteAppendEvents, sqliteStoredByIds } from '../store/sqlite-append.ts';
 import type { SqliteConnection } from '../store/sqlite-connection.ts';
 import { OutcomeUnknown, provesRollback } from '../store/write-outcome.ts';
+import type { PublishedEvent } from './published-event.ts';
 import { sameEvent } from './same-event.ts';
-
-export interface PublishedEvent {
-  /** The envelope's JSON text, as stored and as every reader will get it. */
-  envelope: string;
-  /** false when a client-supplied id was already stored for the same event (an idempotent replay, feed/same-event.ts). */
-  created: boolean;
-}
 
 /**
  * The one append path: `emit_event` (through the group commit, feed/group-commit.ts) and the

@@ -1,6 +1,6 @@
 import type { EmitEventRequest } from '../../generated/types.ts';
 import { forbidden } from '../errors.ts';
-import type { PublishedEvent } from '../feed/publish.ts';
+import type { PublishedEvent } from '../feed/published-event.ts';
 import { requirePermission, type OperationContext } from './context.ts';
 
 /** emit_event: appends one event to the caller's workspace feed; idempotent on a client-supplied id. */
