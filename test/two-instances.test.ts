@@ -98,6 +98,21 @@ describe('two instances on one postgres database', { skip: !(await postgresAvail
       assert.equal(after, new CursorCodec(secret).encode(ws, 4));
     });
 
+    it('the same event re-emitted at once through both instances, in several shapes, is stored once: one 201, the rest 200', async () => {
+      const ws2 = await one.workspace();
+      const { key: key2 } = await one.key(ws2, ['read', 'write']);
+      const event = { ...sampleEvent('mbx_sales', 9), id: 'evt_01M7YP7PAG3YR9FGTGP73H5R7W', occurred_at: '2026-11-21T09:14:03.512Z' };
+      const shapes = [event, { ...event, occurred_at: '2026-11-21T10:14:03.512+01:00' }, { data: event.data, subject: event.subject, type: event.type, id: event.id }];
+      for (let round = 0; round < 3; round++) {
+        const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 ? two : one).post('/v1/emit_event', shapes[i % shapes.length], key2)));
+        const statuses = answers.map((a) => a.status).sort();
+        const expected = Array.from({ length: 12 }, (_, i) => (round === 0 && i === 11 ? 201 : 200));
+        assert.deepEqual(statuses, expected, answers.map((a) => `${a.status} ${a.text.slice(0, 200)}`).join('\n'));
+        for (const a of answers) assert.equal(a.text, answers[0]!.text);
+      }
+      assert.equal((await feed(two, key2, {})).events.length, 1);
+    });
+
     it('a third instance started later reuses the stored secret instead of generating another', async () => {
       const before = await one.db('settings').select('key', 'value');
       const three = await startTestServer(database);
