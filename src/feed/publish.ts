@@ -53,8 +53,7 @@ export interface Appended {
  * Appends prepared events to workspaces' feeds, in order within each workspace (ids distinct per
  * workspace). An event whose client-supplied id is already stored comes back as that stored event
  * when it is the same event (an idempotent replay, feed/same-event.ts) and as an invalid_argument
- * error otherwise;
- * the others are appended. One answer per event, in the shape of `appends`. Whatever the number of
+ * error otherwise; the others are appended. One answer per event, in the shape of `appends`. Whatever the number of
  * workspaces, it is two statements on Postgres: stored ids (only when the client gave ids) and the
  * append (counters, events, webhook deliveries); `exec` may be the database itself there: only the
  * last statement writes, and it is atomic on its own. On SQLite `exec` is a transaction, whose
