@@ -52,7 +52,7 @@ const exportsOf = (keys: DemoKeys) => (Object.keys(KEY_NAMES) as Array<keyof typ
 export function demoBanner(url: string, demo: DemoAtStart): string {
   const lines = ['', ...demo.notes];
   if (demo.exports.length) {
-    lines.push('Paste into your shell:', '', ...demo.exports.map(({ name, key }) => `  export ${name}=${key}`), '');
+    lines.push('', 'Paste into your shell:', '', ...demo.exports.map(({ name, key }) => `  export ${name}=${key}`), '');
   }
   if (demo.exports.some(({ name }) => name === 'READ_KEY')) {
     lines.push(
