@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import pino from 'pino';
 import { MAX_ACTIVE_KEYS_PER_WORKSPACE } from '../src/operations/create-key.ts';
 import { LIST_KEYS_SCAN_BUDGET } from '../src/operations/list-keys.ts';
 import { newKeyId } from '../src/ids.ts';
@@ -19,10 +20,13 @@ for (const { kind, create, skip } of await databaseKinds()) {
     let server: TestServer;
     let ws: string;
     let admin: string;
+    // Everything the server logs, at its most verbose: no secret may be in it.
+    const logged: string[] = [];
+    const secretsShown: string[] = [];
 
     before(async () => {
       database = await create();
-      server = await startTestServer(database);
+      server = await startTestServer(database, {}, { log: pino({ level: 'trace' }, { write: (line: string) => void logged.push(line) }) });
       ws = await server.workspace();
       ({ key: admin } = await server.key(ws, ['read', 'write', 'admin']));
     });
@@ -36,6 +40,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const response = await call('create_key', body, key);
       assert.equal(response.status, 201, response.text);
       assert.equal(contractErrors('CreateKeyResponse', response.json), null);
+      secretsShown.push(SECRET_PART(response.json.key));
       return response.json as { api_key: any; key: string };
     };
     const listAll = async (key: string, body: Record<string, unknown> = {}) => {
@@ -252,6 +257,12 @@ for (const { kind, create, skip } of await databaseKinds()) {
       assert.ok(first.json.next_page_token, 'it stopped looking: more to read');
       const all = await listAll(capAdmin, { include_revoked: true });
       assert.deepEqual(all.map((k) => k.id).sort(), [capAdminId, last.api_key.id, all.at(-1).id].sort());
+    });
+
+    it('the log never holds a secret of a key created, listed or revoked', () => {
+      assert.ok(secretsShown.length > 10 && logged.length > 10, `${secretsShown.length} keys, ${logged.length} log lines`);
+      const log = logged.join('');
+      for (const secret of [...secretsShown, SECRET_PART(admin)]) assert.ok(!log.includes(secret), 'a secret in the log');
     });
   });
 }
