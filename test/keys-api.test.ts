@@ -259,6 +259,19 @@ for (const { kind, create, skip } of await databaseKinds()) {
       assert.deepEqual(all.map((k) => k.id).sort(), [capAdminId, last.api_key.id, all.at(-1).id].sort());
     });
 
+    it('concurrent creations at the cap: exactly as many succeed as there is room for', async () => {
+      const raceWs = await server.workspace({ name: 'Race' });
+      const { key: raceAdmin } = await server.key(raceWs, ['read', 'admin']);
+      const room = 5;
+      const rows = Array.from({ length: MAX_ACTIVE_KEYS_PER_WORKSPACE - 1 - room }, () => ({ id: newKeyId(), workspace_id: raceWs, secret_sha256: '00'.repeat(32), permissions: 'read', mailboxes: null, label: null, created_at: Date.now() }));
+      for (const batch of chunks(rows, 200)) await server.db('api_keys').insert(batch);
+      const answers = await Promise.all(Array.from({ length: 12 }, () => call('create_key', { permissions: ['read'] }, raceAdmin)));
+      assert.deepEqual(answers.map((a) => a.status).sort(), [...Array(room).fill(201), ...Array(12 - room).fill(400)]);
+      const active = await server.db('api_keys').where({ workspace_id: raceWs }).whereNull('revoked_at').count({ n: '*' }).first();
+      assert.equal(Number(active!.n), MAX_ACTIVE_KEYS_PER_WORKSPACE);
+      for (const a of answers) if (a.status === 201) secretsShown.push(SECRET_PART(a.json.key));
+    });
+
     it('the log never holds a secret of a key created, listed or revoked', () => {
       assert.ok(secretsShown.length > 10 && logged.length > 10, `${secretsShown.length} keys, ${logged.length} log lines`);
       const log = logged.join('');
