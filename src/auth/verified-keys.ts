@@ -93,8 +93,8 @@ export class VerifiedKeys {
 
   /**
    * Resolves true once a change of this key is heard on the channel (call it before making the
-   * change), false after `timeoutMs`. Every instance listens on the same channel and gets the
-   * same announcement at the same commit: hearing it here says it reached the others too.
+   * change), false after `timeoutMs`. Every instance listens on the same channel and is sent the
+   * same announcement at the same commit: hearing it here says it was sent to the others too.
    */
   untilHeard(keyId: string, timeoutMs: number): Promise<boolean> {
     return new Promise((resolve) => {
