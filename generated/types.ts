@@ -251,6 +251,94 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/create_key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create an API key
+         * @description Creates an API key of the caller's workspace and answers it in full, in
+         *     this answer only: the service keeps only a hash of it. Needs the `admin`
+         *     permission.
+         *
+         *     A key never creates a key with rights it does not have: every permission
+         *     asked must be one of the caller's (`forbidden` otherwise), and a caller
+         *     restricted to mailboxes creates only keys restricted to some of its own
+         *     mailboxes (`mailboxes` is then required and must be a subset of them).
+         *     A workspace holds at most 1,000 active keys: past that, creating one is
+         *     refused with `invalid_argument` until one is revoked.
+         *
+         *     Not exposed as an MCP tool: its answer carries a secret that has no place
+         *     in an assistant's conversation.
+         */
+        post: operations["create_key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/list_keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List API keys
+         * @description The workspace's keys, oldest first, by pages of at most `limit` (100 by
+         *     default); continue with `next_page_token`. Active keys only, unless
+         *     `include_revoked`. Never shows a secret. Needs the `admin` permission.
+         *
+         *     A caller restricted to mailboxes sees only the keys restricted within its
+         *     own mailboxes (itself included): the keys it could have created, and may
+         *     revoke. Such a page may hold fewer than `limit` keys while more follow
+         *     (a call looks at no more than 2,000 keys).
+         */
+        post: operations["list_keys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/revoke_key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke an API key
+         * @description Revokes a key of the workspace by its id. When the call answers, every
+         *     instance of the service refuses the key (`unauthorized`): on Postgres the
+         *     call waits until the revocation is announced to all of them (about a
+         *     second at most). Revoking a key already revoked answers
+         *     `already_revoked`. Needs the `admin` permission; a key may revoke itself.
+         *
+         *     A caller restricted to mailboxes revokes only keys restricted within its
+         *     own mailboxes. An id that names no key the caller may see is refused with
+         *     `invalid_argument` (a key of another workspace is not told apart from
+         *     one that does not exist).
+         */
+        post: operations["revoke_key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 };
 export type webhooks = Record<string, never>;
 export type components = {
@@ -1119,6 +1207,147 @@ export type components = {
             /** @description Pass as `after` to schedule the following events: after the last event read, or after the last one queued when the quota stopped the call early; equal to `after` when there were none. */
             next_cursor: string;
         };
+        /**
+         * KeyId
+         * @description Identifier of an API key: `key_` followed by a ULID. It is not secret: the key itself (`efk_…`) is.
+         * @example key_01JD4S9K2XQ7M3V8W5N6P4R2T1
+         */
+        KeyId: string;
+        /**
+         * Permission
+         * @description What a key may do: `read` (`event_feed`, `list_events`), `write` (`emit_event`), `admin` (webhooks and keys).
+         * @enum {string}
+         */
+        Permission: "read" | "write" | "admin";
+        /**
+         * ApiKey
+         * @description An API key as the service describes it: never its secret, which only the answer of `create_key` carries.
+         * @example {
+         *       "id": "key_01JD4S9K2XQ7M3V8W5N6P4R2T1",
+         *       "workspace_id": "ws_01M6DMBE00KKNS70D02MHHS0KA",
+         *       "permissions": [
+         *         "read"
+         *       ],
+         *       "mailboxes": [
+         *         "mbx_contact-boutique"
+         *       ],
+         *       "label": "QA conformance kit",
+         *       "created_at": "2026-11-21T09:00:00.000Z",
+         *       "revoked_at": null
+         *     }
+         */
+        ApiKey: {
+            id: components["schemas"]["KeyId"];
+            workspace_id: components["schemas"]["WorkspaceId"];
+            /** @description What the key may do. */
+            permissions: components["schemas"]["Permission"][];
+            /** @description The mailboxes the key is restricted to; null for every mailbox of the workspace. */
+            mailboxes: components["schemas"]["MailboxId"][] | null;
+            /** @description A note to recognise the key by; null when none was given. */
+            label: string | null;
+            /**
+             * Format: date-time
+             * @description When the key was created (RFC 3339, UTC).
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When the key was revoked (RFC 3339, UTC); null while it is active.
+             */
+            revoked_at: string | null;
+        };
+        /**
+         * CreateKeyRequest
+         * @description Parameters of `create_key`. The new key can never do more than the key that creates it.
+         * @example {
+         *       "permissions": [
+         *         "read"
+         *       ],
+         *       "label": "QA conformance kit"
+         *     }
+         * @example {
+         *       "permissions": [
+         *         "read",
+         *         "write"
+         *       ],
+         *       "mailboxes": [
+         *         "mbx_contact-boutique"
+         *       ],
+         *       "label": "boutique mail relay"
+         *     }
+         */
+        CreateKeyRequest: {
+            /** @description What the new key may do: each must be a permission of the calling key (`forbidden` otherwise). */
+            permissions: components["schemas"]["Permission"][];
+            /** @description Restrict the new key to these mailboxes; omit for every mailbox of the workspace. A calling key restricted to mailboxes must pass some of its own (`forbidden` otherwise). */
+            mailboxes?: components["schemas"]["MailboxId"][];
+            /** @description A note to recognise the key by (who uses it, what for). Never put a secret here: `list_keys` shows it. */
+            label?: string;
+        };
+        /**
+         * CreateKeyResponse
+         * @description The new key: its description, and the key itself, shown in this answer only.
+         */
+        CreateKeyResponse: {
+            api_key: components["schemas"]["ApiKey"];
+            /** @description The key to send as `Authorization: Bearer …`. Only its hash is stored: it is shown in this answer and never again, so store it now. */
+            key: string;
+        };
+        /**
+         * ListKeysRequest
+         * @description Parameters of `list_keys`: all optional.
+         * @example {}
+         * @example {
+         *       "include_revoked": true,
+         *       "limit": 50
+         *     }
+         */
+        ListKeysRequest: {
+            /**
+             * @description Also list revoked keys (with their `revoked_at`).
+             * @default false
+             */
+            include_revoked?: boolean;
+            /**
+             * @description Maximum number of keys to return.
+             * @default 100
+             */
+            limit?: number;
+            /** @description Opaque token from `next_page_token`, with the same `include_revoked`, to get the next page. */
+            page_token?: string;
+        };
+        /**
+         * ListKeysResponse
+         * @description A page of the workspace's keys, oldest first; never a secret.
+         */
+        ListKeysResponse: {
+            /** @description The keys of this page. */
+            keys: components["schemas"]["ApiKey"][];
+            /** @description Pass as `page_token` for the next page; null when there is no more. A page may hold fewer than `limit` keys while more follow. */
+            next_page_token: string | null;
+        };
+        /**
+         * RevokeKeyRequest
+         * @description Parameters of `revoke_key`: the id of the key to revoke (never the key itself).
+         * @example {
+         *       "id": "key_01JD4S9K2XQ7M3V8W5N6P4R2T1"
+         *     }
+         */
+        RevokeKeyRequest: {
+            id: components["schemas"]["KeyId"];
+        };
+        /**
+         * RevokeKeyResponse
+         * @description The key after the call, and what the call did.
+         */
+        RevokeKeyResponse: {
+            api_key: components["schemas"]["ApiKey"];
+            /**
+             * @description `revoked` by this call, or `already_revoked` before it (a retried call answers the same way).
+             * @enum {string}
+             */
+            outcome: "revoked" | "already_revoked";
+        };
     };
     responses: {
         /** @description The request is malformed, has an unknown parameter, or a parameter has an invalid value (`invalid_argument`). */
@@ -1492,6 +1721,163 @@ export interface operations {
             500: components["responses"]["Internal"];
         };
     };
+    create_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "permissions": [
+                 *         "read"
+                 *       ],
+                 *       "label": "QA conformance kit"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The key created, with the key itself (shown this once). */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "api_key": {
+                     *         "id": "key_01JD4S9K2XQ7M3V8W5N6P4R2T1",
+                     *         "workspace_id": "ws_01M6DMBE00KKNS70D02MHHS0KA",
+                     *         "permissions": [
+                     *           "read"
+                     *         ],
+                     *         "mailboxes": null,
+                     *         "label": "QA conformance kit",
+                     *         "created_at": "2026-11-21T09:00:00.000Z",
+                     *         "revoked_at": null
+                     *       },
+                     *       "key": "efk_01JD4S9K2XQ7M3V8W5N6P4R2T1_3kT0y8cQm0b6G9oXl2VwZr5nH1uJ4sPq7eA9dF2gK8w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreateKeyResponse"];
+                };
+            };
+            400: components["responses"]["InvalidArgument"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    list_keys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /** @example {} */
+                "application/json": components["schemas"]["ListKeysRequest"];
+            };
+        };
+        responses: {
+            /** @description A page of keys. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "keys": [
+                     *         {
+                     *           "id": "key_01JD4S9K2XQ7M3V8W5N6P4R2T1",
+                     *           "workspace_id": "ws_01M6DMBE00KKNS70D02MHHS0KA",
+                     *           "permissions": [
+                     *             "read"
+                     *           ],
+                     *           "mailboxes": null,
+                     *           "label": "QA conformance kit",
+                     *           "created_at": "2026-11-21T09:00:00.000Z",
+                     *           "revoked_at": null
+                     *         }
+                     *       ],
+                     *       "next_page_token": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ListKeysResponse"];
+                };
+            };
+            400: components["responses"]["InvalidArgument"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    revoke_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "key_01JD4S9K2XQ7M3V8W5N6P4R2T1"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RevokeKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The key, now revoked. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "api_key": {
+                     *         "id": "key_01JD4S9K2XQ7M3V8W5N6P4R2T1",
+                     *         "workspace_id": "ws_01M6DMBE00KKNS70D02MHHS0KA",
+                     *         "permissions": [
+                     *           "read"
+                     *         ],
+                     *         "mailboxes": null,
+                     *         "label": "QA conformance kit",
+                     *         "created_at": "2026-11-21T09:00:00.000Z",
+                     *         "revoked_at": "2026-11-22T10:30:00.000Z"
+                     *       },
+                     *       "outcome": "revoked"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RevokeKeyResponse"];
+                };
+            };
+            400: components["responses"]["InvalidArgument"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+        };
+    };
 }
 
 // One alias per schema component.
@@ -1528,3 +1914,12 @@ export type ListWebhooksRequest = components['schemas']['ListWebhooksRequest'];
 export type ListWebhooksResponse = components['schemas']['ListWebhooksResponse'];
 export type RedeliverWebhookRequest = components['schemas']['RedeliverWebhookRequest'];
 export type RedeliverWebhookResponse = components['schemas']['RedeliverWebhookResponse'];
+export type KeyId = components['schemas']['KeyId'];
+export type Permission = components['schemas']['Permission'];
+export type ApiKey = components['schemas']['ApiKey'];
+export type CreateKeyRequest = components['schemas']['CreateKeyRequest'];
+export type CreateKeyResponse = components['schemas']['CreateKeyResponse'];
+export type ListKeysRequest = components['schemas']['ListKeysRequest'];
+export type ListKeysResponse = components['schemas']['ListKeysResponse'];
+export type RevokeKeyRequest = components['schemas']['RevokeKeyRequest'];
+export type RevokeKeyResponse = components['schemas']['RevokeKeyResponse'];

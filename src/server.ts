@@ -2,7 +2,7 @@ import { createServer, type Server, type ServerOptions } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
-import { seedDemoWorkspace, type DemoWorkspace } from './demo/seed.ts';
+import { demoAtStart, demoBanner, type DemoAtStart } from './demo/demo-start.ts';
 import { createHttpHandler } from './http/app.ts';
 import { ConnectionGate } from './http/connection-gate.ts';
 import type { Logger } from './log.ts';
@@ -15,7 +15,6 @@ import { dbKind, openDatabase } from './store/db.ts';
 import { listenForHeads } from './store/head-listener.ts';
 import { verifiedKeysOf } from './auth/verified-keys.ts';
 import { migrateLatest } from './store/migrate.ts';
-import { countWorkspaces } from './store/workspaces.ts';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -32,10 +31,10 @@ export interface RunningServer {
 export async function startServer(config: Config, log: Logger, options: { seedDemo?: boolean; clock?: Clock } = {}): Promise<RunningServer> {
   await migrateDatabase(config.databaseUrl, log);
   const db = openDatabase(config.databaseUrl, { checkpointInBackground: true });
-  let services: AppServices, demo: DemoWorkspace | undefined, server: Server, connections: ConnectionGate;
+  let services: AppServices, demo: DemoAtStart | undefined, server: Server, connections: ConnectionGate;
   try {
     services = await createServices(db, config, options.clock);
-    demo = options.seedDemo && (await countWorkspaces(db)) === 0 ? await seedDemoWorkspace(db, services.clock) : undefined;
+    demo = options.seedDemo ? await demoAtStart(db, services.clock, config.databaseUrl) : undefined;
     const s = createServer(httpServerOptions(config), await createHttpHandler(services, log, { trustProxyHops: config.trustProxyHops }));
     // A client that stops reading its answer holds the answer's buffers: nothing moving for this long closes it.
     s.timeout = config.socketTimeoutMs;
@@ -54,7 +53,7 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   log.info({ url }, 'event-feed listening');
 
-  if (demo) process.stdout.write(demoBanner(url, demo.readKey, demo.eventCount));
+  if (demo) process.stdout.write(demoBanner(url, demo));
 
   const pruning = schedulePruning(services, config, log);
   const webhooks = new WebhookDispatcher(db, new WebhookSender(services.webhookPolicy!, config.webhookTimeoutMs), services.clock, log, {
@@ -117,17 +116,4 @@ async function migrateDatabase(url: string, log: Logger): Promise<void> {
   } finally {
     await db.destroy();
   }
-}
-
-function demoBanner(url: string, readKey: string, count: number): string {
-  return `
-Demo workspace seeded with ${count} mail events. Read them again by cursor:
-
-  curl -s -X POST ${url}/v1/event_feed \\
-    -H 'Authorization: Bearer ${readKey}' \\
-    -H 'Content-Type: application/json' \\
-    -d '{"limit": 5}'
-
-API reference: ${url}/docs
-`;
 }

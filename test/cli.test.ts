@@ -4,15 +4,17 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { dirname, resolve } from 'node:path';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { authenticate } from '../src/auth/api-keys.ts';
+import { authenticate, createKey } from '../src/auth/api-keys.ts';
 import { openDatabase, type Db } from '../src/store/db.ts';
 import { findWorkspace } from '../src/store/workspaces.ts';
 import { sqliteDatabase, type TestDatabase } from './support/databases.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
-import { migrationSource } from '../src/store/migrate.ts';
+import { migrateLatest, migrationSource } from '../src/store/migrate.ts';
 
 const allMigrations = async () => (await migrationSource.getMigrations([])).map((m) => migrationSource.getMigrationName(m));
 
@@ -25,11 +27,17 @@ interface Run {
 }
 
 function cli(url: string, args: string[]): Promise<Run> {
+  return cliIn(ROOT, url, args);
+}
+
+/** The CLI run from `cwd`, with DATABASE_URL set to `url` or, when undefined, not set at all. */
+function cliIn(cwd: string, url: string | undefined, args: string[]): Promise<Run> {
   const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: url };
+  if (url === undefined) delete env.DATABASE_URL;
   delete env.EVENT_FEED_SECRET;
   delete env.NODE_OPTIONS; // the test runner's own loader options are not the CLI's business
   return new Promise((done) => {
-    execFile(process.execPath, ['bin/event-feed.js', ...args], { cwd: ROOT, env, timeout: 30_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [join(ROOT, 'bin/event-feed.js'), ...args], { cwd, env, timeout: 30_000 }, (err, stdout, stderr) => {
       const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1) : 0;
       done({ code, stdout, stderr });
     });
@@ -62,13 +70,14 @@ describe('cli on a sqlite file', () => {
   before(async () => {
     database = await sqliteDatabase();
     db = openDatabase(database.url);
+    await migrateLatest(db);
   });
   after(async () => {
     await db?.destroy();
     await database?.drop();
   });
 
-  it('workspace create prints exactly one line, the id (and migrates a fresh file by itself)', async () => {
+  it('workspace create prints exactly one line, the id', async () => {
     const run = await cli(database.url, ['workspace', 'create', '--name', '  Atelier Lumière  ']);
     assert.equal(run.code, 0, show(run));
     assert.match(run.stdout, /^ws_[0-9A-HJKMNP-TV-Z]{26}\n$/, show(run));
@@ -153,6 +162,78 @@ describe('cli on a sqlite file', () => {
     }
   });
 
+  it('key revoke accepts the key itself (efk_…), and never prints it back', async () => {
+    assert.ok(workspaceId, 'needs the workspace of the first test');
+    const named = await createKey(db, { workspaceId, permissions: ['read'], mailboxes: null }, Date.now());
+    const secret = named.key.slice('efk_'.length + 26 + 1);
+    const run = await cli(database.url, ['key', 'revoke', named.key]);
+    assert.equal(run.code, 0, show(run));
+    assert.equal(run.stdout, '');
+    assert.match(run.stderr, new RegExp(`revoked ${named.id}`));
+    assert.equal(await authenticate(db, named.key), undefined);
+    const again = await cli(database.url, ['key', 'revoke', named.key]);
+    assert.notEqual(again.code, 0, show(again));
+    assert.match(again.stderr, new RegExp(`no active key ${named.id}`));
+    const malformed = await cli(database.url, ['key', 'revoke', `efk_${named.id.slice(4)}_tooShortSecret`]);
+    assert.notEqual(malformed.code, 0, show(malformed));
+    assert.match(malformed.stderr, /not a well-formed key/);
+    for (const out of [run, again, malformed]) {
+      assert.ok(!out.stderr.includes(secret) && !out.stdout.includes(secret), 'the secret is never printed');
+      assert.ok(!out.stderr.includes('tooShortSecret'), 'not even a malformed one');
+    }
+  });
+
+  it('workspace list prints every workspace as JSON', async () => {
+    assert.ok(workspaceId, 'needs the workspace of the first test');
+    const run = await cli(database.url, ['workspace', 'list']);
+    assert.equal(run.code, 0, show(run));
+    const listed = JSON.parse(run.stdout);
+    const stored = await db('workspaces').select('id', 'name', 'verified').orderBy('id');
+    assert.deepEqual(listed.map((w: any) => ({ id: w.id, name: w.name, verified: w.verified })), stored.map((w) => ({ ...w, verified: Boolean(w.verified) })));
+    assert.ok(listed.some((w: any) => w.id === workspaceId && w.name === 'Atelier Lumière'));
+    for (const w of listed) assert.match(w.created_at, /^\d{4}-\d\d-\d\dT/);
+  });
+
+  it('--version prints the version of the package', async () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+    for (const flag of ['--version', '-V']) {
+      const run = await cli(database.url, [flag]);
+      assert.equal(run.code, 0, show(run));
+      assert.equal(run.stdout.trim(), version);
+    }
+  });
+
+  it('every command says on stderr which database it uses, never its password', async () => {
+    const sqlite = await cli(database.url, ['workspace', 'list']);
+    assert.match(sqlite.stderr, new RegExp(`^event-feed: database sqlite:${database.url.slice('sqlite:'.length)}\n`));
+    const pg = await cli('postgres://root:hunter2@127.0.0.1:1/none?password=hunter3', ['workspace', 'list']);
+    assert.notEqual(pg.code, 0);
+    assert.match(pg.stderr, /^event-feed: database postgres:\/\/root:\*\*\*@127\.0\.0\.1:1\/none\n/, show(pg));
+    assert.ok(!/hunter/.test(pg.stderr), show(pg));
+  });
+
+  it('run elsewhere without DATABASE_URL, or with one naming no file: refuses to create a database, and says how to choose one', async () => {
+    const elsewhere = mkdtempSync(join(tmpdir(), 'event-feed-cli-elsewhere-'));
+    try {
+      const commands = [['workspace', 'list'], ['workspace', 'create', '--name', 'x'], ['key', 'list', '--workspace', workspaceId], ['key', 'revoke', 'key_01M7Z2GFMXTKJ34K0R1E1X1QBB'], ['demo'], ['prune']];
+      for (const args of commands) {
+        const run = await cliIn(elsewhere, undefined, args);
+        assert.notEqual(run.code, 0, `${args.join(' ')}\n${show(run)}`);
+        assert.equal(run.stdout, '');
+        assert.ok(run.stderr.includes(`no database at ${join(elsewhere, 'data', 'event-feed.sqlite')}`), `${args.join(' ')}\n${show(run)}`);
+        assert.match(run.stderr, /DATABASE_URL is not set.*Set DATABASE_URL/s);
+      }
+      const typo = join(elsewhere, 'typo.sqlite');
+      const run = await cliIn(elsewhere, `sqlite:${typo}`, ['workspace', 'list']);
+      assert.notEqual(run.code, 0, show(run));
+      assert.ok(run.stderr.includes(`no database at ${typo} (DATABASE_URL points there)`), show(run));
+      assert.deepEqual(readdirSync(elsewhere), [], 'nothing was created');
+      assert.ok(!existsSync(join(elsewhere, 'data')));
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
+  });
+
   it('bad arguments: non-zero exit, a clear message on stderr, nothing on stdout, nothing written', async () => {
     assert.ok(workspaceId, 'needs the workspace of the first test');
     const keysBefore = await db('api_keys').count({ n: '*' }).first();
@@ -193,7 +274,8 @@ describe('cli on a sqlite file', () => {
       [['workspace', 'create', '--help'], ['--name <name>', '--verified']],
       [['key', 'create', '--help'], ['--workspace <id>', '--permissions <list>', '--mailboxes <list>', '--label <text>']],
       [['key', 'list', '--help'], ['--workspace <id>']],
-      [['key', 'revoke', '--help'], ['<key-id>']],
+      [['key', 'revoke', '--help'], ['<key>', 'efk_']],
+      [['workspace', 'list', '--help'], ['list the workspaces']],
     ];
     const runs = await cliAll(database.url, cases.map(([args]) => args), 4);
     runs.forEach((run, i) => {
@@ -222,8 +304,8 @@ describe('cli on a sqlite file', () => {
       assert.equal(first.stdout, '');
       assert.deepEqual((await freshDb('knex_migrations').select('name').orderBy('id')).map((r) => r.name), await allMigrations());
       assert.ok(await freshDb.schema.hasTable('events'));
-      // What it reports: the migration it has just applied.
-      assert.equal(first.stderr.trim(), `applied: ${(await allMigrations()).join(', ')}`);
+      // What it reports: the database, then the migrations it has just applied.
+      assert.equal(first.stderr.trim(), `event-feed: database ${fresh.url}\napplied: ${(await allMigrations()).join(', ')}`);
     });
 
     it('migrate again is idempotent: nothing applied, exit 0', async () => {
@@ -238,7 +320,7 @@ describe('cli on a sqlite file', () => {
       const demo = await cli(fresh.url, ['demo']);
       assert.equal(demo.code, 0, show(demo));
       const out = JSON.parse(demo.stdout);
-      assert.deepEqual(Object.keys(out).sort(), ['events', 'read_key', 'workspace_id', 'write_key']);
+      assert.deepEqual(Object.keys(out).sort(), ['admin_key', 'events', 'read_key', 'workspace_id', 'write_key']);
       assert.match(out.workspace_id, /^ws_[0-9A-HJKMNP-TV-Z]{26}$/);
       assert.match(out.read_key, /^efk_/);
       assert.match(out.write_key, /^efk_/);
@@ -251,6 +333,8 @@ describe('cli on a sqlite file', () => {
       const writer = await authenticate(freshDb, out.write_key);
       assert.equal(writer?.workspaceId, out.workspace_id);
       assert.deepEqual([...writer!.permissions].sort(), ['read', 'write']);
+      const admin = await authenticate(freshDb, out.admin_key);
+      assert.deepEqual([...admin!.permissions].sort(), ['admin', 'read', 'write']);
     });
   });
 });

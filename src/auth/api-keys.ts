@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { ulid } from 'ulidx';
+import type { ApiKey } from '../../generated/types.ts';
+import { newKeyId } from '../ids.ts';
 import { dbKind, othersWritesVersion, type Db } from '../store/db.ts';
 import { readRows } from '../store/sql.ts';
 import { PERMISSIONS, type Permission, type Principal } from './principal.ts';
@@ -17,14 +18,10 @@ export interface NewKey {
   label?: string;
 }
 
-export interface KeyInfo {
-  id: string;
-  workspace_id: string;
-  permissions: Permission[];
-  mailboxes: string[] | null;
-  label: string | null;
-  created_at: string;
-  revoked_at: string | null;
+/** The id of a well-formed key (`efk_…`), or undefined: what lets a key be named by itself without its secret being kept. */
+export function keyIdOf(token: string): string | undefined {
+  const match = KEY_PATTERN.exec(token);
+  return match ? `key_${match[1]}` : undefined;
 }
 
 export function isPermission(value: string): value is Permission {
@@ -42,9 +39,10 @@ export async function createKey(db: Db, spec: NewKey, now: number): Promise<{ id
   if (spec.mailboxes && new Set(spec.mailboxes).size > MAX_KEY_MAILBOXES) {
     throw new RangeError(`a key may be restricted to at most ${MAX_KEY_MAILBOXES} mailboxes (got ${new Set(spec.mailboxes).size})`);
   }
-  const idPart = ulid();
+  // Monotonic ids: keys sort by creation, which list_keys pages by.
+  const id = newKeyId();
+  const idPart = id.slice('key_'.length);
   const secret = randomBytes(32).toString('base64url');
-  const id = `key_${idPart}`;
   await db('api_keys').insert({
     id,
     workspace_id: spec.workspaceId,
@@ -112,12 +110,35 @@ function keptKeysOf(db: Db): VerifiedKeys | undefined {
   return keys;
 }
 
-export async function listKeys(db: Db, workspaceId: string): Promise<KeyInfo[]> {
-  const rows = await db('api_keys')
-    .select('id', 'workspace_id', 'permissions', 'mailboxes', 'label', 'created_at', 'revoked_at')
-    .where({ workspace_id: workspaceId })
-    .orderBy('created_at');
-  return rows.map((row) => ({
+const KEY_COLUMNS = ['id', 'workspace_id', 'permissions', 'mailboxes', 'label', 'created_at', 'revoked_at'] as const;
+
+/** Every key of a workspace, oldest first (the CLI's list: an operator's workspace, read whole). */
+export async function listKeys(db: Db, workspaceId: string): Promise<ApiKey[]> {
+  const rows = await db('api_keys').select(...KEY_COLUMNS).where({ workspace_id: workspaceId }).orderBy('id');
+  return rows.map(keyView);
+}
+
+/** Up to `limit` keys of a workspace after the key id `afterId`, in id (creation) order. */
+export async function keysAfter(db: Db, workspaceId: string, options: { afterId?: string; includeRevoked: boolean; limit: number }): Promise<ApiKey[]> {
+  const query = db('api_keys').select(...KEY_COLUMNS).where({ workspace_id: workspaceId });
+  if (options.afterId !== undefined) query.where('id', '>', options.afterId);
+  if (!options.includeRevoked) query.whereNull('revoked_at');
+  return (await query.orderBy('id').limit(options.limit)).map(keyView);
+}
+
+/** One key of a workspace, revoked or not. */
+export async function findKey(db: Db, workspaceId: string, keyId: string): Promise<ApiKey | undefined> {
+  const row = await db('api_keys').select(...KEY_COLUMNS).where({ workspace_id: workspaceId, id: keyId }).first();
+  return row ? keyView(row) : undefined;
+}
+
+export async function countActiveKeys(db: Db, workspaceId: string): Promise<number> {
+  const row = await db('api_keys').count({ n: '*' }).where({ workspace_id: workspaceId }).whereNull('revoked_at').first();
+  return Number(row?.n ?? 0);
+}
+
+function keyView(row: Record<string, any>): ApiKey {
+  return {
     id: row.id,
     workspace_id: row.workspace_id,
     permissions: parsePermissions(row.permissions),
@@ -125,7 +146,7 @@ export async function listKeys(db: Db, workspaceId: string): Promise<KeyInfo[]> 
     label: row.label,
     created_at: new Date(Number(row.created_at)).toISOString(),
     revoked_at: row.revoked_at === null ? null : new Date(Number(row.revoked_at)).toISOString(),
-  }));
+  };
 }
 
 /** Revokes a key; false when no active key has this id. */

@@ -34,6 +34,7 @@ export class VerifiedKeys {
   #epoch = 0;
   #forgets = 0;
   #othersVersion: string | undefined;
+  #awaitingHeard = new Map<string, Set<() => void>>();
 
   constructor(private readonly now: () => number = () => performance.now()) {}
 
@@ -80,6 +81,38 @@ export class VerifiedKeys {
   forget(keyId: string): void {
     this.#forgets++;
     this.#kept.delete(keyId);
+  }
+
+  /** A change of this key was heard on the channel: forgotten, and whoever awaits that announcement told. */
+  heard(keyId: string): void {
+    this.forget(keyId);
+    const waiters = this.#awaitingHeard.get(keyId);
+    this.#awaitingHeard.delete(keyId);
+    for (const wake of waiters ?? []) wake();
+  }
+
+  /**
+   * Resolves true once a change of this key is heard on the channel (call it before making the
+   * change), false after `timeoutMs`. Every instance listens on the same channel and is sent the
+   * same announcement at the same commit: hearing it here says it was sent to the others too.
+   */
+  untilHeard(keyId: string, timeoutMs: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const waiters = this.#awaitingHeard.get(keyId) ?? new Set();
+      this.#awaitingHeard.set(keyId, waiters);
+      const wake = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        waiters.delete(wake);
+        if (waiters.size === 0 && this.#awaitingHeard.get(keyId) === waiters) this.#awaitingHeard.delete(keyId);
+        resolve(false);
+      }, timeoutMs);
+      // A wait whose key was not changed after all must not hold the process open.
+      timer.unref();
+      waiters.add(wake);
+    });
   }
 
   /** The channel is up and verified: every change of a key from now on will be heard. */

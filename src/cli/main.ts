@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { createKey, isPermission, listKeys, MAX_KEY_MAILBOXES, revokeKey } from '../auth/api-keys.ts';
+import { createKey, isPermission, keyIdOf, listKeys, MAX_KEY_MAILBOXES } from '../auth/api-keys.ts';
+import { revokeKeyEverywhere } from '../auth/revoke-everywhere.ts';
 import type { Permission } from '../auth/principal.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { seedDemoWorkspace } from '../demo/seed.ts';
@@ -10,17 +12,35 @@ import { createServices } from '../services.ts';
 import { systemClock } from '../clock.ts';
 import { openDatabase, type Db } from '../store/db.ts';
 import { migrateLatest } from '../store/migrate.ts';
-import { createWorkspace, findWorkspace } from '../store/workspaces.ts';
+import { createWorkspace, findWorkspace, listWorkspaces } from '../store/workspaces.ts';
+import { packageFile } from '../paths.ts';
+import { displayedDatabaseUrl, missingDatabaseProblem } from './database-choice.ts';
 
 const MAILBOX_ID = /^mbx_[A-Za-z0-9_-]{1,64}$/;
+const MAX_LABEL_LENGTH = 200;
 
 class CliError extends Error {}
 
-/** Runs a command against the database of DATABASE_URL (migrated first, unless told not to), then closes it. */
-async function withDatabase<T>(work: (db: Db) => Promise<T>, options: { migrate: boolean } = { migrate: true }): Promise<T> {
-  const db = openDatabase(loadConfig().databaseUrl, { queryTimeoutMs: 0 });
+/** Says on stderr which database a command works on (never a password). */
+function announceDatabase(url: string): void {
+  console.error(`event-feed: database ${displayedDatabaseUrl(url)}`);
+}
+
+/**
+ * Runs a command against the database of DATABASE_URL (migrated first, unless told not to), then
+ * closes it. Only a command told it may create the database runs on a SQLite file that does not
+ * exist yet (database-choice.ts).
+ */
+async function withDatabase<T>(work: (db: Db) => Promise<T>, options: { migrate?: boolean; mayCreate?: boolean } = {}): Promise<T> {
+  const { databaseUrl } = loadConfig();
+  announceDatabase(databaseUrl);
+  if (!options.mayCreate) {
+    const problem = missingDatabaseProblem(databaseUrl, Boolean(process.env.DATABASE_URL));
+    if (problem) throw new CliError(problem);
+  }
+  const db = openDatabase(databaseUrl, { queryTimeoutMs: 0 });
   try {
-    if (options.migrate) await migrateLatest(db);
+    if (options.migrate ?? true) await migrateLatest(db);
     return await work(db);
   } finally {
     await db.destroy();
@@ -47,17 +67,27 @@ function parseMailboxes(value: string): string[] {
   return distinct;
 }
 
+function parseLabel(value: string): string {
+  const label = value.trim();
+  if (!label || label.length > MAX_LABEL_LENGTH) throw new InvalidArgumentError(`a label has 1 to ${MAX_LABEL_LENGTH} characters`);
+  return label;
+}
+
+const { version } = JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as { version: string };
+
 const program = new Command('event-feed')
   .description('Stores mail events and serves them again by cursor (HTTP and MCP). Honours DATABASE_URL.')
+  .version(version, '-V, --version', 'print the version of event-feed')
   .showHelpAfterError()
   .exitOverride();
 
 program
   .command('serve')
   .description('serve HTTP on HOST:PORT (default 127.0.0.1:3000); applies migrations first')
-  .option('--seed-demo', 'on an empty database, seed a demo workspace and print a curl to read it')
+  .option('--seed-demo', 'on an empty database, seed a demo workspace; print its read, write and admin keys at every start')
   .action(async (options: { seedDemo?: boolean }) => {
     const config = loadConfig();
+    announceDatabase(config.databaseUrl);
     const log = createLogger(config.logLevel);
     const running = await startServer(config, log, { seedDemo: options.seedDemo });
     for (const signal of ['SIGTERM', 'SIGINT'] as const) {
@@ -76,7 +106,7 @@ program
     withDatabase(async (db) => {
       const applied = await migrateLatest(db);
       console.error(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
-    }, { migrate: false }),
+    }, { migrate: false, mayCreate: true }),
   );
 
 program
@@ -98,7 +128,9 @@ program
   .action(() =>
     withDatabase(async (db) => {
       const demo = await seedDemoWorkspace(db, systemClock);
-      console.log(JSON.stringify({ workspace_id: demo.workspaceId, read_key: demo.readKey, write_key: demo.writeKey, events: demo.eventCount }, null, 2));
+      console.log(
+        JSON.stringify({ workspace_id: demo.workspaceId, read_key: demo.readKey, write_key: demo.writeKey, admin_key: demo.adminKey, events: demo.eventCount }, null, 2),
+      );
     }),
   );
 
@@ -116,6 +148,15 @@ workspace
     }),
   );
 
+workspace
+  .command('list')
+  .description('list the workspaces as JSON: id, name, verified, created_at')
+  .action(() =>
+    withDatabase(async (db) => {
+      console.log(JSON.stringify(await listWorkspaces(db), null, 2));
+    }),
+  );
+
 const key = program.command('key').description('manage API keys');
 key
   .command('create')
@@ -123,7 +164,7 @@ key
   .requiredOption('--workspace <id>', 'workspace id (ws_…)')
   .requiredOption('--permissions <list>', 'comma-separated: read, write, admin', parsePermissions)
   .option('--mailboxes <list>', 'restrict the key to these mailboxes (comma-separated mbx_… ids)', parseMailboxes)
-  .option('--label <text>', 'a note to recognise the key by')
+  .option('--label <text>', `a note to recognise the key by (at most ${MAX_LABEL_LENGTH} characters)`, parseLabel)
   .action((options: { workspace: string; permissions: Permission[]; mailboxes?: string[]; label?: string }) =>
     withDatabase(async (db) => {
       if (!(await findWorkspace(db, options.workspace))) throw new CliError(`no workspace ${options.workspace}`);
@@ -148,11 +189,14 @@ key
   );
 key
   .command('revoke')
-  .description('revoke a key by its id (key_…); takes effect at once')
-  .argument('<key-id>', 'the key id shown by "key create" or "key list"')
-  .action((keyId: string) =>
+  .description('revoke a key, named by its id (key_…) or by the key itself (efk_…); takes effect at once')
+  .argument('<key>', 'the key id shown by "key create" or "key list", or the key')
+  .action((given: string) =>
     withDatabase(async (db) => {
-      if (!(await revokeKey(db, keyId, Date.now()))) throw new CliError(`no active key ${keyId}`);
+      // Named by the key itself: only its id is used, and printed; the secret never is.
+      const keyId = given.startsWith('efk_') ? keyIdOf(given) : given;
+      if (!keyId) throw new CliError('that is not a well-formed key (efk_…) or key id (key_…)');
+      if (!(await revokeKeyEverywhere(db, keyId, Date.now()))) throw new CliError(`no active key ${keyId}`);
       console.error(`revoked ${keyId}`);
     }),
   );

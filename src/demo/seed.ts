@@ -4,22 +4,30 @@ import type { Clock } from '../clock.ts';
 import { publish } from '../library.ts';
 import type { Db } from '../store/db.ts';
 import { createWorkspace } from '../store/workspaces.ts';
+import type { DemoKeys } from './demo-keys-file.ts';
 import { demoTraffic } from './traffic.ts';
 
-export interface DemoWorkspace {
-  workspaceId: string;
-  readKey: string;
-  writeKey: string;
+export interface DemoWorkspace extends DemoKeys {
   eventCount: number;
 }
 
-/** A demo workspace (left unverified: the feed works either way) with a week of mail activity. */
+/**
+ * A demo workspace (left unverified: the feed works either way) with a week of mail activity and
+ * a key per use: read, write (read too, to see what it wrote) and admin (every permission, so it
+ * can create keys of each kind and manage webhooks).
+ */
 export async function seedDemoWorkspace(db: Db, clock: Clock, eventCount = 300): Promise<DemoWorkspace> {
   const now = clock.now();
   const workspace = await createWorkspace(db, 'Démo — Atelier Lumière', false, now.getTime());
   const events: EmitEventRequest[] = demoTraffic(eventCount, now);
   await db.transaction((trx) => publish(trx, workspace.id, events, clock));
-  const read = await createKey(db, { workspaceId: workspace.id, permissions: ['read'], mailboxes: null, label: 'demo read' }, now.getTime());
-  const write = await createKey(db, { workspaceId: workspace.id, permissions: ['read', 'write'], mailboxes: null, label: 'demo write' }, now.getTime());
-  return { workspaceId: workspace.id, readKey: read.key, writeKey: write.key, eventCount: events.length };
+  const key = async (permissions: Array<'read' | 'write' | 'admin'>, label: string) =>
+    (await createKey(db, { workspaceId: workspace.id, permissions, mailboxes: null, label }, now.getTime())).key;
+  return {
+    workspaceId: workspace.id,
+    readKey: await key(['read'], 'demo read'),
+    writeKey: await key(['read', 'write'], 'demo write'),
+    adminKey: await key(['read', 'write', 'admin'], 'demo admin'),
+    eventCount: events.length,
+  };
 }

@@ -1,11 +1,23 @@
-import type { EmitEventRequest, EventFeedRequest, ListEventsRequest, RedeliverWebhookRequest, SetWebhookRequest } from '../../generated/types.ts';
+import type {
+  CreateKeyRequest,
+  EmitEventRequest,
+  EventFeedRequest,
+  ListEventsRequest,
+  ListKeysRequest,
+  RedeliverWebhookRequest,
+  RevokeKeyRequest,
+  SetWebhookRequest,
+} from '../../generated/types.ts';
 import { feedPageJson } from '../feed/page.ts';
 import type { OperationContext } from './context.ts';
+import { createApiKey } from './create-key.ts';
 import { emitEvent, emitEventJson } from './emit-event.ts';
 import { eventFeed } from './event-feed.ts';
 import { listEvents, listPageJson } from './list-events.ts';
+import { listApiKeys } from './list-keys.ts';
 import { listWebhooks } from './list-webhooks.ts';
 import { redeliverWebhook } from './redeliver-webhook.ts';
+import { revokeApiKey } from './revoke-key.ts';
 import { setWebhook } from './set-webhook.ts';
 
 /** What an operation answers: its response body as JSON text (or chunks of its UTF-8 bytes), and whether it created something. */
@@ -28,6 +40,9 @@ export const operations: Record<string, OperationRunner> = {
     return { json: emitEventJson(published), created: published.created };
   },
   list_events: async (ctx, input: ListEventsRequest) => ({ json: listPageJson(await listEvents(ctx, input)), created: false }),
+  create_key: async (ctx, input: CreateKeyRequest) => ({ json: JSON.stringify(await createApiKey(ctx, input)), created: true }),
+  list_keys: async (ctx, input: ListKeysRequest) => ({ json: JSON.stringify(await listApiKeys(ctx, input)), created: false }),
+  revoke_key: async (ctx, input: RevokeKeyRequest) => ({ json: JSON.stringify(await revokeApiKey(ctx, input)), created: false }),
 };
 
 /** An outcome's body as one string (for the transports that need the object, not the bytes). */

@@ -24,12 +24,16 @@ export function databaseKind(url: string): DbKind {
   throw new Error(`DATABASE_URL must start with "sqlite:" or "postgres://" (got scheme "${url.split(':')[0]}")`);
 }
 
-/** `sqlite:data/x.sqlite`, `sqlite:///abs/x.sqlite` or `sqlite::memory:` → a file name for better-sqlite3. */
-function sqliteFilename(url: string): string {
+/** `sqlite:data/x.sqlite`, `sqlite:///abs/x.sqlite` or `sqlite::memory:` → the absolute file name (or `:memory:`). */
+export function sqliteFilePath(url: string): string {
   const rest = url.slice('sqlite:'.length).replace(/^\/\//, '');
-  if (rest === ':memory:') return rest;
-  const file = resolve(rest);
-  mkdirSync(dirname(file), { recursive: true });
+  return rest === ':memory:' ? rest : resolve(rest);
+}
+
+/** The file name for better-sqlite3, its folder created. */
+function sqliteFilename(url: string): string {
+  const file = sqliteFilePath(url);
+  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   return file;
 }
 

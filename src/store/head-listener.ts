@@ -95,7 +95,7 @@ export function listenForHeads(
   const onNotification = (current: Client, message: Notification) => {
     const payload = message.payload ?? '';
     if (message.channel === KEYS_CHANNEL) {
-      keys.forget(payload);
+      keys.heard(payload);
       return;
     }
     if (payload === awaitedPing) {

@@ -28,6 +28,8 @@ export interface KitKeys {
 
 /** Two workspaces and every key the kit takes, made with the CLI as an operator would. */
 export async function provisionWithCli(databaseUrl: string): Promise<KitKeys> {
+  // Only `migrate` (and `serve`) create a database: the other commands refuse a file that does not exist.
+  await cli(databaseUrl, 'migrate');
   const workspace = await cli(databaseUrl, 'workspace', 'create', '--name', 'Conformité');
   const other = await cli(databaseUrl, 'workspace', 'create', '--name', 'Autre espace', '--verified');
   const key = (ws: string, permissions: string, ...extra: string[]) => cli(databaseUrl, 'key', 'create', '--workspace', ws, '--permissions', permissions, ...extra);

@@ -73,10 +73,12 @@ export async function startProcessServer(options: {
   readyTimeoutMs?: number;
   /** With the Node flags and environment of bin/event-feed.js's `#!` line (its heap bounds): the service as it ships. */
   asShipped?: boolean;
+  /** More arguments to `serve` (`--seed-demo`). */
+  serveArgs?: string[];
 }): Promise<ProcessServer> {
   const port = options.port ?? (await freePort());
   const shipped = options.asShipped ? shippedLaunch() : { nodeFlags: [], env: {} };
-  const child = spawn(process.execPath, [...shipped.nodeFlags, 'bin/event-feed.js', 'serve'], {
+  const child = spawn(process.execPath, [...shipped.nodeFlags, 'bin/event-feed.js', 'serve', ...(options.serveArgs ?? [])], {
     cwd: ROOT,
     env: {
       ...shipped.env,

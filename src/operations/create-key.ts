@@ -1,0 +1,38 @@
+import type { CreateKeyRequest, CreateKeyResponse } from '../../generated/types.ts';
+import { countActiveKeys, createKey, findKey } from '../auth/api-keys.ts';
+import { forbidden, invalidArgument } from '../errors.ts';
+import { dbKind } from '../store/db.ts';
+import { writeTransaction } from '../store/write-transaction.ts';
+import { requirePermission, type OperationContext } from './context.ts';
+
+/** A key-creation flood stops here: each key is a row kept until revoked, and a secret to keep track of. */
+export const MAX_ACTIVE_KEYS_PER_WORKSPACE = 1000;
+
+/** create_key: a key of the caller's workspace, never with more rights than the caller's. */
+export async function createApiKey(ctx: OperationContext, input: CreateKeyRequest): Promise<CreateKeyResponse> {
+  const { principal } = ctx;
+  requirePermission(principal, 'admin');
+  const lacking = input.permissions.filter((permission) => !principal.permissions.has(permission));
+  if (lacking.length) throw forbidden(`a key cannot give rights it does not have: this key lacks "${lacking.join('", "')}"`);
+  if (principal.mailboxes !== null) {
+    if (input.mailboxes === undefined) {
+      throw forbidden('this key is restricted to mailboxes: it creates only keys restricted to some of them (pass "mailboxes")');
+    }
+    const own = new Set(principal.mailboxes);
+    const outside = input.mailboxes.find((mailbox) => !own.has(mailbox));
+    if (outside !== undefined) throw forbidden(`this key may not give access to mailbox "${outside}"`);
+  }
+  const { workspaceId } = principal;
+  const now = ctx.clock.now().getTime();
+
+  return writeTransaction(ctx.db, async (trx) => {
+    // Creations in one workspace take turns so the count holds until the insert commits
+    // (SQLite's write transactions are serialized already): see set_webhook.
+    if (dbKind(ctx.db) === 'postgres') await trx('workspaces').where({ id: workspaceId }).forUpdate().first('id');
+    if ((await countActiveKeys(trx, workspaceId)) >= MAX_ACTIVE_KEYS_PER_WORKSPACE) {
+      throw invalidArgument(`a workspace has at most ${MAX_ACTIVE_KEYS_PER_WORKSPACE} active keys: revoke one (revoke_key) before creating another`);
+    }
+    const created = await createKey(trx, { workspaceId, permissions: input.permissions, mailboxes: input.mailboxes ?? null, label: input.label }, now);
+    return { api_key: (await findKey(trx, workspaceId, created.id))!, key: created.key };
+  });
+}

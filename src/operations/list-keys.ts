@@ -1,0 +1,46 @@
+import type { ApiKey, ListKeysRequest, ListKeysResponse } from '../../generated/types.ts';
+import { keysAfter } from '../auth/api-keys.ts';
+import { invalidArgument } from '../errors.ts';
+import { requirePermission, type OperationContext } from './context.ts';
+import { withinCallerScope } from './key-scope.ts';
+
+const DEFAULT_LIMIT = 100;
+/** A caller restricted to mailboxes filters what it reads: one call reads at most this many keys. */
+export const LIST_KEYS_SCAN_BUDGET = 2000;
+const SCAN_BATCH = 500;
+// The token is the last key id a page looked at; keys are listed in id (creation) order.
+const PAGE_TOKEN = /^key_[0-9A-HJKMNP-TV-Z]{26}$/;
+
+/** list_keys: a page of the workspace's keys the caller may manage; never a secret. */
+export async function listApiKeys(ctx: OperationContext, input: ListKeysRequest): Promise<ListKeysResponse> {
+  const { principal } = ctx;
+  requirePermission(principal, 'admin');
+  const limit = input.limit ?? DEFAULT_LIMIT;
+  const includeRevoked = input.include_revoked ?? false;
+  if (input.page_token !== undefined && !PAGE_TOKEN.test(input.page_token)) {
+    throw invalidArgument('page_token is not valid: pass next_page_token as list_keys returned it');
+  }
+  const read = (afterId: string | undefined, count: number) => keysAfter(ctx.db, principal.workspaceId, { afterId, includeRevoked, limit: count });
+
+  if (principal.mailboxes === null) {
+    const rows = await read(input.page_token, limit + 1);
+    const keys = rows.slice(0, limit);
+    return { keys, next_page_token: rows.length > limit ? keys.at(-1)!.id : null };
+  }
+
+  const keys: ApiKey[] = [];
+  let lastSeen = input.page_token;
+  let scanned = 0;
+  for (;;) {
+    const batchSize = Math.min(SCAN_BATCH, LIST_KEYS_SCAN_BUDGET - scanned);
+    const batch = await read(lastSeen, batchSize);
+    for (const key of batch) {
+      scanned++;
+      lastSeen = key.id;
+      if (withinCallerScope(principal, key)) keys.push(key);
+      if (keys.length === limit) return { keys, next_page_token: key.id };
+    }
+    if (batch.length < batchSize) return { keys, next_page_token: null };
+    if (scanned >= LIST_KEYS_SCAN_BUDGET) return { keys, next_page_token: lastSeen ?? null };
+  }
+}
