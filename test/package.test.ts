@@ -85,6 +85,8 @@ describe('the package, packed and installed from its tarball', { timeout: 240_00
     const databaseUrl = `sqlite:${join(consumer, 'feed.sqlite')}`;
     const cli = async (...args: string[]) =>
       (await run(join(consumer, 'node_modules', '.bin', 'event-feed'), args, { cwd: consumer, env: plainEnv({ DATABASE_URL: databaseUrl }) })).stdout.trim();
+    // Only `migrate` and `serve` create a database: the CLI never makes an empty one by mistake.
+    await cli('migrate');
     const workspace = await cli('workspace', 'create', '--name', 'Boutique');
     const readKey = await cli('key', 'create', '--workspace', workspace, '--permissions', 'read');
 
