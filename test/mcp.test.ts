@@ -8,7 +8,7 @@ import { mcpTools } from '../generated/mcp-tools.ts';
 import { loadSpec } from '../src/contract/spec.ts';
 import { publish } from '../src/library.ts';
 import { revokeKey } from '../src/auth/api-keys.ts';
-import { sampleEvent } from './support/contract.ts';
+import { contractErrors, sampleEvent } from './support/contract.ts';
 import { databaseKinds } from './support/databases.ts';
 import { mcpClient, rawToolCall } from './support/mcp.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
@@ -99,6 +99,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
         });
         assert.equal(response.status, 401, String(authorization));
         assert.match(response.headers.get('www-authenticate') ?? '', /^Bearer /);
+        // The same error body as /v1 answers, so a client handles one shape everywhere.
+        const body = await response.json();
+        const http = await server.post('/v1/event_feed', {}, authorization?.replace(/^Bearer /, '') ?? '');
+        assert.deepEqual(body, { error: { code: 'unauthorized', message: http.json.error.message } });
+        assert.equal(contractErrors('Error', body), null);
       }
       await assert.rejects(mcpClient(server.url, 'efk_garbage'));
     });
