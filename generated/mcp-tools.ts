@@ -42,7 +42,6 @@ export const mcpTools = [
             "title": "EventEnvelope",
             "description": "An event as stored, as returned by the feed and as delivered by webhooks. Its fields are fixed; only `data` varies, with `type`.",
             "type": "object",
-            "additionalProperties": false,
             "required": [
               "id",
               "type",
@@ -153,7 +152,7 @@ export const mcpTools = [
                 }
               },
               "data": {
-                "description": "Details of the event; its shape depends on `type` (see the `MailReceivedData` … `MailRejectedData` schemas).",
+                "description": "Details of the event; its shape depends on `type` (one schema per type: `MailReceivedData` … `MailRejectedData`, see `MailEvent`).",
                 "type": "object"
               },
               "v": {
@@ -164,212 +163,190 @@ export const mcpTools = [
             },
             "allOf": [
               {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.received"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailReceivedData",
-                      "description": "The `data` of a `mail.received` event: an inbound message was accepted for a mailbox of the workspace.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "from",
-                        "to",
-                        "subject_line",
-                        "size_bytes",
-                        "attachment_count",
-                        "spam_score",
-                        "spam_verdict"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included. Absent when the message had none.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "from": {
-                          "title": "EmailAddress",
-                          "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                          "type": "object",
-                          "additionalProperties": false,
-                          "required": [
-                            "email"
-                          ],
-                          "properties": {
-                            "email": {
-                              "description": "The address itself (addr-spec).",
-                              "type": "string",
-                              "format": "email",
-                              "maxLength": 254
+                "title": "MailEvent",
+                "description": "An event's `type` and its `data`, whose shape depends on the type: one schema per type, chosen by `type`.",
+                "oneOf": [
+                  {
+                    "title": "MailReceivedEvent",
+                    "description": "The `type` of a `mail.received` event and the shape of its `data`.",
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.received"
+                      },
+                      "data": {
+                        "title": "MailReceivedData",
+                        "description": "The `data` of a `mail.received` event: an inbound message was accepted for a mailbox of the workspace.",
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "from",
+                          "to",
+                          "subject_line",
+                          "size_bytes",
+                          "attachment_count",
+                          "spam_score",
+                          "spam_verdict"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included. Absent when the message had none.",
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "from": {
+                            "title": "EmailAddress",
+                            "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
+                            "type": "object",
+                            "additionalProperties": false,
+                            "required": [
+                              "email"
+                            ],
+                            "properties": {
+                              "email": {
+                                "description": "The address itself (addr-spec).",
+                                "type": "string",
+                                "format": "email",
+                                "maxLength": 254
+                              },
+                              "name": {
+                                "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
+                                "type": "string",
+                                "maxLength": 256
+                              }
+                            }
+                          },
+                          "to": {
+                            "description": "Recipients in the `To` header.",
+                            "type": "array",
+                            "items": {
+                              "title": "EmailAddress",
+                              "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
+                              "type": "object",
+                              "additionalProperties": false,
+                              "required": [
+                                "email"
+                              ],
+                              "properties": {
+                                "email": {
+                                  "description": "The address itself (addr-spec).",
+                                  "type": "string",
+                                  "format": "email",
+                                  "maxLength": 254
+                                },
+                                "name": {
+                                  "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
+                                  "type": "string",
+                                  "maxLength": 256
+                                }
+                              }
                             },
-                            "name": {
-                              "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                              "type": "string",
-                              "maxLength": 256
-                            }
-                          }
-                        },
-                        "to": {
-                          "description": "Recipients in the `To` header.",
-                          "type": "array",
-                          "items": {
-                            "title": "EmailAddress",
-                            "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                            "type": "object",
-                            "additionalProperties": false,
-                            "required": [
-                              "email"
-                            ],
-                            "properties": {
-                              "email": {
-                                "description": "The address itself (addr-spec).",
-                                "type": "string",
-                                "format": "email",
-                                "maxLength": 254
-                              },
-                              "name": {
-                                "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                                "type": "string",
-                                "maxLength": 256
-                              }
-                            }
+                            "minItems": 1,
+                            "maxItems": 1000
                           },
-                          "minItems": 1,
-                          "maxItems": 1000
-                        },
-                        "cc": {
-                          "description": "Recipients in the `Cc` header. Absent when there were none.",
-                          "type": "array",
-                          "items": {
-                            "title": "EmailAddress",
-                            "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                            "type": "object",
-                            "additionalProperties": false,
-                            "required": [
-                              "email"
-                            ],
-                            "properties": {
-                              "email": {
-                                "description": "The address itself (addr-spec).",
-                                "type": "string",
-                                "format": "email",
-                                "maxLength": 254
-                              },
-                              "name": {
-                                "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                                "type": "string",
-                                "maxLength": 256
+                          "cc": {
+                            "description": "Recipients in the `Cc` header. Absent when there were none.",
+                            "type": "array",
+                            "items": {
+                              "title": "EmailAddress",
+                              "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
+                              "type": "object",
+                              "additionalProperties": false,
+                              "required": [
+                                "email"
+                              ],
+                              "properties": {
+                                "email": {
+                                  "description": "The address itself (addr-spec).",
+                                  "type": "string",
+                                  "format": "email",
+                                  "maxLength": 254
+                                },
+                                "name": {
+                                  "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
+                                  "type": "string",
+                                  "maxLength": 256
+                                }
                               }
-                            }
-                          },
-                          "maxItems": 1000
-                        },
-                        "subject_line": {
-                          "description": "The `Subject` header, decoded. Empty string when the message had none.",
-                          "type": "string",
-                          "maxLength": 998
-                        },
-                        "size_bytes": {
-                          "description": "Size of the full message (headers and body, as transmitted) in bytes.",
-                          "type": "integer",
-                          "minimum": 0
-                        },
-                        "attachment_count": {
-                          "description": "Number of attachments (MIME parts with `Content-Disposition: attachment`).",
-                          "type": "integer",
-                          "minimum": 0
-                        },
-                        "spam_score": {
-                          "description": "Spam score given by the filter (SpamAssassin scale: higher means more likely spam; can be negative).",
-                          "type": "number",
-                          "minimum": -1000,
-                          "maximum": 1000
-                        },
-                        "spam_verdict": {
-                          "description": "Verdict of the spam filter: `pass` (delivered to the inbox), `suspect` (delivered, flagged), `spam` (delivered to the spam folder).",
-                          "type": "string",
-                          "enum": [
-                            "pass",
-                            "suspect",
-                            "spam"
-                          ]
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.sent"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailSentData",
-                      "description": "The `data` of a `mail.sent` event: an outbound message was accepted for sending from a mailbox of the workspace. Delivery to each recipient is reported later by `mail.delivered`, `mail.deferred` or `mail.bounced`.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "internet_message_id",
-                        "from",
-                        "to",
-                        "bcc_count",
-                        "subject_line",
-                        "size_bytes"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "from": {
-                          "title": "EmailAddress",
-                          "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                          "type": "object",
-                          "additionalProperties": false,
-                          "required": [
-                            "email"
-                          ],
-                          "properties": {
-                            "email": {
-                              "description": "The address itself (addr-spec).",
-                              "type": "string",
-                              "format": "email",
-                              "maxLength": 254
                             },
-                            "name": {
-                              "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                              "type": "string",
-                              "maxLength": 256
-                            }
+                            "maxItems": 1000
+                          },
+                          "subject_line": {
+                            "description": "The `Subject` header, decoded. Empty string when the message had none.",
+                            "type": "string",
+                            "maxLength": 998
+                          },
+                          "size_bytes": {
+                            "description": "Size of the full message (headers and body, as transmitted) in bytes.",
+                            "type": "integer",
+                            "minimum": 0
+                          },
+                          "attachment_count": {
+                            "description": "Number of attachments (MIME parts with `Content-Disposition: attachment`).",
+                            "type": "integer",
+                            "minimum": 0
+                          },
+                          "spam_score": {
+                            "description": "Spam score given by the filter (SpamAssassin scale: higher means more likely spam; can be negative).",
+                            "type": "number",
+                            "minimum": -1000,
+                            "maximum": 1000
+                          },
+                          "spam_verdict": {
+                            "description": "Verdict of the spam filter: `pass` (delivered to the inbox), `suspect` (delivered, flagged), `spam` (delivered to the spam folder).",
+                            "type": "string",
+                            "enum": [
+                              "pass",
+                              "suspect",
+                              "spam"
+                            ]
                           }
-                        },
-                        "to": {
-                          "description": "Recipients in the `To` header.",
-                          "type": "array",
-                          "items": {
+                        }
+                      }
+                    }
+                  },
+                  {
+                    "title": "MailSentEvent",
+                    "description": "The `type` of a `mail.sent` event and the shape of its `data`.",
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.sent"
+                      },
+                      "data": {
+                        "title": "MailSentData",
+                        "description": "The `data` of a `mail.sent` event: an outbound message was accepted for sending from a mailbox of the workspace. Delivery to each recipient is reported later by `mail.delivered`, `mail.deferred` or `mail.bounced`.",
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "internet_message_id",
+                          "from",
+                          "to",
+                          "bcc_count",
+                          "subject_line",
+                          "size_bytes"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included.",
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "from": {
                             "title": "EmailAddress",
                             "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
                             "type": "object",
@@ -391,454 +368,488 @@ export const mcpTools = [
                               }
                             }
                           },
-                          "minItems": 1,
-                          "maxItems": 1000
-                        },
-                        "cc": {
-                          "description": "Recipients in the `Cc` header. Absent when there were none.",
-                          "type": "array",
-                          "items": {
-                            "title": "EmailAddress",
-                            "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                            "type": "object",
-                            "additionalProperties": false,
-                            "required": [
-                              "email"
-                            ],
-                            "properties": {
-                              "email": {
-                                "description": "The address itself (addr-spec).",
-                                "type": "string",
-                                "format": "email",
-                                "maxLength": 254
-                              },
-                              "name": {
-                                "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                                "type": "string",
-                                "maxLength": 256
+                          "to": {
+                            "description": "Recipients in the `To` header.",
+                            "type": "array",
+                            "items": {
+                              "title": "EmailAddress",
+                              "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
+                              "type": "object",
+                              "additionalProperties": false,
+                              "required": [
+                                "email"
+                              ],
+                              "properties": {
+                                "email": {
+                                  "description": "The address itself (addr-spec).",
+                                  "type": "string",
+                                  "format": "email",
+                                  "maxLength": 254
+                                },
+                                "name": {
+                                  "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
+                                  "type": "string",
+                                  "maxLength": 256
+                                }
                               }
-                            }
-                          },
-                          "maxItems": 1000
-                        },
-                        "bcc_count": {
-                          "description": "Number of blind-copy recipients (their addresses are not disclosed). 0 when there were none.",
-                          "type": "integer",
-                          "minimum": 0
-                        },
-                        "subject_line": {
-                          "description": "The `Subject` header, decoded. Empty string when the message had none.",
-                          "type": "string",
-                          "maxLength": 998
-                        },
-                        "size_bytes": {
-                          "description": "Size of the full message (headers and body, as transmitted) in bytes.",
-                          "type": "integer",
-                          "minimum": 0
-                        },
-                        "attachment_count": {
-                          "description": "Number of attachments.",
-                          "type": "integer",
-                          "minimum": 0
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.delivered"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailDeliveredData",
-                      "description": "The `data` of a `mail.delivered` event: the receiving server accepted an outbound message for one recipient.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "internet_message_id",
-                        "recipient",
-                        "remote_mta",
-                        "smtp_response",
-                        "delivery_ms",
-                        "attempt"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the delivered message, angle brackets included.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "recipient": {
-                          "description": "Recipient the message was delivered to (SMTP `RCPT TO`).",
-                          "type": "string",
-                          "format": "email",
-                          "maxLength": 254
-                        },
-                        "remote_mta": {
-                          "description": "Host name of the server that accepted the message (the MX), or an address literal in brackets when it has none.",
-                          "type": "string",
-                          "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
-                          "maxLength": 253
-                        },
-                        "smtp_response": {
-                          "description": "Final SMTP reply of the receiving server, code first.",
-                          "type": "string",
-                          "pattern": "^2\\d\\d",
-                          "maxLength": 1000
-                        },
-                        "delivery_ms": {
-                          "description": "Milliseconds from the acceptance of the message by the platform to its delivery.",
-                          "type": "integer",
-                          "minimum": 0
-                        },
-                        "attempt": {
-                          "description": "Number of the delivery attempt that succeeded (1 for the first).",
-                          "type": "integer",
-                          "minimum": 1
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.deferred"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailDeferredData",
-                      "description": "The `data` of a `mail.deferred` event: a delivery attempt to one recipient failed temporarily and will be retried at `next_attempt_at`.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "internet_message_id",
-                        "recipient",
-                        "diagnostic",
-                        "attempt",
-                        "next_attempt_at"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "recipient": {
-                          "description": "Recipient whose delivery was deferred (SMTP `RCPT TO`).",
-                          "type": "string",
-                          "format": "email",
-                          "maxLength": 254
-                        },
-                        "smtp_code": {
-                          "description": "SMTP reply code of the receiving server. Absent when no SMTP reply was received (DNS failure, connection refused or timed out).",
-                          "type": "integer",
-                          "minimum": 400,
-                          "maximum": 599
-                        },
-                        "enhanced_status": {
-                          "description": "RFC 3463 enhanced status code of the reply. Absent when the server gave none.",
-                          "type": "string",
-                          "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
-                          "maxLength": 9
-                        },
-                        "diagnostic": {
-                          "description": "Human-readable cause: the server's reply text, or a description of the network error.",
-                          "type": "string",
-                          "maxLength": 1000
-                        },
-                        "remote_mta": {
-                          "description": "Host name of the server that was tried, or an address literal in brackets. Absent when no server could be reached.",
-                          "type": "string",
-                          "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
-                          "maxLength": 253
-                        },
-                        "attempt": {
-                          "description": "Number of the attempt that failed (1 for the first).",
-                          "type": "integer",
-                          "minimum": 1
-                        },
-                        "next_attempt_at": {
-                          "description": "When the next attempt is scheduled (RFC 3339, UTC).",
-                          "type": "string",
-                          "format": "date-time",
-                          "maxLength": 35
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.bounced"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailBouncedData",
-                      "description": "The `data` of a `mail.bounced` event: delivery to one recipient failed for good; the platform will not retry.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "internet_message_id",
-                        "recipient",
-                        "bounce_type",
-                        "bounce_category",
-                        "diagnostic"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "recipient": {
-                          "description": "Recipient the message could not be delivered to (SMTP `RCPT TO`).",
-                          "type": "string",
-                          "format": "email",
-                          "maxLength": 254
-                        },
-                        "bounce_type": {
-                          "description": "`hard`: permanent failure (5xx, unknown domain); the address should not be retried. `soft`: temporary failures until the retry period ran out.",
-                          "type": "string",
-                          "enum": [
-                            "hard",
-                            "soft"
-                          ]
-                        },
-                        "bounce_category": {
-                          "description": "Classified cause: `unknown_user` (no such mailbox), `mailbox_full`, `domain_not_found` (no MX nor A record), `policy` (refused by the receiver's policy, e.g. DMARC), `spam_block` (refused as spam or sender blocklisted), `message_too_large`, `other`.",
-                          "type": "string",
-                          "enum": [
-                            "unknown_user",
-                            "mailbox_full",
-                            "domain_not_found",
-                            "policy",
-                            "spam_block",
-                            "message_too_large",
-                            "other"
-                          ]
-                        },
-                        "smtp_code": {
-                          "description": "SMTP reply code of the last failure. Absent when no SMTP reply was received (e.g. `domain_not_found`).",
-                          "type": "integer",
-                          "minimum": 400,
-                          "maximum": 599
-                        },
-                        "enhanced_status": {
-                          "description": "RFC 3463 enhanced status code of the last failure. Absent when the server gave none.",
-                          "type": "string",
-                          "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
-                          "maxLength": 9
-                        },
-                        "diagnostic": {
-                          "description": "Human-readable cause: the server's reply text, or a description of the error.",
-                          "type": "string",
-                          "maxLength": 1000
-                        },
-                        "remote_mta": {
-                          "description": "Host name of the server that refused the message, or an address literal in brackets. Absent when no server could be reached.",
-                          "type": "string",
-                          "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
-                          "maxLength": 253
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.complained"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailComplainedData",
-                      "description": "The `data` of a `mail.complained` event: a recipient reported an outbound message through a mailbox provider's feedback loop (RFC 5965 Abuse Reporting Format). The time of the report is the event's `occurred_at`.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "internet_message_id",
-                        "recipient",
-                        "feedback_type"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the reported message, angle brackets included.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "recipient": {
-                          "description": "Recipient who complained.",
-                          "type": "string",
-                          "format": "email",
-                          "maxLength": 254
-                        },
-                        "feedback_type": {
-                          "description": "RFC 5965 `Feedback-Type` of the report: `abuse` (unsolicited mail), `fraud` (phishing or fraud), `virus`, `not-spam` (marked as not spam), `other`.",
-                          "type": "string",
-                          "enum": [
-                            "abuse",
-                            "fraud",
-                            "virus",
-                            "not-spam",
-                            "other"
-                          ]
-                        },
-                        "feedback_provider": {
-                          "description": "Mailbox provider that sent the report, e.g. `Yahoo`, `Orange`. Absent when it could not be identified.",
-                          "type": "string",
-                          "maxLength": 256
-                        },
-                        "user_agent": {
-                          "description": "RFC 5965 `User-Agent` of the software that generated the report. Absent when the report had none.",
-                          "type": "string",
-                          "maxLength": 256
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.rejected"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailRejectedData",
-                      "description": "The `data` of a `mail.rejected` event: the platform refused a message. `inbound`: an incoming message was refused during the SMTP session (the sending server got the reply in `smtp_code`). `outbound`: a message from a mailbox of the workspace was not sent.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "stage",
-                        "reason",
-                        "diagnostic"
-                      ],
-                      "properties": {
-                        "stage": {
-                          "description": "`inbound`: refused on reception. `outbound`: refused before sending.",
-                          "type": "string",
-                          "enum": [
-                            "inbound",
-                            "outbound"
-                          ]
-                        },
-                        "reason": {
-                          "description": "Why it was refused: `spam`, `virus`, `policy` (SPF/DKIM/DMARC or workspace rules), `blocked_sender` (sender on the workspace's block list), `invalid_recipient` (no such mailbox, or invalid address), `size_limit` (message too large), `rate_limit` (sending quota reached).",
-                          "type": "string",
-                          "enum": [
-                            "spam",
-                            "virus",
-                            "policy",
-                            "blocked_sender",
-                            "invalid_recipient",
-                            "size_limit",
-                            "rate_limit"
-                          ]
-                        },
-                        "smtp_code": {
-                          "description": "SMTP reply code returned to the sending server. Present for `inbound` rejections; absent for `outbound` ones.",
-                          "type": "integer",
-                          "minimum": 400,
-                          "maximum": 599
-                        },
-                        "diagnostic": {
-                          "description": "Human-readable cause.",
-                          "type": "string",
-                          "maxLength": 1000
-                        },
-                        "from": {
-                          "title": "EmailAddress",
-                          "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                          "type": "object",
-                          "additionalProperties": false,
-                          "required": [
-                            "email"
-                          ],
-                          "properties": {
-                            "email": {
-                              "description": "The address itself (addr-spec).",
-                              "type": "string",
-                              "format": "email",
-                              "maxLength": 254
                             },
-                            "name": {
-                              "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                              "type": "string",
-                              "maxLength": 256
-                            }
+                            "minItems": 1,
+                            "maxItems": 1000
+                          },
+                          "cc": {
+                            "description": "Recipients in the `Cc` header. Absent when there were none.",
+                            "type": "array",
+                            "items": {
+                              "title": "EmailAddress",
+                              "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
+                              "type": "object",
+                              "additionalProperties": false,
+                              "required": [
+                                "email"
+                              ],
+                              "properties": {
+                                "email": {
+                                  "description": "The address itself (addr-spec).",
+                                  "type": "string",
+                                  "format": "email",
+                                  "maxLength": 254
+                                },
+                                "name": {
+                                  "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
+                                  "type": "string",
+                                  "maxLength": 256
+                                }
+                              }
+                            },
+                            "maxItems": 1000
+                          },
+                          "bcc_count": {
+                            "description": "Number of blind-copy recipients (their addresses are not disclosed). 0 when there were none.",
+                            "type": "integer",
+                            "minimum": 0
+                          },
+                          "subject_line": {
+                            "description": "The `Subject` header, decoded. Empty string when the message had none.",
+                            "type": "string",
+                            "maxLength": 998
+                          },
+                          "size_bytes": {
+                            "description": "Size of the full message (headers and body, as transmitted) in bytes.",
+                            "type": "integer",
+                            "minimum": 0
+                          },
+                          "attachment_count": {
+                            "description": "Number of attachments.",
+                            "type": "integer",
+                            "minimum": 0
                           }
-                        },
-                        "recipient": {
-                          "description": "Recipient of the refused message (SMTP `RCPT TO`, or the first recipient of an outbound message). Absent when unknown.",
-                          "type": "string",
-                          "format": "email",
-                          "maxLength": 254
-                        },
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header, angle brackets included. Absent when the message was refused before its content was received, or had none.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
                         }
                       }
                     }
+                  },
+                  {
+                    "title": "MailDeliveredEvent",
+                    "description": "The `type` of a `mail.delivered` event and the shape of its `data`.",
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.delivered"
+                      },
+                      "data": {
+                        "title": "MailDeliveredData",
+                        "description": "The `data` of a `mail.delivered` event: the receiving server accepted an outbound message for one recipient.",
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "internet_message_id",
+                          "recipient",
+                          "remote_mta",
+                          "smtp_response",
+                          "delivery_ms",
+                          "attempt"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "description": "The RFC 5322 `Message-ID` header of the delivered message, angle brackets included.",
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "recipient": {
+                            "description": "Recipient the message was delivered to (SMTP `RCPT TO`).",
+                            "type": "string",
+                            "format": "email",
+                            "maxLength": 254
+                          },
+                          "remote_mta": {
+                            "description": "Host name of the server that accepted the message (the MX), or an address literal in brackets when it has none.",
+                            "type": "string",
+                            "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
+                            "maxLength": 253
+                          },
+                          "smtp_response": {
+                            "description": "Final SMTP reply of the receiving server, code first.",
+                            "type": "string",
+                            "pattern": "^2\\d\\d",
+                            "maxLength": 1000
+                          },
+                          "delivery_ms": {
+                            "description": "Milliseconds from the acceptance of the message by the platform to its delivery.",
+                            "type": "integer",
+                            "minimum": 0
+                          },
+                          "attempt": {
+                            "description": "Number of the delivery attempt that succeeded (1 for the first).",
+                            "type": "integer",
+                            "minimum": 1
+                          }
+                        }
+                      }
+                    }
+                  },
+                  {
+                    "title": "MailDeferredEvent",
+                    "description": "The `type` of a `mail.deferred` event and the shape of its `data`.",
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.deferred"
+                      },
+                      "data": {
+                        "title": "MailDeferredData",
+                        "description": "The `data` of a `mail.deferred` event: a delivery attempt to one recipient failed temporarily and will be retried at `next_attempt_at`.",
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "internet_message_id",
+                          "recipient",
+                          "diagnostic",
+                          "attempt",
+                          "next_attempt_at"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included.",
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "recipient": {
+                            "description": "Recipient whose delivery was deferred (SMTP `RCPT TO`).",
+                            "type": "string",
+                            "format": "email",
+                            "maxLength": 254
+                          },
+                          "smtp_code": {
+                            "description": "SMTP reply code of the receiving server. Absent when no SMTP reply was received (DNS failure, connection refused or timed out).",
+                            "type": "integer",
+                            "minimum": 400,
+                            "maximum": 599
+                          },
+                          "enhanced_status": {
+                            "description": "RFC 3463 enhanced status code of the reply. Absent when the server gave none.",
+                            "type": "string",
+                            "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
+                            "maxLength": 9
+                          },
+                          "diagnostic": {
+                            "description": "Human-readable cause: the server's reply text, or a description of the network error.",
+                            "type": "string",
+                            "maxLength": 1000
+                          },
+                          "remote_mta": {
+                            "description": "Host name of the server that was tried, or an address literal in brackets. Absent when no server could be reached.",
+                            "type": "string",
+                            "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
+                            "maxLength": 253
+                          },
+                          "attempt": {
+                            "description": "Number of the attempt that failed (1 for the first).",
+                            "type": "integer",
+                            "minimum": 1
+                          },
+                          "next_attempt_at": {
+                            "description": "When the next attempt is scheduled (RFC 3339, UTC).",
+                            "type": "string",
+                            "format": "date-time",
+                            "maxLength": 35
+                          }
+                        }
+                      }
+                    }
+                  },
+                  {
+                    "title": "MailBouncedEvent",
+                    "description": "The `type` of a `mail.bounced` event and the shape of its `data`.",
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.bounced"
+                      },
+                      "data": {
+                        "title": "MailBouncedData",
+                        "description": "The `data` of a `mail.bounced` event: delivery to one recipient failed for good; the platform will not retry.",
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "internet_message_id",
+                          "recipient",
+                          "bounce_type",
+                          "bounce_category",
+                          "diagnostic"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included.",
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "recipient": {
+                            "description": "Recipient the message could not be delivered to (SMTP `RCPT TO`).",
+                            "type": "string",
+                            "format": "email",
+                            "maxLength": 254
+                          },
+                          "bounce_type": {
+                            "description": "`hard`: permanent failure (5xx, unknown domain); the address should not be retried. `soft`: temporary failures until the retry period ran out.",
+                            "type": "string",
+                            "enum": [
+                              "hard",
+                              "soft"
+                            ]
+                          },
+                          "bounce_category": {
+                            "description": "Classified cause: `unknown_user` (no such mailbox), `mailbox_full`, `domain_not_found` (no MX nor A record), `policy` (refused by the receiver's policy, e.g. DMARC), `spam_block` (refused as spam or sender blocklisted), `message_too_large`, `other`.",
+                            "type": "string",
+                            "enum": [
+                              "unknown_user",
+                              "mailbox_full",
+                              "domain_not_found",
+                              "policy",
+                              "spam_block",
+                              "message_too_large",
+                              "other"
+                            ]
+                          },
+                          "smtp_code": {
+                            "description": "SMTP reply code of the last failure. Absent when no SMTP reply was received (e.g. `domain_not_found`).",
+                            "type": "integer",
+                            "minimum": 400,
+                            "maximum": 599
+                          },
+                          "enhanced_status": {
+                            "description": "RFC 3463 enhanced status code of the last failure. Absent when the server gave none.",
+                            "type": "string",
+                            "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
+                            "maxLength": 9
+                          },
+                          "diagnostic": {
+                            "description": "Human-readable cause: the server's reply text, or a description of the error.",
+                            "type": "string",
+                            "maxLength": 1000
+                          },
+                          "remote_mta": {
+                            "description": "Host name of the server that refused the message, or an address literal in brackets. Absent when no server could be reached.",
+                            "type": "string",
+                            "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
+                            "maxLength": 253
+                          }
+                        }
+                      }
+                    }
+                  },
+                  {
+                    "title": "MailComplainedEvent",
+                    "description": "The `type` of a `mail.complained` event and the shape of its `data`.",
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.complained"
+                      },
+                      "data": {
+                        "title": "MailComplainedData",
+                        "description": "The `data` of a `mail.complained` event: a recipient reported an outbound message through a mailbox provider's feedback loop (RFC 5965 Abuse Reporting Format). The time of the report is the event's `occurred_at`.",
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "internet_message_id",
+                          "recipient",
+                          "feedback_type"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "description": "The RFC 5322 `Message-ID` header of the reported message, angle brackets included.",
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "recipient": {
+                            "description": "Recipient who complained.",
+                            "type": "string",
+                            "format": "email",
+                            "maxLength": 254
+                          },
+                          "feedback_type": {
+                            "description": "RFC 5965 `Feedback-Type` of the report: `abuse` (unsolicited mail), `fraud` (phishing or fraud), `virus`, `not-spam` (marked as not spam), `other`.",
+                            "type": "string",
+                            "enum": [
+                              "abuse",
+                              "fraud",
+                              "virus",
+                              "not-spam",
+                              "other"
+                            ]
+                          },
+                          "feedback_provider": {
+                            "description": "Mailbox provider that sent the report, e.g. `Yahoo`, `Orange`. Absent when it could not be identified.",
+                            "type": "string",
+                            "maxLength": 256
+                          },
+                          "user_agent": {
+                            "description": "RFC 5965 `User-Agent` of the software that generated the report. Absent when the report had none.",
+                            "type": "string",
+                            "maxLength": 256
+                          }
+                        }
+                      }
+                    }
+                  },
+                  {
+                    "title": "MailRejectedEvent",
+                    "description": "The `type` of a `mail.rejected` event and the shape of its `data`.",
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.rejected"
+                      },
+                      "data": {
+                        "title": "MailRejectedData",
+                        "description": "The `data` of a `mail.rejected` event: the platform refused a message. `inbound`: an incoming message was refused during the SMTP session (the sending server got the reply in `smtp_code`). `outbound`: a message from a mailbox of the workspace was not sent.",
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "stage",
+                          "reason",
+                          "diagnostic"
+                        ],
+                        "properties": {
+                          "stage": {
+                            "description": "`inbound`: refused on reception. `outbound`: refused before sending.",
+                            "type": "string",
+                            "enum": [
+                              "inbound",
+                              "outbound"
+                            ]
+                          },
+                          "reason": {
+                            "description": "Why it was refused: `spam`, `virus`, `policy` (SPF/DKIM/DMARC or workspace rules), `blocked_sender` (sender on the workspace's block list), `invalid_recipient` (no such mailbox, or invalid address), `size_limit` (message too large), `rate_limit` (sending quota reached).",
+                            "type": "string",
+                            "enum": [
+                              "spam",
+                              "virus",
+                              "policy",
+                              "blocked_sender",
+                              "invalid_recipient",
+                              "size_limit",
+                              "rate_limit"
+                            ]
+                          },
+                          "smtp_code": {
+                            "description": "SMTP reply code returned to the sending server. Present for `inbound` rejections; absent for `outbound` ones.",
+                            "type": "integer",
+                            "minimum": 400,
+                            "maximum": 599
+                          },
+                          "diagnostic": {
+                            "description": "Human-readable cause.",
+                            "type": "string",
+                            "maxLength": 1000
+                          },
+                          "from": {
+                            "title": "EmailAddress",
+                            "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
+                            "type": "object",
+                            "additionalProperties": false,
+                            "required": [
+                              "email"
+                            ],
+                            "properties": {
+                              "email": {
+                                "description": "The address itself (addr-spec).",
+                                "type": "string",
+                                "format": "email",
+                                "maxLength": 254
+                              },
+                              "name": {
+                                "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
+                                "type": "string",
+                                "maxLength": 256
+                              }
+                            }
+                          },
+                          "recipient": {
+                            "description": "Recipient of the refused message (SMTP `RCPT TO`, or the first recipient of an outbound message). Absent when unknown.",
+                            "type": "string",
+                            "format": "email",
+                            "maxLength": 254
+                          },
+                          "internet_message_id": {
+                            "description": "The RFC 5322 `Message-ID` header, angle brackets included. Absent when the message was refused before its content was received, or had none.",
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          }
+                        }
+                      }
+                    }
+                  }
+                ],
+                "discriminator": {
+                  "propertyName": "type",
+                  "mapping": {
+                    "mail.received": "#/components/schemas/MailReceivedEvent",
+                    "mail.sent": "#/components/schemas/MailSentEvent",
+                    "mail.delivered": "#/components/schemas/MailDeliveredEvent",
+                    "mail.deferred": "#/components/schemas/MailDeferredEvent",
+                    "mail.bounced": "#/components/schemas/MailBouncedEvent",
+                    "mail.complained": "#/components/schemas/MailComplainedEvent",
+                    "mail.rejected": "#/components/schemas/MailRejectedEvent"
                   }
                 }
               }
-            ]
+            ],
+            "unevaluatedProperties": false
           },
           "maxItems": 500
         },
@@ -942,7 +953,6 @@ export const mcpTools = [
             "title": "EventEnvelope",
             "description": "An event as stored, as returned by the feed and as delivered by webhooks. Its fields are fixed; only `data` varies, with `type`.",
             "type": "object",
-            "additionalProperties": false,
             "required": [
               "id",
               "type",
@@ -1053,7 +1063,7 @@ export const mcpTools = [
                 }
               },
               "data": {
-                "description": "Details of the event; its shape depends on `type` (see the `MailReceivedData` … `MailRejectedData` schemas).",
+                "description": "Details of the event; its shape depends on `type` (one schema per type: `MailReceivedData` … `MailRejectedData`, see `MailEvent`).",
                 "type": "object"
               },
               "v": {
@@ -1064,212 +1074,190 @@ export const mcpTools = [
             },
             "allOf": [
               {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.received"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailReceivedData",
-                      "description": "The `data` of a `mail.received` event: an inbound message was accepted for a mailbox of the workspace.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "from",
-                        "to",
-                        "subject_line",
-                        "size_bytes",
-                        "attachment_count",
-                        "spam_score",
-                        "spam_verdict"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included. Absent when the message had none.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "from": {
-                          "title": "EmailAddress",
-                          "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                          "type": "object",
-                          "additionalProperties": false,
-                          "required": [
-                            "email"
-                          ],
-                          "properties": {
-                            "email": {
-                              "description": "The address itself (addr-spec).",
-                              "type": "string",
-                              "format": "email",
-                              "maxLength": 254
+                "title": "MailEvent",
+                "description": "An event's `type` and its `data`, whose shape depends on the type: one schema per type, chosen by `type`.",
+                "oneOf": [
+                  {
+                    "title": "MailReceivedEvent",
+                    "description": "The `type` of a `mail.received` event and the shape of its `data`.",
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.received"
+                      },
+                      "data": {
+                        "title": "MailReceivedData",
+                        "description": "The `data` of a `mail.received` event: an inbound message was accepted for a mailbox of the workspace.",
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "from",
+                          "to",
+                          "subject_line",
+                          "size_bytes",
+                          "attachment_count",
+                          "spam_score",
+                          "spam_verdict"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included. Absent when the message had none.",
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "from": {
+                            "title": "EmailAddress",
+                            "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
+                            "type": "object",
+                            "additionalProperties": false,
+                            "required": [
+                              "email"
+                            ],
+                            "properties": {
+                              "email": {
+                                "description": "The address itself (addr-spec).",
+                                "type": "string",
+                                "format": "email",
+                                "maxLength": 254
+                              },
+                              "name": {
+                                "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
+                                "type": "string",
+                                "maxLength": 256
+                              }
+                            }
+                          },
+                          "to": {
+                            "description": "Recipients in the `To` header.",
+                            "type": "array",
+                            "items": {
+                              "title": "EmailAddress",
+                              "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
+                              "type": "object",
+                              "additionalProperties": false,
+                              "required": [
+                                "email"
+                              ],
+                              "properties": {
+                                "email": {
+                                  "description": "The address itself (addr-spec).",
+                                  "type": "string",
+                                  "format": "email",
+                                  "maxLength": 254
+                                },
+                                "name": {
+                                  "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
+                                  "type": "string",
+                                  "maxLength": 256
+                                }
+                              }
                             },
-                            "name": {
-                              "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                              "type": "string",
-                              "maxLength": 256
-                            }
-                          }
-                        },
-                        "to": {
-                          "description": "Recipients in the `To` header.",
-                          "type": "array",
-                          "items": {
-                            "title": "EmailAddress",
-                            "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                            "type": "object",
-                            "additionalProperties": false,
-                            "required": [
-                              "email"
-                            ],
-                            "properties": {
-                              "email": {
-                                "description": "The address itself (addr-spec).",
-                                "type": "string",
-                                "format": "email",
-                                "maxLength": 254
-                              },
-                              "name": {
-                                "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                                "type": "string",
-                                "maxLength": 256
-                              }
-                            }
+                            "minItems": 1,
+                            "maxItems": 1000
                           },
-                          "minItems": 1,
-                          "maxItems": 1000
-                        },
-                        "cc": {
-                          "description": "Recipients in the `Cc` header. Absent when there were none.",
-                          "type": "array",
-                          "items": {
-                            "title": "EmailAddress",
-                            "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                            "type": "object",
-                            "additionalProperties": false,
-                            "required": [
-                              "email"
-                            ],
-                            "properties": {
-                              "email": {
-                                "description": "The address itself (addr-spec).",
-                                "type": "string",
-                                "format": "email",
-                                "maxLength": 254
-                              },
-                              "name": {
-                                "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                                "type": "string",
-                                "maxLength": 256
+                          "cc": {
+                            "description": "Recipients in the `Cc` header. Absent when there were none.",
+                            "type": "array",
+                            "items": {
+                              "title": "EmailAddress",
+                              "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
+                              "type": "object",
+                              "additionalProperties": false,
+                              "required": [
+                                "email"
+                              ],
+                              "properties": {
+                                "email": {
+                                  "description": "The address itself (addr-spec).",
+                                  "type": "string",
+                                  "format": "email",
+                                  "maxLength": 254
+                                },
+                                "name": {
+                                  "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
+                                  "type": "string",
+                                  "maxLength": 256
+                                }
                               }
-                            }
-                          },
-                          "maxItems": 1000
-                        },
-                        "subject_line": {
-                          "description": "The `Subject` header, decoded. Empty string when the message had none.",
-                          "type": "string",
-                          "maxLength": 998
-                        },
-                        "size_bytes": {
-                          "description": "Size of the full message (headers and body, as transmitted) in bytes.",
-                          "type": "integer",
-                          "minimum": 0
-                        },
-                        "attachment_count": {
-                          "description": "Number of attachments (MIME parts with `Content-Disposition: attachment`).",
-                          "type": "integer",
-                          "minimum": 0
-                        },
-                        "spam_score": {
-                          "description": "Spam score given by the filter (SpamAssassin scale: higher means more likely spam; can be negative).",
-                          "type": "number",
-                          "minimum": -1000,
-                          "maximum": 1000
-                        },
-                        "spam_verdict": {
-                          "description": "Verdict of the spam filter: `pass` (delivered to the inbox), `suspect` (delivered, flagged), `spam` (delivered to the spam folder).",
-                          "type": "string",
-                          "enum": [
-                            "pass",
-                            "suspect",
-                            "spam"
-                          ]
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.sent"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailSentData",
-                      "description": "The `data` of a `mail.sent` event: an outbound message was accepted for sending from a mailbox of the workspace. Delivery to each recipient is reported later by `mail.delivered`, `mail.deferred` or `mail.bounced`.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "internet_message_id",
-                        "from",
-                        "to",
-                        "bcc_count",
-                        "subject_line",
-                        "size_bytes"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "from": {
-                          "title": "EmailAddress",
-                          "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                          "type": "object",
-                          "additionalProperties": false,
-                          "required": [
-                            "email"
-                          ],
-                          "properties": {
-                            "email": {
-                              "description": "The address itself (addr-spec).",
-                              "type": "string",
-                              "format": "email",
-                              "maxLength": 254
                             },
-                            "name": {
-                              "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                              "type": "string",
-                              "maxLength": 256
-                            }
+                            "maxItems": 1000
+                          },
+                          "subject_line": {
+                            "description": "The `Subject` header, decoded. Empty string when the message had none.",
+                            "type": "string",
+                            "maxLength": 998
+                          },
+                          "size_bytes": {
+                            "description": "Size of the full message (headers and body, as transmitted) in bytes.",
+                            "type": "integer",
+                            "minimum": 0
+                          },
+                          "attachment_count": {
+                            "description": "Number of attachments (MIME parts with `Content-Disposition: attachment`).",
+                            "type": "integer",
+                            "minimum": 0
+                          },
+                          "spam_score": {
+                            "description": "Spam score given by the filter (SpamAssassin scale: higher means more likely spam; can be negative).",
+                            "type": "number",
+                            "minimum": -1000,
+                            "maximum": 1000
+                          },
+                          "spam_verdict": {
+                            "description": "Verdict of the spam filter: `pass` (delivered to the inbox), `suspect` (delivered, flagged), `spam` (delivered to the spam folder).",
+                            "type": "string",
+                            "enum": [
+                              "pass",
+                              "suspect",
+                              "spam"
+                            ]
                           }
-                        },
-                        "to": {
-                          "description": "Recipients in the `To` header.",
-                          "type": "array",
-                          "items": {
+                        }
+                      }
+                    }
+                  },
+                  {
+                    "title": "MailSentEvent",
+                    "description": "The `type` of a `mail.sent` event and the shape of its `data`.",
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.sent"
+                      },
+                      "data": {
+                        "title": "MailSentData",
+                        "description": "The `data` of a `mail.sent` event: an outbound message was accepted for sending from a mailbox of the workspace. Delivery to each recipient is reported later by `mail.delivered`, `mail.deferred` or `mail.bounced`.",
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "internet_message_id",
+                          "from",
+                          "to",
+                          "bcc_count",
+                          "subject_line",
+                          "size_bytes"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included.",
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "from": {
                             "title": "EmailAddress",
                             "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
                             "type": "object",
@@ -1291,454 +1279,488 @@ export const mcpTools = [
                               }
                             }
                           },
-                          "minItems": 1,
-                          "maxItems": 1000
-                        },
-                        "cc": {
-                          "description": "Recipients in the `Cc` header. Absent when there were none.",
-                          "type": "array",
-                          "items": {
-                            "title": "EmailAddress",
-                            "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                            "type": "object",
-                            "additionalProperties": false,
-                            "required": [
-                              "email"
-                            ],
-                            "properties": {
-                              "email": {
-                                "description": "The address itself (addr-spec).",
-                                "type": "string",
-                                "format": "email",
-                                "maxLength": 254
-                              },
-                              "name": {
-                                "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                                "type": "string",
-                                "maxLength": 256
+                          "to": {
+                            "description": "Recipients in the `To` header.",
+                            "type": "array",
+                            "items": {
+                              "title": "EmailAddress",
+                              "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
+                              "type": "object",
+                              "additionalProperties": false,
+                              "required": [
+                                "email"
+                              ],
+                              "properties": {
+                                "email": {
+                                  "description": "The address itself (addr-spec).",
+                                  "type": "string",
+                                  "format": "email",
+                                  "maxLength": 254
+                                },
+                                "name": {
+                                  "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
+                                  "type": "string",
+                                  "maxLength": 256
+                                }
                               }
-                            }
-                          },
-                          "maxItems": 1000
-                        },
-                        "bcc_count": {
-                          "description": "Number of blind-copy recipients (their addresses are not disclosed). 0 when there were none.",
-                          "type": "integer",
-                          "minimum": 0
-                        },
-                        "subject_line": {
-                          "description": "The `Subject` header, decoded. Empty string when the message had none.",
-                          "type": "string",
-                          "maxLength": 998
-                        },
-                        "size_bytes": {
-                          "description": "Size of the full message (headers and body, as transmitted) in bytes.",
-                          "type": "integer",
-                          "minimum": 0
-                        },
-                        "attachment_count": {
-                          "description": "Number of attachments.",
-                          "type": "integer",
-                          "minimum": 0
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.delivered"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailDeliveredData",
-                      "description": "The `data` of a `mail.delivered` event: the receiving server accepted an outbound message for one recipient.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "internet_message_id",
-                        "recipient",
-                        "remote_mta",
-                        "smtp_response",
-                        "delivery_ms",
-                        "attempt"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the delivered message, angle brackets included.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "recipient": {
-                          "description": "Recipient the message was delivered to (SMTP `RCPT TO`).",
-                          "type": "string",
-                          "format": "email",
-                          "maxLength": 254
-                        },
-                        "remote_mta": {
-                          "description": "Host name of the server that accepted the message (the MX), or an address literal in brackets when it has none.",
-                          "type": "string",
-                          "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
-                          "maxLength": 253
-                        },
-                        "smtp_response": {
-                          "description": "Final SMTP reply of the receiving server, code first.",
-                          "type": "string",
-                          "pattern": "^2\\d\\d",
-                          "maxLength": 1000
-                        },
-                        "delivery_ms": {
-                          "description": "Milliseconds from the acceptance of the message by the platform to its delivery.",
-                          "type": "integer",
-                          "minimum": 0
-                        },
-                        "attempt": {
-                          "description": "Number of the delivery attempt that succeeded (1 for the first).",
-                          "type": "integer",
-                          "minimum": 1
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.deferred"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailDeferredData",
-                      "description": "The `data` of a `mail.deferred` event: a delivery attempt to one recipient failed temporarily and will be retried at `next_attempt_at`.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "internet_message_id",
-                        "recipient",
-                        "diagnostic",
-                        "attempt",
-                        "next_attempt_at"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "recipient": {
-                          "description": "Recipient whose delivery was deferred (SMTP `RCPT TO`).",
-                          "type": "string",
-                          "format": "email",
-                          "maxLength": 254
-                        },
-                        "smtp_code": {
-                          "description": "SMTP reply code of the receiving server. Absent when no SMTP reply was received (DNS failure, connection refused or timed out).",
-                          "type": "integer",
-                          "minimum": 400,
-                          "maximum": 599
-                        },
-                        "enhanced_status": {
-                          "description": "RFC 3463 enhanced status code of the reply. Absent when the server gave none.",
-                          "type": "string",
-                          "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
-                          "maxLength": 9
-                        },
-                        "diagnostic": {
-                          "description": "Human-readable cause: the server's reply text, or a description of the network error.",
-                          "type": "string",
-                          "maxLength": 1000
-                        },
-                        "remote_mta": {
-                          "description": "Host name of the server that was tried, or an address literal in brackets. Absent when no server could be reached.",
-                          "type": "string",
-                          "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
-                          "maxLength": 253
-                        },
-                        "attempt": {
-                          "description": "Number of the attempt that failed (1 for the first).",
-                          "type": "integer",
-                          "minimum": 1
-                        },
-                        "next_attempt_at": {
-                          "description": "When the next attempt is scheduled (RFC 3339, UTC).",
-                          "type": "string",
-                          "format": "date-time",
-                          "maxLength": 35
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.bounced"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailBouncedData",
-                      "description": "The `data` of a `mail.bounced` event: delivery to one recipient failed for good; the platform will not retry.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "internet_message_id",
-                        "recipient",
-                        "bounce_type",
-                        "bounce_category",
-                        "diagnostic"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "recipient": {
-                          "description": "Recipient the message could not be delivered to (SMTP `RCPT TO`).",
-                          "type": "string",
-                          "format": "email",
-                          "maxLength": 254
-                        },
-                        "bounce_type": {
-                          "description": "`hard`: permanent failure (5xx, unknown domain); the address should not be retried. `soft`: temporary failures until the retry period ran out.",
-                          "type": "string",
-                          "enum": [
-                            "hard",
-                            "soft"
-                          ]
-                        },
-                        "bounce_category": {
-                          "description": "Classified cause: `unknown_user` (no such mailbox), `mailbox_full`, `domain_not_found` (no MX nor A record), `policy` (refused by the receiver's policy, e.g. DMARC), `spam_block` (refused as spam or sender blocklisted), `message_too_large`, `other`.",
-                          "type": "string",
-                          "enum": [
-                            "unknown_user",
-                            "mailbox_full",
-                            "domain_not_found",
-                            "policy",
-                            "spam_block",
-                            "message_too_large",
-                            "other"
-                          ]
-                        },
-                        "smtp_code": {
-                          "description": "SMTP reply code of the last failure. Absent when no SMTP reply was received (e.g. `domain_not_found`).",
-                          "type": "integer",
-                          "minimum": 400,
-                          "maximum": 599
-                        },
-                        "enhanced_status": {
-                          "description": "RFC 3463 enhanced status code of the last failure. Absent when the server gave none.",
-                          "type": "string",
-                          "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
-                          "maxLength": 9
-                        },
-                        "diagnostic": {
-                          "description": "Human-readable cause: the server's reply text, or a description of the error.",
-                          "type": "string",
-                          "maxLength": 1000
-                        },
-                        "remote_mta": {
-                          "description": "Host name of the server that refused the message, or an address literal in brackets. Absent when no server could be reached.",
-                          "type": "string",
-                          "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
-                          "maxLength": 253
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.complained"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailComplainedData",
-                      "description": "The `data` of a `mail.complained` event: a recipient reported an outbound message through a mailbox provider's feedback loop (RFC 5965 Abuse Reporting Format). The time of the report is the event's `occurred_at`.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "internet_message_id",
-                        "recipient",
-                        "feedback_type"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the reported message, angle brackets included.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "recipient": {
-                          "description": "Recipient who complained.",
-                          "type": "string",
-                          "format": "email",
-                          "maxLength": 254
-                        },
-                        "feedback_type": {
-                          "description": "RFC 5965 `Feedback-Type` of the report: `abuse` (unsolicited mail), `fraud` (phishing or fraud), `virus`, `not-spam` (marked as not spam), `other`.",
-                          "type": "string",
-                          "enum": [
-                            "abuse",
-                            "fraud",
-                            "virus",
-                            "not-spam",
-                            "other"
-                          ]
-                        },
-                        "feedback_provider": {
-                          "description": "Mailbox provider that sent the report, e.g. `Yahoo`, `Orange`. Absent when it could not be identified.",
-                          "type": "string",
-                          "maxLength": 256
-                        },
-                        "user_agent": {
-                          "description": "RFC 5965 `User-Agent` of the software that generated the report. Absent when the report had none.",
-                          "type": "string",
-                          "maxLength": 256
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.rejected"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailRejectedData",
-                      "description": "The `data` of a `mail.rejected` event: the platform refused a message. `inbound`: an incoming message was refused during the SMTP session (the sending server got the reply in `smtp_code`). `outbound`: a message from a mailbox of the workspace was not sent.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "stage",
-                        "reason",
-                        "diagnostic"
-                      ],
-                      "properties": {
-                        "stage": {
-                          "description": "`inbound`: refused on reception. `outbound`: refused before sending.",
-                          "type": "string",
-                          "enum": [
-                            "inbound",
-                            "outbound"
-                          ]
-                        },
-                        "reason": {
-                          "description": "Why it was refused: `spam`, `virus`, `policy` (SPF/DKIM/DMARC or workspace rules), `blocked_sender` (sender on the workspace's block list), `invalid_recipient` (no such mailbox, or invalid address), `size_limit` (message too large), `rate_limit` (sending quota reached).",
-                          "type": "string",
-                          "enum": [
-                            "spam",
-                            "virus",
-                            "policy",
-                            "blocked_sender",
-                            "invalid_recipient",
-                            "size_limit",
-                            "rate_limit"
-                          ]
-                        },
-                        "smtp_code": {
-                          "description": "SMTP reply code returned to the sending server. Present for `inbound` rejections; absent for `outbound` ones.",
-                          "type": "integer",
-                          "minimum": 400,
-                          "maximum": 599
-                        },
-                        "diagnostic": {
-                          "description": "Human-readable cause.",
-                          "type": "string",
-                          "maxLength": 1000
-                        },
-                        "from": {
-                          "title": "EmailAddress",
-                          "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                          "type": "object",
-                          "additionalProperties": false,
-                          "required": [
-                            "email"
-                          ],
-                          "properties": {
-                            "email": {
-                              "description": "The address itself (addr-spec).",
-                              "type": "string",
-                              "format": "email",
-                              "maxLength": 254
                             },
-                            "name": {
-                              "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                              "type": "string",
-                              "maxLength": 256
-                            }
+                            "minItems": 1,
+                            "maxItems": 1000
+                          },
+                          "cc": {
+                            "description": "Recipients in the `Cc` header. Absent when there were none.",
+                            "type": "array",
+                            "items": {
+                              "title": "EmailAddress",
+                              "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
+                              "type": "object",
+                              "additionalProperties": false,
+                              "required": [
+                                "email"
+                              ],
+                              "properties": {
+                                "email": {
+                                  "description": "The address itself (addr-spec).",
+                                  "type": "string",
+                                  "format": "email",
+                                  "maxLength": 254
+                                },
+                                "name": {
+                                  "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
+                                  "type": "string",
+                                  "maxLength": 256
+                                }
+                              }
+                            },
+                            "maxItems": 1000
+                          },
+                          "bcc_count": {
+                            "description": "Number of blind-copy recipients (their addresses are not disclosed). 0 when there were none.",
+                            "type": "integer",
+                            "minimum": 0
+                          },
+                          "subject_line": {
+                            "description": "The `Subject` header, decoded. Empty string when the message had none.",
+                            "type": "string",
+                            "maxLength": 998
+                          },
+                          "size_bytes": {
+                            "description": "Size of the full message (headers and body, as transmitted) in bytes.",
+                            "type": "integer",
+                            "minimum": 0
+                          },
+                          "attachment_count": {
+                            "description": "Number of attachments.",
+                            "type": "integer",
+                            "minimum": 0
                           }
-                        },
-                        "recipient": {
-                          "description": "Recipient of the refused message (SMTP `RCPT TO`, or the first recipient of an outbound message). Absent when unknown.",
-                          "type": "string",
-                          "format": "email",
-                          "maxLength": 254
-                        },
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header, angle brackets included. Absent when the message was refused before its content was received, or had none.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
                         }
                       }
                     }
+                  },
+                  {
+                    "title": "MailDeliveredEvent",
+                    "description": "The `type` of a `mail.delivered` event and the shape of its `data`.",
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.delivered"
+                      },
+                      "data": {
+                        "title": "MailDeliveredData",
+                        "description": "The `data` of a `mail.delivered` event: the receiving server accepted an outbound message for one recipient.",
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "internet_message_id",
+                          "recipient",
+                          "remote_mta",
+                          "smtp_response",
+                          "delivery_ms",
+                          "attempt"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "description": "The RFC 5322 `Message-ID` header of the delivered message, angle brackets included.",
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "recipient": {
+                            "description": "Recipient the message was delivered to (SMTP `RCPT TO`).",
+                            "type": "string",
+                            "format": "email",
+                            "maxLength": 254
+                          },
+                          "remote_mta": {
+                            "description": "Host name of the server that accepted the message (the MX), or an address literal in brackets when it has none.",
+                            "type": "string",
+                            "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
+                            "maxLength": 253
+                          },
+                          "smtp_response": {
+                            "description": "Final SMTP reply of the receiving server, code first.",
+                            "type": "string",
+                            "pattern": "^2\\d\\d",
+                            "maxLength": 1000
+                          },
+                          "delivery_ms": {
+                            "description": "Milliseconds from the acceptance of the message by the platform to its delivery.",
+                            "type": "integer",
+                            "minimum": 0
+                          },
+                          "attempt": {
+                            "description": "Number of the delivery attempt that succeeded (1 for the first).",
+                            "type": "integer",
+                            "minimum": 1
+                          }
+                        }
+                      }
+                    }
+                  },
+                  {
+                    "title": "MailDeferredEvent",
+                    "description": "The `type` of a `mail.deferred` event and the shape of its `data`.",
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.deferred"
+                      },
+                      "data": {
+                        "title": "MailDeferredData",
+                        "description": "The `data` of a `mail.deferred` event: a delivery attempt to one recipient failed temporarily and will be retried at `next_attempt_at`.",
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "internet_message_id",
+                          "recipient",
+                          "diagnostic",
+                          "attempt",
+                          "next_attempt_at"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included.",
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "recipient": {
+                            "description": "Recipient whose delivery was deferred (SMTP `RCPT TO`).",
+                            "type": "string",
+                            "format": "email",
+                            "maxLength": 254
+                          },
+                          "smtp_code": {
+                            "description": "SMTP reply code of the receiving server. Absent when no SMTP reply was received (DNS failure, connection refused or timed out).",
+                            "type": "integer",
+                            "minimum": 400,
+                            "maximum": 599
+                          },
+                          "enhanced_status": {
+                            "description": "RFC 3463 enhanced status code of the reply. Absent when the server gave none.",
+                            "type": "string",
+                            "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
+                            "maxLength": 9
+                          },
+                          "diagnostic": {
+                            "description": "Human-readable cause: the server's reply text, or a description of the network error.",
+                            "type": "string",
+                            "maxLength": 1000
+                          },
+                          "remote_mta": {
+                            "description": "Host name of the server that was tried, or an address literal in brackets. Absent when no server could be reached.",
+                            "type": "string",
+                            "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
+                            "maxLength": 253
+                          },
+                          "attempt": {
+                            "description": "Number of the attempt that failed (1 for the first).",
+                            "type": "integer",
+                            "minimum": 1
+                          },
+                          "next_attempt_at": {
+                            "description": "When the next attempt is scheduled (RFC 3339, UTC).",
+                            "type": "string",
+                            "format": "date-time",
+                            "maxLength": 35
+                          }
+                        }
+                      }
+                    }
+                  },
+                  {
+                    "title": "MailBouncedEvent",
+                    "description": "The `type` of a `mail.bounced` event and the shape of its `data`.",
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.bounced"
+                      },
+                      "data": {
+                        "title": "MailBouncedData",
+                        "description": "The `data` of a `mail.bounced` event: delivery to one recipient failed for good; the platform will not retry.",
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "internet_message_id",
+                          "recipient",
+                          "bounce_type",
+                          "bounce_category",
+                          "diagnostic"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included.",
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "recipient": {
+                            "description": "Recipient the message could not be delivered to (SMTP `RCPT TO`).",
+                            "type": "string",
+                            "format": "email",
+                            "maxLength": 254
+                          },
+                          "bounce_type": {
+                            "description": "`hard`: permanent failure (5xx, unknown domain); the address should not be retried. `soft`: temporary failures until the retry period ran out.",
+                            "type": "string",
+                            "enum": [
+                              "hard",
+                              "soft"
+                            ]
+                          },
+                          "bounce_category": {
+                            "description": "Classified cause: `unknown_user` (no such mailbox), `mailbox_full`, `domain_not_found` (no MX nor A record), `policy` (refused by the receiver's policy, e.g. DMARC), `spam_block` (refused as spam or sender blocklisted), `message_too_large`, `other`.",
+                            "type": "string",
+                            "enum": [
+                              "unknown_user",
+                              "mailbox_full",
+                              "domain_not_found",
+                              "policy",
+                              "spam_block",
+                              "message_too_large",
+                              "other"
+                            ]
+                          },
+                          "smtp_code": {
+                            "description": "SMTP reply code of the last failure. Absent when no SMTP reply was received (e.g. `domain_not_found`).",
+                            "type": "integer",
+                            "minimum": 400,
+                            "maximum": 599
+                          },
+                          "enhanced_status": {
+                            "description": "RFC 3463 enhanced status code of the last failure. Absent when the server gave none.",
+                            "type": "string",
+                            "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
+                            "maxLength": 9
+                          },
+                          "diagnostic": {
+                            "description": "Human-readable cause: the server's reply text, or a description of the error.",
+                            "type": "string",
+                            "maxLength": 1000
+                          },
+                          "remote_mta": {
+                            "description": "Host name of the server that refused the message, or an address literal in brackets. Absent when no server could be reached.",
+                            "type": "string",
+                            "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
+                            "maxLength": 253
+                          }
+                        }
+                      }
+                    }
+                  },
+                  {
+                    "title": "MailComplainedEvent",
+                    "description": "The `type` of a `mail.complained` event and the shape of its `data`.",
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.complained"
+                      },
+                      "data": {
+                        "title": "MailComplainedData",
+                        "description": "The `data` of a `mail.complained` event: a recipient reported an outbound message through a mailbox provider's feedback loop (RFC 5965 Abuse Reporting Format). The time of the report is the event's `occurred_at`.",
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "internet_message_id",
+                          "recipient",
+                          "feedback_type"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "description": "The RFC 5322 `Message-ID` header of the reported message, angle brackets included.",
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "recipient": {
+                            "description": "Recipient who complained.",
+                            "type": "string",
+                            "format": "email",
+                            "maxLength": 254
+                          },
+                          "feedback_type": {
+                            "description": "RFC 5965 `Feedback-Type` of the report: `abuse` (unsolicited mail), `fraud` (phishing or fraud), `virus`, `not-spam` (marked as not spam), `other`.",
+                            "type": "string",
+                            "enum": [
+                              "abuse",
+                              "fraud",
+                              "virus",
+                              "not-spam",
+                              "other"
+                            ]
+                          },
+                          "feedback_provider": {
+                            "description": "Mailbox provider that sent the report, e.g. `Yahoo`, `Orange`. Absent when it could not be identified.",
+                            "type": "string",
+                            "maxLength": 256
+                          },
+                          "user_agent": {
+                            "description": "RFC 5965 `User-Agent` of the software that generated the report. Absent when the report had none.",
+                            "type": "string",
+                            "maxLength": 256
+                          }
+                        }
+                      }
+                    }
+                  },
+                  {
+                    "title": "MailRejectedEvent",
+                    "description": "The `type` of a `mail.rejected` event and the shape of its `data`.",
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.rejected"
+                      },
+                      "data": {
+                        "title": "MailRejectedData",
+                        "description": "The `data` of a `mail.rejected` event: the platform refused a message. `inbound`: an incoming message was refused during the SMTP session (the sending server got the reply in `smtp_code`). `outbound`: a message from a mailbox of the workspace was not sent.",
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "stage",
+                          "reason",
+                          "diagnostic"
+                        ],
+                        "properties": {
+                          "stage": {
+                            "description": "`inbound`: refused on reception. `outbound`: refused before sending.",
+                            "type": "string",
+                            "enum": [
+                              "inbound",
+                              "outbound"
+                            ]
+                          },
+                          "reason": {
+                            "description": "Why it was refused: `spam`, `virus`, `policy` (SPF/DKIM/DMARC or workspace rules), `blocked_sender` (sender on the workspace's block list), `invalid_recipient` (no such mailbox, or invalid address), `size_limit` (message too large), `rate_limit` (sending quota reached).",
+                            "type": "string",
+                            "enum": [
+                              "spam",
+                              "virus",
+                              "policy",
+                              "blocked_sender",
+                              "invalid_recipient",
+                              "size_limit",
+                              "rate_limit"
+                            ]
+                          },
+                          "smtp_code": {
+                            "description": "SMTP reply code returned to the sending server. Present for `inbound` rejections; absent for `outbound` ones.",
+                            "type": "integer",
+                            "minimum": 400,
+                            "maximum": 599
+                          },
+                          "diagnostic": {
+                            "description": "Human-readable cause.",
+                            "type": "string",
+                            "maxLength": 1000
+                          },
+                          "from": {
+                            "title": "EmailAddress",
+                            "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
+                            "type": "object",
+                            "additionalProperties": false,
+                            "required": [
+                              "email"
+                            ],
+                            "properties": {
+                              "email": {
+                                "description": "The address itself (addr-spec).",
+                                "type": "string",
+                                "format": "email",
+                                "maxLength": 254
+                              },
+                              "name": {
+                                "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
+                                "type": "string",
+                                "maxLength": 256
+                              }
+                            }
+                          },
+                          "recipient": {
+                            "description": "Recipient of the refused message (SMTP `RCPT TO`, or the first recipient of an outbound message). Absent when unknown.",
+                            "type": "string",
+                            "format": "email",
+                            "maxLength": 254
+                          },
+                          "internet_message_id": {
+                            "description": "The RFC 5322 `Message-ID` header, angle brackets included. Absent when the message was refused before its content was received, or had none.",
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          }
+                        }
+                      }
+                    }
+                  }
+                ],
+                "discriminator": {
+                  "propertyName": "type",
+                  "mapping": {
+                    "mail.received": "#/components/schemas/MailReceivedEvent",
+                    "mail.sent": "#/components/schemas/MailSentEvent",
+                    "mail.delivered": "#/components/schemas/MailDeliveredEvent",
+                    "mail.deferred": "#/components/schemas/MailDeferredEvent",
+                    "mail.bounced": "#/components/schemas/MailBouncedEvent",
+                    "mail.complained": "#/components/schemas/MailComplainedEvent",
+                    "mail.rejected": "#/components/schemas/MailRejectedEvent"
                   }
                 }
               }
-            ]
+            ],
+            "unevaluatedProperties": false
           }
         },
         "next_page_token": {

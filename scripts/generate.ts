@@ -20,12 +20,17 @@ type JsonObject = { [key: string]: Json };
 const isObject = (value: unknown): value is JsonObject =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/** Rewrites every reference: `$ref`s, and the schema references a discriminator's `mapping` holds. */
 function mapRefs(value: Json, fn: (ref: string) => string): Json {
   if (Array.isArray(value)) return value.map((item) => mapRefs(item, fn));
   if (!isObject(value)) return value;
   const out: JsonObject = {};
   for (const [key, child] of Object.entries(value)) {
-    out[key] = key === '$ref' && typeof child === 'string' ? fn(child) : mapRefs(child, fn);
+    if (key === '$ref' && typeof child === 'string') out[key] = fn(child);
+    else if (key === 'discriminator' && isObject(child) && isObject(child.mapping)) {
+      const mapping = Object.fromEntries(Object.entries(child.mapping).map(([tag, ref]) => [tag, typeof ref === 'string' ? fn(ref) : ref]));
+      out[key] = { ...child, mapping };
+    } else out[key] = mapRefs(child, fn);
   }
   return out;
 }
@@ -93,8 +98,17 @@ function zodModule(doc: JsonObject): string {
   return `${BANNER}import { z } from 'zod';\n\n${body.join('\n')}`;
 }
 
+/** The document without `discriminator`s: the oneOf branches' `type` constants already type each branch. */
+function withoutDiscriminators(value: Json): Json {
+  if (Array.isArray(value)) return value.map(withoutDiscriminators);
+  if (!isObject(value)) return value;
+  return Object.fromEntries(Object.entries(value).filter(([key]) => key !== 'discriminator').map(([key, child]) => [key, withoutDiscriminators(child)]));
+}
+
 async function typesModule(doc: JsonObject): Promise<string> {
-  const ast = await openapiTS(structuredClone(doc) as never, { exportType: true, defaultNonNullable: false, emptyObjectsUnknown: true });
+  // openapi-typescript reads a schema that takes a discriminated oneOf through allOf (EventEnvelope,
+  // EmitEventRequest) as one of its mapped subtypes and forces `type` to the schema's name.
+  const ast = await openapiTS(withoutDiscriminators(doc) as never, { exportType: true, defaultNonNullable: false, emptyObjectsUnknown: true });
   const names = Object.keys((doc.components as JsonObject).schemas as JsonObject);
   const aliases = names.map((name) => `export type ${name} = components['schemas']['${name}'];`).join('\n');
   return `${BANNER}${astToString(ast)}\n// One alias per schema component.\n${aliases}\n`;
