@@ -1274,6 +1274,16 @@ export type components = {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The key lacks the `admin` permission, or is restricted to mailboxes (`forbidden`). */
+        AdminForbidden: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The request body is over 64 KiB (`invalid_argument`). */
         PayloadTooLarge: {
             headers: {
@@ -1467,14 +1477,6 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                /**
-                 * @example {
-                 *       "types": [
-                 *         "mail.bounced"
-                 *       ],
-                 *       "limit": 20
-                 *     }
-                 */
                 "application/json": components["schemas"]["ListEventsRequest"];
             };
         };
@@ -1506,15 +1508,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "url": "https://hooks.atelier-lumiere.fr/event-feed",
-                 *       "event_types": [
-                 *         "mail.bounced",
-                 *         "mail.complained"
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["SetWebhookRequest"];
             };
         };
@@ -1529,9 +1522,18 @@ export interface operations {
                     "application/json": components["schemas"]["SetWebhookResponse"];
                 };
             };
-            400: components["responses"]["InvalidArgument"];
+            /** @description The request is malformed or refused (`invalid_argument`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            403: components["responses"]["AdminForbidden"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
@@ -1563,7 +1565,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidArgument"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            403: components["responses"]["AdminForbidden"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
@@ -1578,12 +1580,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "url": "https://hooks.atelier-lumiere.fr/event-feed",
-                 *       "limit": 1000
-                 *     }
-                 */
                 "application/json": components["schemas"]["RedeliverWebhookRequest"];
             };
         };
@@ -1598,11 +1594,30 @@ export interface operations {
                     "application/json": components["schemas"]["RedeliverWebhookResponse"];
                 };
             };
-            400: components["responses"]["InvalidArgument"];
+            /** @description The request is malformed, or no endpoint has this URL (`invalid_argument`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            403: components["responses"]["AdminForbidden"];
             413: components["responses"]["PayloadTooLarge"];
-            429: components["responses"]["RateLimited"];
+            /** @description Too many requests for this key, or the endpoint already has its quota of pending deliveries (`rate_limited`); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
         };
     };
