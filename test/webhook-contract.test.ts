@@ -89,7 +89,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
             if (value !== undefined) assert.ok(header.validate(value), `header ${header.name}: ${JSON.stringify(value)} ${JSON.stringify(header.validate.errors)}`);
           }
           assert.match(String(delivery.headers['content-type']), /^application\/json\b/);
-          const body = JSON.parse(delivery.body);
+          const body: { id: string; type: string } = JSON.parse(delivery.body);
           assert.ok(validators.body(body), `body of ${body.type}: ${JSON.stringify(validators.body.errors)}`);
           assert.equal(delivery.headers['webhook-id'], body.id, 'webhook-id is the event id');
           // What the section tells a receiver to do, done by a Standard Webhooks library.
