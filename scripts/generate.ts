@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { jsonSchemaToZod } from 'json-schema-to-zod';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { parse as parseYaml } from 'yaml';
+import { mcpSchema } from './mcp-schema.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const outDir = join(root, 'generated');
@@ -115,8 +116,9 @@ async function typesModule(doc: JsonObject): Promise<string> {
 }
 
 /**
- * MCP tool descriptors for the operations marked `x-mcp`. Schemas are inlined and stripped of
- * `$schema`: MCP clients validate with draft-07 validators that reject the 2020-12 meta-schema URI.
+ * MCP tool descriptors for the operations marked `x-mcp`: French texts only, each schema saying
+ * every constraint once (scripts/mcp-schema.ts). No `$schema`: MCP clients validate with draft-07
+ * validators that reject the 2020-12 meta-schema URI.
  */
 function mcpToolsModule(doc: JsonObject): string {
   const tools: JsonObject[] = [];
@@ -127,13 +129,13 @@ function mcpToolsModule(doc: JsonObject): string {
       const requestSchema = (((operation.requestBody as JsonObject).content as JsonObject)['application/json'] as JsonObject).schema;
       const okResponse = (operation.responses as JsonObject)['200'] as JsonObject;
       const responseSchema = ((okResponse.content as JsonObject)['application/json'] as JsonObject).schema;
-      const strip = ['$schema', 'examples', 'example'];
+      const components = (doc.components as JsonObject).schemas as JsonObject;
       tools.push({
         name: operation.operationId as string,
         title: mcp.title as string,
         description: mcp.description as string,
-        inputSchema: dereference(doc, requestSchema as Json, strip),
-        outputSchema: dereference(doc, responseSchema as Json, strip),
+        inputSchema: mcpSchema(components, requestSchema as Json, { refs: false }),
+        outputSchema: mcpSchema(components, responseSchema as Json, { refs: true }),
         annotations: { title: mcp.title as string, ...(mcp.annotations as JsonObject) },
       });
     }

@@ -12,10 +12,8 @@ export function describeValidationErrors(errors: readonly ErrorObject[] | null |
   const parent = error.parentSchema as { minimum?: number; maximum?: number; type?: string; properties?: object } | undefined;
 
   switch (error.keyword) {
-    case 'additionalProperties':
-    case 'unevaluatedProperties': {
-      const params = error.params as { additionalProperty?: string; unevaluatedProperty?: string };
-      const name = (params.additionalProperty ?? params.unevaluatedProperty)!;
+    case 'additionalProperties': {
+      const name = (error.params as { additionalProperty: string }).additionalProperty;
       const allowed = Object.keys((error.schema === false && parent?.properties) || {});
       const where = field ? ` in ${field}` : '';
       const accepted = allowed.length ? `: ${field || operationId} accepts only ${allowed.map((n) => `"${n}"`).join(', ')}` : '';
