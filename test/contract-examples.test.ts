@@ -78,6 +78,11 @@ describe('examples in the published contract', () => {
         assert.ok(count > 0, `${label} ${status}: an example answer`);
         if (status.startsWith('2')) successExamples += count;
       }
+      for (const [i, parameter] of (operation.parameters ?? []).entries()) {
+        if (parameter.example === undefined) continue;
+        const validate = ajv.compile({ $ref: `served#${pointer}/parameters/${i}/schema` });
+        assert.ok(validate(parameter.example), `${label} ${parameter.name} example: ${JSON.stringify(validate.errors)}`);
+      }
       if (pointer.startsWith('/paths/')) {
         assert.ok(successExamples > 0, `${label}: an example of success`);
         for (const status of ['400', '401', '403', '429', '500']) assert.ok(statuses.includes(status), `${label}: documents ${status}`);

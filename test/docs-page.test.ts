@@ -73,6 +73,14 @@ describe('/docs', () => {
       assert.match(await operation.locator('.live-responses-table .response .response-col_description').first().innerText(), /evt_/);
     });
 
+    it('shows the webhooks section: the delivery a receiver gets', async () => {
+      const webhooks = page.locator('.webhooks-container');
+      await webhooks.scrollIntoViewIfNeeded();
+      const text = await webhooks.innerText();
+      assert.match(text, /POST/);
+      assert.match(text, /Event delivery/);
+    });
+
     it('renders the envelope and the emit request by event type, never as "any"', async () => {
       for (const name of ['EventEnvelope', 'EmitEventRequest']) {
         const model = page.locator('section.models article[data-json-schema-level="0"]').filter({
