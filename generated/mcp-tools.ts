@@ -100,17 +100,20 @@ export const mcpTools = [
                         "type": "string",
                         "pattern": "^mbx_[A-Za-z0-9_-]{1,64}$",
                         "minLength": 5,
-                        "maxLength": 68
+                        "maxLength": 68,
+                        "description": "Boîte de l'espace qui a envoyé ou reçu le message ; une clé restreinte ne voit que les événements de ses boîtes."
                       },
                       "message_id": {
                         "type": "string",
                         "pattern": "^msg_[A-Za-z0-9_-]{1,64}$",
-                        "maxLength": 68
+                        "maxLength": 68,
+                        "description": "Identifiant du message sur la plateforme (pas l'en-tête Message-ID)."
                       },
                       "thread_id": {
                         "type": "string",
                         "pattern": "^thr_[A-Za-z0-9_-]{1,64}$",
-                        "maxLength": 68
+                        "maxLength": 68,
+                        "description": "Identifiant de la conversation du message."
                       }
                     },
                     "description": "Boîte, message et fil concernés, chacun présent s'il s'applique."
@@ -622,11 +625,13 @@ export const mcpTools = [
             "email": {
               "type": "string",
               "format": "email",
-              "maxLength": 254
+              "maxLength": 254,
+              "description": "L'adresse elle-même."
             },
             "name": {
               "type": "string",
-              "maxLength": 256
+              "maxLength": 256,
+              "description": "Nom affiché, s'il y en a un."
             }
           }
         }
@@ -778,17 +783,20 @@ export const mcpTools = [
                         "type": "string",
                         "pattern": "^mbx_[A-Za-z0-9_-]{1,64}$",
                         "minLength": 5,
-                        "maxLength": 68
+                        "maxLength": 68,
+                        "description": "Boîte de l'espace qui a envoyé ou reçu le message ; une clé restreinte ne voit que les événements de ses boîtes."
                       },
                       "message_id": {
                         "type": "string",
                         "pattern": "^msg_[A-Za-z0-9_-]{1,64}$",
-                        "maxLength": 68
+                        "maxLength": 68,
+                        "description": "Identifiant du message sur la plateforme (pas l'en-tête Message-ID)."
                       },
                       "thread_id": {
                         "type": "string",
                         "pattern": "^thr_[A-Za-z0-9_-]{1,64}$",
-                        "maxLength": 68
+                        "maxLength": 68,
+                        "description": "Identifiant de la conversation du message."
                       }
                     },
                     "description": "Boîte, message et fil concernés, chacun présent s'il s'applique."
@@ -1300,11 +1308,13 @@ export const mcpTools = [
             "email": {
               "type": "string",
               "format": "email",
-              "maxLength": 254
+              "maxLength": 254,
+              "description": "L'adresse elle-même."
             },
             "name": {
               "type": "string",
-              "maxLength": 256
+              "maxLength": 256,
+              "description": "Nom affiché, s'il y en a un."
             }
           }
         }
