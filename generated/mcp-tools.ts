@@ -5,29 +5,25 @@ export const mcpTools = [
     "title": "Flux des événements",
     "description": "Renvoie les événements de l'activité mail de l'espace (messages reçus,\nenvoyés, délivrés, différés, en rebond, signalés comme indésirables ou\nrefusés), dans l'ordre d'émission, du plus ancien au plus récent.\nChaque événement porte : `id`, `type` (`mail.*`), `occurred_at` (UTC),\n`account` (l'espace), `subject` (la personne concernée et, s'ils\ns'appliquent, la boîte, le message et le fil) et `data` (le détail,\nselon le type).\nPagination : appeler sans `after` pour partir du plus ancien événement\nconservé (au moins 30 jours), puis passer `next_cursor` comme `after`\nà l'appel suivant. Un `next_cursor` inchangé (identique à `after`)\nsignifie qu'il n'y a rien de nouveau : on est à jour.\n`limit` : de 1 à 500, 100 par défaut. Aucun autre paramètre. Une\npage contient au plus 1 Mio d'événements (toujours au moins un) :\nelle peut donc en contenir moins que `limit` alors que d'autres\nsuivent ; seul un `next_cursor` inchangé dit qu'on est à jour.\n",
     "inputSchema": {
-      "title": "EventFeedRequest",
-      "description": "Parameters of `event_feed`. Both are optional; no other parameter is accepted.",
       "type": "object",
       "additionalProperties": false,
       "properties": {
         "after": {
-          "description": "Opaque cursor returned as `next_cursor` by a previous call; the feed resumes right after it. Omit to start at the oldest retained event.",
           "type": "string",
           "minLength": 1,
-          "maxLength": 512
+          "maxLength": 512,
+          "description": "Curseur opaque reçu en `next_cursor` à l'appel précédent : le flux reprend juste après. Sans lui, on part du plus ancien événement conservé."
         },
         "limit": {
-          "description": "Maximum number of events to return. A page also stops before 1 MiB of events (it always holds at least one), so it may hold fewer while more follow.",
           "type": "integer",
           "minimum": 1,
           "maximum": 500,
-          "default": 100
+          "default": 100,
+          "description": "Nombre maximal d'événements. Une page s'arrête aussi avant 1 Mio (au moins un événement) : elle peut en contenir moins alors que d'autres suivent."
         }
       }
     },
     "outputSchema": {
-      "title": "EventFeedResponse",
-      "description": "A page of the event feed.",
       "type": "object",
       "additionalProperties": false,
       "required": [
@@ -36,11 +32,8 @@ export const mcpTools = [
       ],
       "properties": {
         "events": {
-          "description": "Events after the cursor, in emission order (oldest first). Empty when nothing is new.",
           "type": "array",
           "items": {
-            "title": "EventEnvelope",
-            "description": "An event as stored, as returned by the feed and as delivered by webhooks. Its fields are fixed; only `data` varies, with `type`.",
             "type": "object",
             "additionalProperties": false,
             "required": [
@@ -54,16 +47,13 @@ export const mcpTools = [
             ],
             "properties": {
               "id": {
-                "title": "EventId",
-                "description": "Identifier of an event: `evt_` followed by a ULID (26 Crockford base32 characters, upper case). Unique, and sortable by creation time.",
                 "type": "string",
                 "pattern": "^evt_[0-9A-HJKMNP-TV-Z]{26}$",
                 "minLength": 30,
-                "maxLength": 30
+                "maxLength": 30,
+                "description": "Identifiant unique de l'événement."
               },
               "type": {
-                "title": "EventType",
-                "description": "Type of a mail event. The shape of the event's `data` depends on it.\n\n- `mail.received`: an inbound message was accepted for a mailbox of the workspace.\n- `mail.sent`: an outbound message was accepted for sending from a mailbox of the workspace (queued, not yet delivered).\n- `mail.delivered`: the receiving server accepted an outbound message for one recipient (SMTP 2xx).\n- `mail.deferred`: a delivery attempt to one recipient failed temporarily; it will be retried.\n- `mail.bounced`: delivery to one recipient failed for good (hard bounce, or soft bounce after the last retry).\n- `mail.complained`: a recipient reported an outbound message as abuse through a feedback loop (RFC 5965 report).\n- `mail.rejected`: the platform refused a message before accepting it, inbound (SMTP refusal) or outbound (not sent).",
                 "type": "string",
                 "enum": [
                   "mail.received",
@@ -73,26 +63,24 @@ export const mcpTools = [
                   "mail.bounced",
                   "mail.complained",
                   "mail.rejected"
-                ]
+                ],
+                "description": "Type de l'événement ; donne la forme de `data`."
               },
               "occurred_at": {
-                "description": "When the event happened: RFC 3339 in UTC with a `Z` suffix and millisecond precision, e.g. `2026-11-21T09:14:03.512Z`.",
                 "type": "string",
                 "format": "date-time",
                 "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$",
-                "maxLength": 24
+                "maxLength": 24,
+                "description": "Date de l'événement, en UTC à la milliseconde."
               },
               "account": {
-                "title": "WorkspaceId",
-                "description": "Identifier of a workspace (espace): `ws_` followed by a ULID (26 Crockford base32 characters, upper case).",
                 "type": "string",
                 "pattern": "^ws_[0-9A-HJKMNP-TV-Z]{26}$",
                 "minLength": 29,
-                "maxLength": 29
+                "maxLength": 29,
+                "description": "L'espace de l'événement."
               },
               "subject": {
-                "title": "Subject",
-                "description": "What an event is about: a person and the objects of the platform involved.",
                 "type": "object",
                 "additionalProperties": false,
                 "required": [
@@ -101,752 +89,551 @@ export const mcpTools = [
                 ],
                 "properties": {
                   "person": {
-                    "title": "EmailAddress",
-                    "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                    "type": "object",
-                    "additionalProperties": false,
-                    "required": [
-                      "email"
-                    ],
-                    "properties": {
-                      "email": {
-                        "description": "The address itself (addr-spec).",
-                        "type": "string",
-                        "format": "email",
-                        "maxLength": 254
-                      },
-                      "name": {
-                        "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                        "type": "string",
-                        "maxLength": 256
-                      }
-                    }
+                    "$ref": "#/$defs/EmailAddress",
+                    "description": "Le destinataire pour un événement sortant, l'expéditeur pour un entrant."
                   },
                   "refs": {
-                    "title": "Refs",
-                    "description": "References to the objects an event is attached to. Each one is present when it applies and absent otherwise (for instance, no `thread_id` for a message rejected before it was accepted).",
                     "type": "object",
                     "additionalProperties": false,
                     "properties": {
                       "mailbox_id": {
-                        "title": "MailboxId",
-                        "description": "Identifier of a mailbox inside a workspace: `mbx_` followed by 1 to 64 characters among letters, digits, `_` and `-`.",
                         "type": "string",
                         "pattern": "^mbx_[A-Za-z0-9_-]{1,64}$",
                         "minLength": 5,
-                        "maxLength": 68
+                        "maxLength": 68,
+                        "description": "Boîte de l'espace qui a envoyé ou reçu le message ; une clé restreinte ne voit que les événements de ses boîtes."
                       },
                       "message_id": {
-                        "description": "Platform identifier of the message (not the RFC 5322 Message-ID header). Present when the message was stored.",
                         "type": "string",
                         "pattern": "^msg_[A-Za-z0-9_-]{1,64}$",
-                        "maxLength": 68
+                        "maxLength": 68,
+                        "description": "Identifiant du message sur la plateforme (pas l'en-tête Message-ID)."
                       },
                       "thread_id": {
-                        "description": "Platform identifier of the conversation the message belongs to. Present when the message was threaded.",
                         "type": "string",
                         "pattern": "^thr_[A-Za-z0-9_-]{1,64}$",
-                        "maxLength": 68
+                        "maxLength": 68,
+                        "description": "Identifiant de la conversation du message."
                       }
-                    }
+                    },
+                    "description": "Boîte, message et fil concernés, chacun présent s'il s'applique."
                   }
-                }
+                },
+                "description": "La personne concernée et les objets de la plateforme en cause."
               },
               "data": {
-                "description": "Details of the event; its shape depends on `type` (see the `MailReceivedData` … `MailRejectedData` schemas).",
-                "type": "object"
+                "type": "object",
+                "description": "Détail de l'événement, selon `type`."
               },
               "v": {
-                "description": "Version of the envelope format; always 1.",
                 "type": "integer",
-                "const": 1
+                "const": 1,
+                "description": "Version du format de l'enveloppe (1)."
               }
             },
             "allOf": [
               {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.received"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailReceivedData",
-                      "description": "The `data` of a `mail.received` event: an inbound message was accepted for a mailbox of the workspace.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "from",
-                        "to",
-                        "subject_line",
-                        "size_bytes",
-                        "attachment_count",
-                        "spam_score",
-                        "spam_verdict"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included. Absent when the message had none.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "from": {
-                          "title": "EmailAddress",
-                          "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                          "type": "object",
-                          "additionalProperties": false,
-                          "required": [
-                            "email"
-                          ],
-                          "properties": {
-                            "email": {
-                              "description": "The address itself (addr-spec).",
-                              "type": "string",
-                              "format": "email",
-                              "maxLength": 254
+                "oneOf": [
+                  {
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.received"
+                      },
+                      "data": {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "from",
+                          "to",
+                          "subject_line",
+                          "size_bytes",
+                          "attachment_count",
+                          "spam_score",
+                          "spam_verdict"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "from": {
+                            "$ref": "#/$defs/EmailAddress"
+                          },
+                          "to": {
+                            "type": "array",
+                            "items": {
+                              "$ref": "#/$defs/EmailAddress"
                             },
-                            "name": {
-                              "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                              "type": "string",
-                              "maxLength": 256
-                            }
-                          }
-                        },
-                        "to": {
-                          "description": "Recipients in the `To` header.",
-                          "type": "array",
-                          "items": {
-                            "title": "EmailAddress",
-                            "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                            "type": "object",
-                            "additionalProperties": false,
-                            "required": [
-                              "email"
-                            ],
-                            "properties": {
-                              "email": {
-                                "description": "The address itself (addr-spec).",
-                                "type": "string",
-                                "format": "email",
-                                "maxLength": 254
-                              },
-                              "name": {
-                                "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                                "type": "string",
-                                "maxLength": 256
-                              }
-                            }
+                            "minItems": 1,
+                            "maxItems": 1000
                           },
-                          "minItems": 1,
-                          "maxItems": 1000
-                        },
-                        "cc": {
-                          "description": "Recipients in the `Cc` header. Absent when there were none.",
-                          "type": "array",
-                          "items": {
-                            "title": "EmailAddress",
-                            "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                            "type": "object",
-                            "additionalProperties": false,
-                            "required": [
-                              "email"
-                            ],
-                            "properties": {
-                              "email": {
-                                "description": "The address itself (addr-spec).",
-                                "type": "string",
-                                "format": "email",
-                                "maxLength": 254
-                              },
-                              "name": {
-                                "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                                "type": "string",
-                                "maxLength": 256
-                              }
-                            }
-                          },
-                          "maxItems": 1000
-                        },
-                        "subject_line": {
-                          "description": "The `Subject` header, decoded. Empty string when the message had none.",
-                          "type": "string",
-                          "maxLength": 998
-                        },
-                        "size_bytes": {
-                          "description": "Size of the full message (headers and body, as transmitted) in bytes.",
-                          "type": "integer",
-                          "minimum": 0
-                        },
-                        "attachment_count": {
-                          "description": "Number of attachments (MIME parts with `Content-Disposition: attachment`).",
-                          "type": "integer",
-                          "minimum": 0
-                        },
-                        "spam_score": {
-                          "description": "Spam score given by the filter (SpamAssassin scale: higher means more likely spam; can be negative).",
-                          "type": "number",
-                          "minimum": -1000,
-                          "maximum": 1000
-                        },
-                        "spam_verdict": {
-                          "description": "Verdict of the spam filter: `pass` (delivered to the inbox), `suspect` (delivered, flagged), `spam` (delivered to the spam folder).",
-                          "type": "string",
-                          "enum": [
-                            "pass",
-                            "suspect",
-                            "spam"
-                          ]
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.sent"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailSentData",
-                      "description": "The `data` of a `mail.sent` event: an outbound message was accepted for sending from a mailbox of the workspace. Delivery to each recipient is reported later by `mail.delivered`, `mail.deferred` or `mail.bounced`.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "internet_message_id",
-                        "from",
-                        "to",
-                        "bcc_count",
-                        "subject_line",
-                        "size_bytes"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "from": {
-                          "title": "EmailAddress",
-                          "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                          "type": "object",
-                          "additionalProperties": false,
-                          "required": [
-                            "email"
-                          ],
-                          "properties": {
-                            "email": {
-                              "description": "The address itself (addr-spec).",
-                              "type": "string",
-                              "format": "email",
-                              "maxLength": 254
+                          "cc": {
+                            "type": "array",
+                            "items": {
+                              "$ref": "#/$defs/EmailAddress"
                             },
-                            "name": {
-                              "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                              "type": "string",
-                              "maxLength": 256
-                            }
+                            "maxItems": 1000
+                          },
+                          "subject_line": {
+                            "type": "string",
+                            "maxLength": 998
+                          },
+                          "size_bytes": {
+                            "type": "integer",
+                            "minimum": 0
+                          },
+                          "attachment_count": {
+                            "type": "integer",
+                            "minimum": 0
+                          },
+                          "spam_score": {
+                            "type": "number",
+                            "minimum": -1000,
+                            "maximum": 1000
+                          },
+                          "spam_verdict": {
+                            "type": "string",
+                            "enum": [
+                              "pass",
+                              "suspect",
+                              "spam"
+                            ]
                           }
-                        },
-                        "to": {
-                          "description": "Recipients in the `To` header.",
-                          "type": "array",
-                          "items": {
-                            "title": "EmailAddress",
-                            "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                            "type": "object",
-                            "additionalProperties": false,
-                            "required": [
-                              "email"
-                            ],
-                            "properties": {
-                              "email": {
-                                "description": "The address itself (addr-spec).",
-                                "type": "string",
-                                "format": "email",
-                                "maxLength": 254
-                              },
-                              "name": {
-                                "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                                "type": "string",
-                                "maxLength": 256
-                              }
-                            }
+                        }
+                      }
+                    },
+                    "description": "`mail.received` : message entrant accepté pour une boîte de l'espace."
+                  },
+                  {
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.sent"
+                      },
+                      "data": {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "internet_message_id",
+                          "from",
+                          "to",
+                          "bcc_count",
+                          "subject_line",
+                          "size_bytes"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
                           },
-                          "minItems": 1,
-                          "maxItems": 1000
-                        },
-                        "cc": {
-                          "description": "Recipients in the `Cc` header. Absent when there were none.",
-                          "type": "array",
-                          "items": {
-                            "title": "EmailAddress",
-                            "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                            "type": "object",
-                            "additionalProperties": false,
-                            "required": [
-                              "email"
-                            ],
-                            "properties": {
-                              "email": {
-                                "description": "The address itself (addr-spec).",
-                                "type": "string",
-                                "format": "email",
-                                "maxLength": 254
-                              },
-                              "name": {
-                                "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                                "type": "string",
-                                "maxLength": 256
-                              }
-                            }
+                          "from": {
+                            "$ref": "#/$defs/EmailAddress"
                           },
-                          "maxItems": 1000
-                        },
-                        "bcc_count": {
-                          "description": "Number of blind-copy recipients (their addresses are not disclosed). 0 when there were none.",
-                          "type": "integer",
-                          "minimum": 0
-                        },
-                        "subject_line": {
-                          "description": "The `Subject` header, decoded. Empty string when the message had none.",
-                          "type": "string",
-                          "maxLength": 998
-                        },
-                        "size_bytes": {
-                          "description": "Size of the full message (headers and body, as transmitted) in bytes.",
-                          "type": "integer",
-                          "minimum": 0
-                        },
-                        "attachment_count": {
-                          "description": "Number of attachments.",
-                          "type": "integer",
-                          "minimum": 0
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.delivered"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailDeliveredData",
-                      "description": "The `data` of a `mail.delivered` event: the receiving server accepted an outbound message for one recipient.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "internet_message_id",
-                        "recipient",
-                        "remote_mta",
-                        "smtp_response",
-                        "delivery_ms",
-                        "attempt"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the delivered message, angle brackets included.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "recipient": {
-                          "description": "Recipient the message was delivered to (SMTP `RCPT TO`).",
-                          "type": "string",
-                          "format": "email",
-                          "maxLength": 254
-                        },
-                        "remote_mta": {
-                          "description": "Host name of the server that accepted the message (the MX), or an address literal in brackets when it has none.",
-                          "type": "string",
-                          "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
-                          "maxLength": 253
-                        },
-                        "smtp_response": {
-                          "description": "Final SMTP reply of the receiving server, code first.",
-                          "type": "string",
-                          "pattern": "^2\\d\\d",
-                          "maxLength": 1000
-                        },
-                        "delivery_ms": {
-                          "description": "Milliseconds from the acceptance of the message by the platform to its delivery.",
-                          "type": "integer",
-                          "minimum": 0
-                        },
-                        "attempt": {
-                          "description": "Number of the delivery attempt that succeeded (1 for the first).",
-                          "type": "integer",
-                          "minimum": 1
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.deferred"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailDeferredData",
-                      "description": "The `data` of a `mail.deferred` event: a delivery attempt to one recipient failed temporarily and will be retried at `next_attempt_at`.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "internet_message_id",
-                        "recipient",
-                        "diagnostic",
-                        "attempt",
-                        "next_attempt_at"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "recipient": {
-                          "description": "Recipient whose delivery was deferred (SMTP `RCPT TO`).",
-                          "type": "string",
-                          "format": "email",
-                          "maxLength": 254
-                        },
-                        "smtp_code": {
-                          "description": "SMTP reply code of the receiving server. Absent when no SMTP reply was received (DNS failure, connection refused or timed out).",
-                          "type": "integer",
-                          "minimum": 400,
-                          "maximum": 599
-                        },
-                        "enhanced_status": {
-                          "description": "RFC 3463 enhanced status code of the reply. Absent when the server gave none.",
-                          "type": "string",
-                          "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
-                          "maxLength": 9
-                        },
-                        "diagnostic": {
-                          "description": "Human-readable cause: the server's reply text, or a description of the network error.",
-                          "type": "string",
-                          "maxLength": 1000
-                        },
-                        "remote_mta": {
-                          "description": "Host name of the server that was tried, or an address literal in brackets. Absent when no server could be reached.",
-                          "type": "string",
-                          "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
-                          "maxLength": 253
-                        },
-                        "attempt": {
-                          "description": "Number of the attempt that failed (1 for the first).",
-                          "type": "integer",
-                          "minimum": 1
-                        },
-                        "next_attempt_at": {
-                          "description": "When the next attempt is scheduled (RFC 3339, UTC).",
-                          "type": "string",
-                          "format": "date-time",
-                          "maxLength": 35
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.bounced"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailBouncedData",
-                      "description": "The `data` of a `mail.bounced` event: delivery to one recipient failed for good; the platform will not retry.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "internet_message_id",
-                        "recipient",
-                        "bounce_type",
-                        "bounce_category",
-                        "diagnostic"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "recipient": {
-                          "description": "Recipient the message could not be delivered to (SMTP `RCPT TO`).",
-                          "type": "string",
-                          "format": "email",
-                          "maxLength": 254
-                        },
-                        "bounce_type": {
-                          "description": "`hard`: permanent failure (5xx, unknown domain); the address should not be retried. `soft`: temporary failures until the retry period ran out.",
-                          "type": "string",
-                          "enum": [
-                            "hard",
-                            "soft"
-                          ]
-                        },
-                        "bounce_category": {
-                          "description": "Classified cause: `unknown_user` (no such mailbox), `mailbox_full`, `domain_not_found` (no MX nor A record), `policy` (refused by the receiver's policy, e.g. DMARC), `spam_block` (refused as spam or sender blocklisted), `message_too_large`, `other`.",
-                          "type": "string",
-                          "enum": [
-                            "unknown_user",
-                            "mailbox_full",
-                            "domain_not_found",
-                            "policy",
-                            "spam_block",
-                            "message_too_large",
-                            "other"
-                          ]
-                        },
-                        "smtp_code": {
-                          "description": "SMTP reply code of the last failure. Absent when no SMTP reply was received (e.g. `domain_not_found`).",
-                          "type": "integer",
-                          "minimum": 400,
-                          "maximum": 599
-                        },
-                        "enhanced_status": {
-                          "description": "RFC 3463 enhanced status code of the last failure. Absent when the server gave none.",
-                          "type": "string",
-                          "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
-                          "maxLength": 9
-                        },
-                        "diagnostic": {
-                          "description": "Human-readable cause: the server's reply text, or a description of the error.",
-                          "type": "string",
-                          "maxLength": 1000
-                        },
-                        "remote_mta": {
-                          "description": "Host name of the server that refused the message, or an address literal in brackets. Absent when no server could be reached.",
-                          "type": "string",
-                          "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
-                          "maxLength": 253
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.complained"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailComplainedData",
-                      "description": "The `data` of a `mail.complained` event: a recipient reported an outbound message through a mailbox provider's feedback loop (RFC 5965 Abuse Reporting Format). The time of the report is the event's `occurred_at`.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "internet_message_id",
-                        "recipient",
-                        "feedback_type"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the reported message, angle brackets included.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "recipient": {
-                          "description": "Recipient who complained.",
-                          "type": "string",
-                          "format": "email",
-                          "maxLength": 254
-                        },
-                        "feedback_type": {
-                          "description": "RFC 5965 `Feedback-Type` of the report: `abuse` (unsolicited mail), `fraud` (phishing or fraud), `virus`, `not-spam` (marked as not spam), `other`.",
-                          "type": "string",
-                          "enum": [
-                            "abuse",
-                            "fraud",
-                            "virus",
-                            "not-spam",
-                            "other"
-                          ]
-                        },
-                        "feedback_provider": {
-                          "description": "Mailbox provider that sent the report, e.g. `Yahoo`, `Orange`. Absent when it could not be identified.",
-                          "type": "string",
-                          "maxLength": 256
-                        },
-                        "user_agent": {
-                          "description": "RFC 5965 `User-Agent` of the software that generated the report. Absent when the report had none.",
-                          "type": "string",
-                          "maxLength": 256
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.rejected"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailRejectedData",
-                      "description": "The `data` of a `mail.rejected` event: the platform refused a message. `inbound`: an incoming message was refused during the SMTP session (the sending server got the reply in `smtp_code`). `outbound`: a message from a mailbox of the workspace was not sent.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "stage",
-                        "reason",
-                        "diagnostic"
-                      ],
-                      "properties": {
-                        "stage": {
-                          "description": "`inbound`: refused on reception. `outbound`: refused before sending.",
-                          "type": "string",
-                          "enum": [
-                            "inbound",
-                            "outbound"
-                          ]
-                        },
-                        "reason": {
-                          "description": "Why it was refused: `spam`, `virus`, `policy` (SPF/DKIM/DMARC or workspace rules), `blocked_sender` (sender on the workspace's block list), `invalid_recipient` (no such mailbox, or invalid address), `size_limit` (message too large), `rate_limit` (sending quota reached).",
-                          "type": "string",
-                          "enum": [
-                            "spam",
-                            "virus",
-                            "policy",
-                            "blocked_sender",
-                            "invalid_recipient",
-                            "size_limit",
-                            "rate_limit"
-                          ]
-                        },
-                        "smtp_code": {
-                          "description": "SMTP reply code returned to the sending server. Present for `inbound` rejections; absent for `outbound` ones.",
-                          "type": "integer",
-                          "minimum": 400,
-                          "maximum": 599
-                        },
-                        "diagnostic": {
-                          "description": "Human-readable cause.",
-                          "type": "string",
-                          "maxLength": 1000
-                        },
-                        "from": {
-                          "title": "EmailAddress",
-                          "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                          "type": "object",
-                          "additionalProperties": false,
-                          "required": [
-                            "email"
-                          ],
-                          "properties": {
-                            "email": {
-                              "description": "The address itself (addr-spec).",
-                              "type": "string",
-                              "format": "email",
-                              "maxLength": 254
+                          "to": {
+                            "type": "array",
+                            "items": {
+                              "$ref": "#/$defs/EmailAddress"
                             },
-                            "name": {
-                              "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                              "type": "string",
-                              "maxLength": 256
-                            }
+                            "minItems": 1,
+                            "maxItems": 1000
+                          },
+                          "cc": {
+                            "type": "array",
+                            "items": {
+                              "$ref": "#/$defs/EmailAddress"
+                            },
+                            "maxItems": 1000
+                          },
+                          "bcc_count": {
+                            "type": "integer",
+                            "minimum": 0
+                          },
+                          "subject_line": {
+                            "type": "string",
+                            "maxLength": 998
+                          },
+                          "size_bytes": {
+                            "type": "integer",
+                            "minimum": 0
+                          },
+                          "attachment_count": {
+                            "type": "integer",
+                            "minimum": 0
                           }
-                        },
-                        "recipient": {
-                          "description": "Recipient of the refused message (SMTP `RCPT TO`, or the first recipient of an outbound message). Absent when unknown.",
-                          "type": "string",
-                          "format": "email",
-                          "maxLength": 254
-                        },
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header, angle brackets included. Absent when the message was refused before its content was received, or had none.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
                         }
                       }
-                    }
+                    },
+                    "description": "`mail.sent` : message sortant accepté pour l'envoi (en file, pas encore délivré)."
+                  },
+                  {
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.delivered"
+                      },
+                      "data": {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "internet_message_id",
+                          "recipient",
+                          "remote_mta",
+                          "smtp_response",
+                          "delivery_ms",
+                          "attempt"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "recipient": {
+                            "type": "string",
+                            "format": "email",
+                            "maxLength": 254
+                          },
+                          "remote_mta": {
+                            "type": "string",
+                            "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
+                            "maxLength": 253
+                          },
+                          "smtp_response": {
+                            "type": "string",
+                            "pattern": "^2\\d\\d",
+                            "maxLength": 1000
+                          },
+                          "delivery_ms": {
+                            "type": "integer",
+                            "minimum": 0
+                          },
+                          "attempt": {
+                            "type": "integer",
+                            "minimum": 1
+                          }
+                        }
+                      }
+                    },
+                    "description": "`mail.delivered` : le serveur destinataire a accepté le message pour un destinataire."
+                  },
+                  {
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.deferred"
+                      },
+                      "data": {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "internet_message_id",
+                          "recipient",
+                          "diagnostic",
+                          "attempt",
+                          "next_attempt_at"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "recipient": {
+                            "type": "string",
+                            "format": "email",
+                            "maxLength": 254
+                          },
+                          "smtp_code": {
+                            "type": "integer",
+                            "minimum": 400,
+                            "maximum": 599
+                          },
+                          "enhanced_status": {
+                            "type": "string",
+                            "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
+                            "maxLength": 9
+                          },
+                          "diagnostic": {
+                            "type": "string",
+                            "maxLength": 1000
+                          },
+                          "remote_mta": {
+                            "type": "string",
+                            "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
+                            "maxLength": 253
+                          },
+                          "attempt": {
+                            "type": "integer",
+                            "minimum": 1
+                          },
+                          "next_attempt_at": {
+                            "type": "string",
+                            "format": "date-time",
+                            "maxLength": 35
+                          }
+                        }
+                      }
+                    },
+                    "description": "`mail.deferred` : échec temporaire de livraison à un destinataire ; nouvel essai prévu."
+                  },
+                  {
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.bounced"
+                      },
+                      "data": {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "internet_message_id",
+                          "recipient",
+                          "bounce_type",
+                          "bounce_category",
+                          "diagnostic"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "recipient": {
+                            "type": "string",
+                            "format": "email",
+                            "maxLength": 254
+                          },
+                          "bounce_type": {
+                            "type": "string",
+                            "enum": [
+                              "hard",
+                              "soft"
+                            ]
+                          },
+                          "bounce_category": {
+                            "type": "string",
+                            "enum": [
+                              "unknown_user",
+                              "mailbox_full",
+                              "domain_not_found",
+                              "policy",
+                              "spam_block",
+                              "message_too_large",
+                              "other"
+                            ]
+                          },
+                          "smtp_code": {
+                            "type": "integer",
+                            "minimum": 400,
+                            "maximum": 599
+                          },
+                          "enhanced_status": {
+                            "type": "string",
+                            "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
+                            "maxLength": 9
+                          },
+                          "diagnostic": {
+                            "type": "string",
+                            "maxLength": 1000
+                          },
+                          "remote_mta": {
+                            "type": "string",
+                            "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
+                            "maxLength": 253
+                          }
+                        }
+                      }
+                    },
+                    "description": "`mail.bounced` : livraison à un destinataire définitivement en échec (rebond)."
+                  },
+                  {
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.complained"
+                      },
+                      "data": {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "internet_message_id",
+                          "recipient",
+                          "feedback_type"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "recipient": {
+                            "type": "string",
+                            "format": "email",
+                            "maxLength": 254
+                          },
+                          "feedback_type": {
+                            "type": "string",
+                            "enum": [
+                              "abuse",
+                              "fraud",
+                              "virus",
+                              "not-spam",
+                              "other"
+                            ]
+                          },
+                          "feedback_provider": {
+                            "type": "string",
+                            "maxLength": 256
+                          },
+                          "user_agent": {
+                            "type": "string",
+                            "maxLength": 256
+                          }
+                        }
+                      }
+                    },
+                    "description": "`mail.complained` : un destinataire a signalé le message comme indésirable."
+                  },
+                  {
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.rejected"
+                      },
+                      "data": {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "stage",
+                          "reason",
+                          "diagnostic"
+                        ],
+                        "properties": {
+                          "stage": {
+                            "type": "string",
+                            "enum": [
+                              "inbound",
+                              "outbound"
+                            ]
+                          },
+                          "reason": {
+                            "type": "string",
+                            "enum": [
+                              "spam",
+                              "virus",
+                              "policy",
+                              "blocked_sender",
+                              "invalid_recipient",
+                              "size_limit",
+                              "rate_limit"
+                            ]
+                          },
+                          "smtp_code": {
+                            "type": "integer",
+                            "minimum": 400,
+                            "maximum": 599
+                          },
+                          "diagnostic": {
+                            "type": "string",
+                            "maxLength": 1000
+                          },
+                          "from": {
+                            "$ref": "#/$defs/EmailAddress"
+                          },
+                          "recipient": {
+                            "type": "string",
+                            "format": "email",
+                            "maxLength": 254
+                          },
+                          "internet_message_id": {
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          }
+                        }
+                      }
+                    },
+                    "description": "`mail.rejected` : message refusé par la plateforme avant d'être accepté."
                   }
-                }
+                ]
               }
             ]
           },
-          "maxItems": 500
+          "maxItems": 500,
+          "description": "Événements après le curseur, du plus ancien au plus récent. Vide s'il n'y a rien de nouveau."
         },
         "next_cursor": {
-          "description": "Cursor positioned after the last event returned. Always present; pass it as `after` in the next call. Byte-identical to the `after` passed when nothing is new.",
           "type": "string",
           "minLength": 1,
-          "maxLength": 512
+          "maxLength": 512,
+          "description": "À passer comme `after` à l'appel suivant. Identique à `after` s'il n'y a rien de nouveau."
+        }
+      },
+      "$defs": {
+        "EmailAddress": {
+          "type": "object",
+          "additionalProperties": false,
+          "required": [
+            "email"
+          ],
+          "properties": {
+            "email": {
+              "type": "string",
+              "format": "email",
+              "maxLength": 254,
+              "description": "L'adresse elle-même."
+            },
+            "name": {
+              "type": "string",
+              "maxLength": 256,
+              "description": "Nom affiché, s'il y en a un."
+            }
+          }
         }
       }
     },
@@ -861,72 +648,64 @@ export const mcpTools = [
   {
     "name": "list_events",
     "title": "Lister les événements",
-    "description": "Liste les événements de l'activité mail de l'espace, du plus récent\nau plus ancien, avec des filtres : `types` (types exacts comme\n`mail.bounced`, ou préfixe `mail.*`), `mailbox_ids` (boîtes),\n`occurred_after` / `occurred_before` (dates RFC 3339 sur\n`occurred_at`), `limit` (1 à 500, 100 par défaut). `limit` est un\nmaximum : une page s'arrête aussi avant 1 Mio d'événements, et un\nappel examine au plus 10 000 événements quand aucun index ne sert la\ncombinaison de filtres ; une page peut donc être courte, voire vide,\nalors que d'autres événements correspondent. Pour la page suivante\n(plus ancienne), repasser les mêmes filtres avec `page_token` =\n`next_page_token`, même après une page courte ou vide ; seul\n`next_page_token` = `null` signifie qu'aucun événement plus ancien ne\ncorrespond. Pour tout relire dans l'ordre, utiliser plutôt event_feed.\n",
+    "description": "Liste les événements de l'activité mail de l'espace, du plus récent\nau plus ancien, avec des filtres : `types` (types exacts comme\n`mail.bounced`, ou préfixe `mail.*`), `mailbox_ids` (boîtes),\n`occurred_after` / `occurred_before` (dates RFC 3339 sur\n`occurred_at`), `limit` (1 à 500, 100 par défaut). `limit` est un\nmaximum : une page s'arrête aussi avant 1 Mio d'événements, et un\nappel examine au plus 10 000 événements quand aucun index ne sert la\ncombinaison de filtres ; une page peut donc être courte, voire vide,\nalors que d'autres événements correspondent. Pour la page suivante\n(plus ancienne), repasser les mêmes filtres avec `page_token` =\n`next_page_token`, même après une page courte ou vide ; seul\n`next_page_token` = `null` signifie qu'aucun événement plus ancien ne\ncorrespond. Pour tout relire dans l'ordre, utiliser plutôt `event_feed`.\n",
     "inputSchema": {
-      "title": "ListEventsRequest",
-      "description": "Parameters of `list_events`: filters, newest first. All optional; no other parameter is accepted.",
       "type": "object",
       "additionalProperties": false,
       "properties": {
         "types": {
-          "description": "Only these types (or `mail.*` prefixes).",
           "type": "array",
           "minItems": 1,
           "maxItems": 20,
           "uniqueItems": true,
           "items": {
-            "title": "EventTypeFilter",
-            "description": "An event type (`mail.bounced`) or a prefix ending in `.*` (`mail.*`) that matches every type starting with it.",
             "type": "string",
             "maxLength": 64,
             "pattern": "^mail\\.(\\*|received|sent|delivered|deferred|bounced|complained|rejected)$"
-          }
+          },
+          "description": "Seulement ces types (ou préfixes `mail.*`)."
         },
         "mailbox_ids": {
-          "description": "Only events of these mailboxes. With a key restricted to mailboxes, each must be one of them (`forbidden` otherwise); omitted means all the key may see.",
           "type": "array",
           "minItems": 1,
           "maxItems": 100,
           "uniqueItems": true,
           "items": {
-            "title": "MailboxId",
-            "description": "Identifier of a mailbox inside a workspace: `mbx_` followed by 1 to 64 characters among letters, digits, `_` and `-`.",
             "type": "string",
             "pattern": "^mbx_[A-Za-z0-9_-]{1,64}$",
             "minLength": 5,
             "maxLength": 68
-          }
+          },
+          "description": "Seulement les événements de ces boîtes ; une clé restreinte ne peut demander que les siennes (`forbidden` sinon). Omis : toutes celles que la clé voit."
         },
         "occurred_after": {
-          "description": "Only events whose `occurred_at` is at or after this time (RFC 3339).",
           "type": "string",
           "format": "date-time",
-          "maxLength": 35
+          "maxLength": 35,
+          "description": "Seulement les événements dont `occurred_at` est à partir de cette date (RFC 3339, incluse)."
         },
         "occurred_before": {
-          "description": "Only events whose `occurred_at` is before this time (RFC 3339).",
           "type": "string",
           "format": "date-time",
-          "maxLength": 35
+          "maxLength": 35,
+          "description": "Seulement les événements dont `occurred_at` est avant cette date (RFC 3339, exclue)."
         },
         "limit": {
-          "description": "Maximum number of events to return. A page may hold fewer while more match: it also stops before 1 MiB of envelopes (always one event at least), or where the call stopped looking (see `next_page_token`).",
           "type": "integer",
           "minimum": 1,
           "maximum": 500,
-          "default": 100
+          "default": 100,
+          "description": "Nombre maximal d'événements. Une page peut en contenir moins alors que d'autres correspondent (plafond de 1 Mio, ou recherche arrêtée : voir `next_page_token`)."
         },
         "page_token": {
-          "description": "Opaque token from `next_page_token`, with the same filters, to get the next (older) page.",
           "type": "string",
           "minLength": 1,
-          "maxLength": 1024
+          "maxLength": 1024,
+          "description": "Jeton opaque reçu en `next_page_token`, avec les mêmes filtres, pour la page suivante (plus ancienne)."
         }
       }
     },
     "outputSchema": {
-      "title": "ListEventsResponse",
-      "description": "A page of events, newest first.",
       "type": "object",
       "additionalProperties": false,
       "required": [
@@ -935,12 +714,9 @@ export const mcpTools = [
       ],
       "properties": {
         "events": {
-          "description": "Events matching the filters, newest first (by emission): at most `limit`, and at most 1 MiB of envelope JSON unless a single event is larger. May be short, or empty, while more match.",
           "type": "array",
           "maxItems": 500,
           "items": {
-            "title": "EventEnvelope",
-            "description": "An event as stored, as returned by the feed and as delivered by webhooks. Its fields are fixed; only `data` varies, with `type`.",
             "type": "object",
             "additionalProperties": false,
             "required": [
@@ -954,16 +730,13 @@ export const mcpTools = [
             ],
             "properties": {
               "id": {
-                "title": "EventId",
-                "description": "Identifier of an event: `evt_` followed by a ULID (26 Crockford base32 characters, upper case). Unique, and sortable by creation time.",
                 "type": "string",
                 "pattern": "^evt_[0-9A-HJKMNP-TV-Z]{26}$",
                 "minLength": 30,
-                "maxLength": 30
+                "maxLength": 30,
+                "description": "Identifiant unique de l'événement."
               },
               "type": {
-                "title": "EventType",
-                "description": "Type of a mail event. The shape of the event's `data` depends on it.\n\n- `mail.received`: an inbound message was accepted for a mailbox of the workspace.\n- `mail.sent`: an outbound message was accepted for sending from a mailbox of the workspace (queued, not yet delivered).\n- `mail.delivered`: the receiving server accepted an outbound message for one recipient (SMTP 2xx).\n- `mail.deferred`: a delivery attempt to one recipient failed temporarily; it will be retried.\n- `mail.bounced`: delivery to one recipient failed for good (hard bounce, or soft bounce after the last retry).\n- `mail.complained`: a recipient reported an outbound message as abuse through a feedback loop (RFC 5965 report).\n- `mail.rejected`: the platform refused a message before accepting it, inbound (SMTP refusal) or outbound (not sent).",
                 "type": "string",
                 "enum": [
                   "mail.received",
@@ -973,26 +746,24 @@ export const mcpTools = [
                   "mail.bounced",
                   "mail.complained",
                   "mail.rejected"
-                ]
+                ],
+                "description": "Type de l'événement ; donne la forme de `data`."
               },
               "occurred_at": {
-                "description": "When the event happened: RFC 3339 in UTC with a `Z` suffix and millisecond precision, e.g. `2026-11-21T09:14:03.512Z`.",
                 "type": "string",
                 "format": "date-time",
                 "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$",
-                "maxLength": 24
+                "maxLength": 24,
+                "description": "Date de l'événement, en UTC à la milliseconde."
               },
               "account": {
-                "title": "WorkspaceId",
-                "description": "Identifier of a workspace (espace): `ws_` followed by a ULID (26 Crockford base32 characters, upper case).",
                 "type": "string",
                 "pattern": "^ws_[0-9A-HJKMNP-TV-Z]{26}$",
                 "minLength": 29,
-                "maxLength": 29
+                "maxLength": 29,
+                "description": "L'espace de l'événement."
               },
               "subject": {
-                "title": "Subject",
-                "description": "What an event is about: a person and the objects of the platform involved.",
                 "type": "object",
                 "additionalProperties": false,
                 "required": [
@@ -1001,752 +772,551 @@ export const mcpTools = [
                 ],
                 "properties": {
                   "person": {
-                    "title": "EmailAddress",
-                    "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                    "type": "object",
-                    "additionalProperties": false,
-                    "required": [
-                      "email"
-                    ],
-                    "properties": {
-                      "email": {
-                        "description": "The address itself (addr-spec).",
-                        "type": "string",
-                        "format": "email",
-                        "maxLength": 254
-                      },
-                      "name": {
-                        "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                        "type": "string",
-                        "maxLength": 256
-                      }
-                    }
+                    "$ref": "#/$defs/EmailAddress",
+                    "description": "Le destinataire pour un événement sortant, l'expéditeur pour un entrant."
                   },
                   "refs": {
-                    "title": "Refs",
-                    "description": "References to the objects an event is attached to. Each one is present when it applies and absent otherwise (for instance, no `thread_id` for a message rejected before it was accepted).",
                     "type": "object",
                     "additionalProperties": false,
                     "properties": {
                       "mailbox_id": {
-                        "title": "MailboxId",
-                        "description": "Identifier of a mailbox inside a workspace: `mbx_` followed by 1 to 64 characters among letters, digits, `_` and `-`.",
                         "type": "string",
                         "pattern": "^mbx_[A-Za-z0-9_-]{1,64}$",
                         "minLength": 5,
-                        "maxLength": 68
+                        "maxLength": 68,
+                        "description": "Boîte de l'espace qui a envoyé ou reçu le message ; une clé restreinte ne voit que les événements de ses boîtes."
                       },
                       "message_id": {
-                        "description": "Platform identifier of the message (not the RFC 5322 Message-ID header). Present when the message was stored.",
                         "type": "string",
                         "pattern": "^msg_[A-Za-z0-9_-]{1,64}$",
-                        "maxLength": 68
+                        "maxLength": 68,
+                        "description": "Identifiant du message sur la plateforme (pas l'en-tête Message-ID)."
                       },
                       "thread_id": {
-                        "description": "Platform identifier of the conversation the message belongs to. Present when the message was threaded.",
                         "type": "string",
                         "pattern": "^thr_[A-Za-z0-9_-]{1,64}$",
-                        "maxLength": 68
+                        "maxLength": 68,
+                        "description": "Identifiant de la conversation du message."
                       }
-                    }
+                    },
+                    "description": "Boîte, message et fil concernés, chacun présent s'il s'applique."
                   }
-                }
+                },
+                "description": "La personne concernée et les objets de la plateforme en cause."
               },
               "data": {
-                "description": "Details of the event; its shape depends on `type` (see the `MailReceivedData` … `MailRejectedData` schemas).",
-                "type": "object"
+                "type": "object",
+                "description": "Détail de l'événement, selon `type`."
               },
               "v": {
-                "description": "Version of the envelope format; always 1.",
                 "type": "integer",
-                "const": 1
+                "const": 1,
+                "description": "Version du format de l'enveloppe (1)."
               }
             },
             "allOf": [
               {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.received"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailReceivedData",
-                      "description": "The `data` of a `mail.received` event: an inbound message was accepted for a mailbox of the workspace.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "from",
-                        "to",
-                        "subject_line",
-                        "size_bytes",
-                        "attachment_count",
-                        "spam_score",
-                        "spam_verdict"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included. Absent when the message had none.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "from": {
-                          "title": "EmailAddress",
-                          "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                          "type": "object",
-                          "additionalProperties": false,
-                          "required": [
-                            "email"
-                          ],
-                          "properties": {
-                            "email": {
-                              "description": "The address itself (addr-spec).",
-                              "type": "string",
-                              "format": "email",
-                              "maxLength": 254
+                "oneOf": [
+                  {
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.received"
+                      },
+                      "data": {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "from",
+                          "to",
+                          "subject_line",
+                          "size_bytes",
+                          "attachment_count",
+                          "spam_score",
+                          "spam_verdict"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "from": {
+                            "$ref": "#/$defs/EmailAddress"
+                          },
+                          "to": {
+                            "type": "array",
+                            "items": {
+                              "$ref": "#/$defs/EmailAddress"
                             },
-                            "name": {
-                              "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                              "type": "string",
-                              "maxLength": 256
-                            }
-                          }
-                        },
-                        "to": {
-                          "description": "Recipients in the `To` header.",
-                          "type": "array",
-                          "items": {
-                            "title": "EmailAddress",
-                            "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                            "type": "object",
-                            "additionalProperties": false,
-                            "required": [
-                              "email"
-                            ],
-                            "properties": {
-                              "email": {
-                                "description": "The address itself (addr-spec).",
-                                "type": "string",
-                                "format": "email",
-                                "maxLength": 254
-                              },
-                              "name": {
-                                "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                                "type": "string",
-                                "maxLength": 256
-                              }
-                            }
+                            "minItems": 1,
+                            "maxItems": 1000
                           },
-                          "minItems": 1,
-                          "maxItems": 1000
-                        },
-                        "cc": {
-                          "description": "Recipients in the `Cc` header. Absent when there were none.",
-                          "type": "array",
-                          "items": {
-                            "title": "EmailAddress",
-                            "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                            "type": "object",
-                            "additionalProperties": false,
-                            "required": [
-                              "email"
-                            ],
-                            "properties": {
-                              "email": {
-                                "description": "The address itself (addr-spec).",
-                                "type": "string",
-                                "format": "email",
-                                "maxLength": 254
-                              },
-                              "name": {
-                                "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                                "type": "string",
-                                "maxLength": 256
-                              }
-                            }
-                          },
-                          "maxItems": 1000
-                        },
-                        "subject_line": {
-                          "description": "The `Subject` header, decoded. Empty string when the message had none.",
-                          "type": "string",
-                          "maxLength": 998
-                        },
-                        "size_bytes": {
-                          "description": "Size of the full message (headers and body, as transmitted) in bytes.",
-                          "type": "integer",
-                          "minimum": 0
-                        },
-                        "attachment_count": {
-                          "description": "Number of attachments (MIME parts with `Content-Disposition: attachment`).",
-                          "type": "integer",
-                          "minimum": 0
-                        },
-                        "spam_score": {
-                          "description": "Spam score given by the filter (SpamAssassin scale: higher means more likely spam; can be negative).",
-                          "type": "number",
-                          "minimum": -1000,
-                          "maximum": 1000
-                        },
-                        "spam_verdict": {
-                          "description": "Verdict of the spam filter: `pass` (delivered to the inbox), `suspect` (delivered, flagged), `spam` (delivered to the spam folder).",
-                          "type": "string",
-                          "enum": [
-                            "pass",
-                            "suspect",
-                            "spam"
-                          ]
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.sent"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailSentData",
-                      "description": "The `data` of a `mail.sent` event: an outbound message was accepted for sending from a mailbox of the workspace. Delivery to each recipient is reported later by `mail.delivered`, `mail.deferred` or `mail.bounced`.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "internet_message_id",
-                        "from",
-                        "to",
-                        "bcc_count",
-                        "subject_line",
-                        "size_bytes"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "from": {
-                          "title": "EmailAddress",
-                          "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                          "type": "object",
-                          "additionalProperties": false,
-                          "required": [
-                            "email"
-                          ],
-                          "properties": {
-                            "email": {
-                              "description": "The address itself (addr-spec).",
-                              "type": "string",
-                              "format": "email",
-                              "maxLength": 254
+                          "cc": {
+                            "type": "array",
+                            "items": {
+                              "$ref": "#/$defs/EmailAddress"
                             },
-                            "name": {
-                              "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                              "type": "string",
-                              "maxLength": 256
-                            }
+                            "maxItems": 1000
+                          },
+                          "subject_line": {
+                            "type": "string",
+                            "maxLength": 998
+                          },
+                          "size_bytes": {
+                            "type": "integer",
+                            "minimum": 0
+                          },
+                          "attachment_count": {
+                            "type": "integer",
+                            "minimum": 0
+                          },
+                          "spam_score": {
+                            "type": "number",
+                            "minimum": -1000,
+                            "maximum": 1000
+                          },
+                          "spam_verdict": {
+                            "type": "string",
+                            "enum": [
+                              "pass",
+                              "suspect",
+                              "spam"
+                            ]
                           }
-                        },
-                        "to": {
-                          "description": "Recipients in the `To` header.",
-                          "type": "array",
-                          "items": {
-                            "title": "EmailAddress",
-                            "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                            "type": "object",
-                            "additionalProperties": false,
-                            "required": [
-                              "email"
-                            ],
-                            "properties": {
-                              "email": {
-                                "description": "The address itself (addr-spec).",
-                                "type": "string",
-                                "format": "email",
-                                "maxLength": 254
-                              },
-                              "name": {
-                                "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                                "type": "string",
-                                "maxLength": 256
-                              }
-                            }
+                        }
+                      }
+                    },
+                    "description": "`mail.received` : message entrant accepté pour une boîte de l'espace."
+                  },
+                  {
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.sent"
+                      },
+                      "data": {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "internet_message_id",
+                          "from",
+                          "to",
+                          "bcc_count",
+                          "subject_line",
+                          "size_bytes"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
                           },
-                          "minItems": 1,
-                          "maxItems": 1000
-                        },
-                        "cc": {
-                          "description": "Recipients in the `Cc` header. Absent when there were none.",
-                          "type": "array",
-                          "items": {
-                            "title": "EmailAddress",
-                            "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                            "type": "object",
-                            "additionalProperties": false,
-                            "required": [
-                              "email"
-                            ],
-                            "properties": {
-                              "email": {
-                                "description": "The address itself (addr-spec).",
-                                "type": "string",
-                                "format": "email",
-                                "maxLength": 254
-                              },
-                              "name": {
-                                "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                                "type": "string",
-                                "maxLength": 256
-                              }
-                            }
+                          "from": {
+                            "$ref": "#/$defs/EmailAddress"
                           },
-                          "maxItems": 1000
-                        },
-                        "bcc_count": {
-                          "description": "Number of blind-copy recipients (their addresses are not disclosed). 0 when there were none.",
-                          "type": "integer",
-                          "minimum": 0
-                        },
-                        "subject_line": {
-                          "description": "The `Subject` header, decoded. Empty string when the message had none.",
-                          "type": "string",
-                          "maxLength": 998
-                        },
-                        "size_bytes": {
-                          "description": "Size of the full message (headers and body, as transmitted) in bytes.",
-                          "type": "integer",
-                          "minimum": 0
-                        },
-                        "attachment_count": {
-                          "description": "Number of attachments.",
-                          "type": "integer",
-                          "minimum": 0
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.delivered"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailDeliveredData",
-                      "description": "The `data` of a `mail.delivered` event: the receiving server accepted an outbound message for one recipient.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "internet_message_id",
-                        "recipient",
-                        "remote_mta",
-                        "smtp_response",
-                        "delivery_ms",
-                        "attempt"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the delivered message, angle brackets included.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "recipient": {
-                          "description": "Recipient the message was delivered to (SMTP `RCPT TO`).",
-                          "type": "string",
-                          "format": "email",
-                          "maxLength": 254
-                        },
-                        "remote_mta": {
-                          "description": "Host name of the server that accepted the message (the MX), or an address literal in brackets when it has none.",
-                          "type": "string",
-                          "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
-                          "maxLength": 253
-                        },
-                        "smtp_response": {
-                          "description": "Final SMTP reply of the receiving server, code first.",
-                          "type": "string",
-                          "pattern": "^2\\d\\d",
-                          "maxLength": 1000
-                        },
-                        "delivery_ms": {
-                          "description": "Milliseconds from the acceptance of the message by the platform to its delivery.",
-                          "type": "integer",
-                          "minimum": 0
-                        },
-                        "attempt": {
-                          "description": "Number of the delivery attempt that succeeded (1 for the first).",
-                          "type": "integer",
-                          "minimum": 1
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.deferred"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailDeferredData",
-                      "description": "The `data` of a `mail.deferred` event: a delivery attempt to one recipient failed temporarily and will be retried at `next_attempt_at`.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "internet_message_id",
-                        "recipient",
-                        "diagnostic",
-                        "attempt",
-                        "next_attempt_at"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "recipient": {
-                          "description": "Recipient whose delivery was deferred (SMTP `RCPT TO`).",
-                          "type": "string",
-                          "format": "email",
-                          "maxLength": 254
-                        },
-                        "smtp_code": {
-                          "description": "SMTP reply code of the receiving server. Absent when no SMTP reply was received (DNS failure, connection refused or timed out).",
-                          "type": "integer",
-                          "minimum": 400,
-                          "maximum": 599
-                        },
-                        "enhanced_status": {
-                          "description": "RFC 3463 enhanced status code of the reply. Absent when the server gave none.",
-                          "type": "string",
-                          "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
-                          "maxLength": 9
-                        },
-                        "diagnostic": {
-                          "description": "Human-readable cause: the server's reply text, or a description of the network error.",
-                          "type": "string",
-                          "maxLength": 1000
-                        },
-                        "remote_mta": {
-                          "description": "Host name of the server that was tried, or an address literal in brackets. Absent when no server could be reached.",
-                          "type": "string",
-                          "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
-                          "maxLength": 253
-                        },
-                        "attempt": {
-                          "description": "Number of the attempt that failed (1 for the first).",
-                          "type": "integer",
-                          "minimum": 1
-                        },
-                        "next_attempt_at": {
-                          "description": "When the next attempt is scheduled (RFC 3339, UTC).",
-                          "type": "string",
-                          "format": "date-time",
-                          "maxLength": 35
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.bounced"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailBouncedData",
-                      "description": "The `data` of a `mail.bounced` event: delivery to one recipient failed for good; the platform will not retry.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "internet_message_id",
-                        "recipient",
-                        "bounce_type",
-                        "bounce_category",
-                        "diagnostic"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the message, angle brackets included.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "recipient": {
-                          "description": "Recipient the message could not be delivered to (SMTP `RCPT TO`).",
-                          "type": "string",
-                          "format": "email",
-                          "maxLength": 254
-                        },
-                        "bounce_type": {
-                          "description": "`hard`: permanent failure (5xx, unknown domain); the address should not be retried. `soft`: temporary failures until the retry period ran out.",
-                          "type": "string",
-                          "enum": [
-                            "hard",
-                            "soft"
-                          ]
-                        },
-                        "bounce_category": {
-                          "description": "Classified cause: `unknown_user` (no such mailbox), `mailbox_full`, `domain_not_found` (no MX nor A record), `policy` (refused by the receiver's policy, e.g. DMARC), `spam_block` (refused as spam or sender blocklisted), `message_too_large`, `other`.",
-                          "type": "string",
-                          "enum": [
-                            "unknown_user",
-                            "mailbox_full",
-                            "domain_not_found",
-                            "policy",
-                            "spam_block",
-                            "message_too_large",
-                            "other"
-                          ]
-                        },
-                        "smtp_code": {
-                          "description": "SMTP reply code of the last failure. Absent when no SMTP reply was received (e.g. `domain_not_found`).",
-                          "type": "integer",
-                          "minimum": 400,
-                          "maximum": 599
-                        },
-                        "enhanced_status": {
-                          "description": "RFC 3463 enhanced status code of the last failure. Absent when the server gave none.",
-                          "type": "string",
-                          "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
-                          "maxLength": 9
-                        },
-                        "diagnostic": {
-                          "description": "Human-readable cause: the server's reply text, or a description of the error.",
-                          "type": "string",
-                          "maxLength": 1000
-                        },
-                        "remote_mta": {
-                          "description": "Host name of the server that refused the message, or an address literal in brackets. Absent when no server could be reached.",
-                          "type": "string",
-                          "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
-                          "maxLength": 253
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.complained"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailComplainedData",
-                      "description": "The `data` of a `mail.complained` event: a recipient reported an outbound message through a mailbox provider's feedback loop (RFC 5965 Abuse Reporting Format). The time of the report is the event's `occurred_at`.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "internet_message_id",
-                        "recipient",
-                        "feedback_type"
-                      ],
-                      "properties": {
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header of the reported message, angle brackets included.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
-                        },
-                        "recipient": {
-                          "description": "Recipient who complained.",
-                          "type": "string",
-                          "format": "email",
-                          "maxLength": 254
-                        },
-                        "feedback_type": {
-                          "description": "RFC 5965 `Feedback-Type` of the report: `abuse` (unsolicited mail), `fraud` (phishing or fraud), `virus`, `not-spam` (marked as not spam), `other`.",
-                          "type": "string",
-                          "enum": [
-                            "abuse",
-                            "fraud",
-                            "virus",
-                            "not-spam",
-                            "other"
-                          ]
-                        },
-                        "feedback_provider": {
-                          "description": "Mailbox provider that sent the report, e.g. `Yahoo`, `Orange`. Absent when it could not be identified.",
-                          "type": "string",
-                          "maxLength": 256
-                        },
-                        "user_agent": {
-                          "description": "RFC 5965 `User-Agent` of the software that generated the report. Absent when the report had none.",
-                          "type": "string",
-                          "maxLength": 256
-                        }
-                      }
-                    }
-                  }
-                }
-              },
-              {
-                "if": {
-                  "properties": {
-                    "type": {
-                      "const": "mail.rejected"
-                    }
-                  },
-                  "required": [
-                    "type"
-                  ]
-                },
-                "then": {
-                  "properties": {
-                    "data": {
-                      "title": "MailRejectedData",
-                      "description": "The `data` of a `mail.rejected` event: the platform refused a message. `inbound`: an incoming message was refused during the SMTP session (the sending server got the reply in `smtp_code`). `outbound`: a message from a mailbox of the workspace was not sent.",
-                      "type": "object",
-                      "additionalProperties": false,
-                      "required": [
-                        "stage",
-                        "reason",
-                        "diagnostic"
-                      ],
-                      "properties": {
-                        "stage": {
-                          "description": "`inbound`: refused on reception. `outbound`: refused before sending.",
-                          "type": "string",
-                          "enum": [
-                            "inbound",
-                            "outbound"
-                          ]
-                        },
-                        "reason": {
-                          "description": "Why it was refused: `spam`, `virus`, `policy` (SPF/DKIM/DMARC or workspace rules), `blocked_sender` (sender on the workspace's block list), `invalid_recipient` (no such mailbox, or invalid address), `size_limit` (message too large), `rate_limit` (sending quota reached).",
-                          "type": "string",
-                          "enum": [
-                            "spam",
-                            "virus",
-                            "policy",
-                            "blocked_sender",
-                            "invalid_recipient",
-                            "size_limit",
-                            "rate_limit"
-                          ]
-                        },
-                        "smtp_code": {
-                          "description": "SMTP reply code returned to the sending server. Present for `inbound` rejections; absent for `outbound` ones.",
-                          "type": "integer",
-                          "minimum": 400,
-                          "maximum": 599
-                        },
-                        "diagnostic": {
-                          "description": "Human-readable cause.",
-                          "type": "string",
-                          "maxLength": 1000
-                        },
-                        "from": {
-                          "title": "EmailAddress",
-                          "description": "A mailbox address with an optional display name, as in an RFC 5322 address header.",
-                          "type": "object",
-                          "additionalProperties": false,
-                          "required": [
-                            "email"
-                          ],
-                          "properties": {
-                            "email": {
-                              "description": "The address itself (addr-spec).",
-                              "type": "string",
-                              "format": "email",
-                              "maxLength": 254
+                          "to": {
+                            "type": "array",
+                            "items": {
+                              "$ref": "#/$defs/EmailAddress"
                             },
-                            "name": {
-                              "description": "Display name, decoded (no RFC 2047 encoded words). Absent when the header had none.",
-                              "type": "string",
-                              "maxLength": 256
-                            }
+                            "minItems": 1,
+                            "maxItems": 1000
+                          },
+                          "cc": {
+                            "type": "array",
+                            "items": {
+                              "$ref": "#/$defs/EmailAddress"
+                            },
+                            "maxItems": 1000
+                          },
+                          "bcc_count": {
+                            "type": "integer",
+                            "minimum": 0
+                          },
+                          "subject_line": {
+                            "type": "string",
+                            "maxLength": 998
+                          },
+                          "size_bytes": {
+                            "type": "integer",
+                            "minimum": 0
+                          },
+                          "attachment_count": {
+                            "type": "integer",
+                            "minimum": 0
                           }
-                        },
-                        "recipient": {
-                          "description": "Recipient of the refused message (SMTP `RCPT TO`, or the first recipient of an outbound message). Absent when unknown.",
-                          "type": "string",
-                          "format": "email",
-                          "maxLength": 254
-                        },
-                        "internet_message_id": {
-                          "description": "The RFC 5322 `Message-ID` header, angle brackets included. Absent when the message was refused before its content was received, or had none.",
-                          "type": "string",
-                          "pattern": "^<[^<>\\r\\n]+>$",
-                          "minLength": 3,
-                          "maxLength": 998
                         }
                       }
-                    }
+                    },
+                    "description": "`mail.sent` : message sortant accepté pour l'envoi (en file, pas encore délivré)."
+                  },
+                  {
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.delivered"
+                      },
+                      "data": {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "internet_message_id",
+                          "recipient",
+                          "remote_mta",
+                          "smtp_response",
+                          "delivery_ms",
+                          "attempt"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "recipient": {
+                            "type": "string",
+                            "format": "email",
+                            "maxLength": 254
+                          },
+                          "remote_mta": {
+                            "type": "string",
+                            "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
+                            "maxLength": 253
+                          },
+                          "smtp_response": {
+                            "type": "string",
+                            "pattern": "^2\\d\\d",
+                            "maxLength": 1000
+                          },
+                          "delivery_ms": {
+                            "type": "integer",
+                            "minimum": 0
+                          },
+                          "attempt": {
+                            "type": "integer",
+                            "minimum": 1
+                          }
+                        }
+                      }
+                    },
+                    "description": "`mail.delivered` : le serveur destinataire a accepté le message pour un destinataire."
+                  },
+                  {
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.deferred"
+                      },
+                      "data": {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "internet_message_id",
+                          "recipient",
+                          "diagnostic",
+                          "attempt",
+                          "next_attempt_at"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "recipient": {
+                            "type": "string",
+                            "format": "email",
+                            "maxLength": 254
+                          },
+                          "smtp_code": {
+                            "type": "integer",
+                            "minimum": 400,
+                            "maximum": 599
+                          },
+                          "enhanced_status": {
+                            "type": "string",
+                            "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
+                            "maxLength": 9
+                          },
+                          "diagnostic": {
+                            "type": "string",
+                            "maxLength": 1000
+                          },
+                          "remote_mta": {
+                            "type": "string",
+                            "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
+                            "maxLength": 253
+                          },
+                          "attempt": {
+                            "type": "integer",
+                            "minimum": 1
+                          },
+                          "next_attempt_at": {
+                            "type": "string",
+                            "format": "date-time",
+                            "maxLength": 35
+                          }
+                        }
+                      }
+                    },
+                    "description": "`mail.deferred` : échec temporaire de livraison à un destinataire ; nouvel essai prévu."
+                  },
+                  {
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.bounced"
+                      },
+                      "data": {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "internet_message_id",
+                          "recipient",
+                          "bounce_type",
+                          "bounce_category",
+                          "diagnostic"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "recipient": {
+                            "type": "string",
+                            "format": "email",
+                            "maxLength": 254
+                          },
+                          "bounce_type": {
+                            "type": "string",
+                            "enum": [
+                              "hard",
+                              "soft"
+                            ]
+                          },
+                          "bounce_category": {
+                            "type": "string",
+                            "enum": [
+                              "unknown_user",
+                              "mailbox_full",
+                              "domain_not_found",
+                              "policy",
+                              "spam_block",
+                              "message_too_large",
+                              "other"
+                            ]
+                          },
+                          "smtp_code": {
+                            "type": "integer",
+                            "minimum": 400,
+                            "maximum": 599
+                          },
+                          "enhanced_status": {
+                            "type": "string",
+                            "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
+                            "maxLength": 9
+                          },
+                          "diagnostic": {
+                            "type": "string",
+                            "maxLength": 1000
+                          },
+                          "remote_mta": {
+                            "type": "string",
+                            "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
+                            "maxLength": 253
+                          }
+                        }
+                      }
+                    },
+                    "description": "`mail.bounced` : livraison à un destinataire définitivement en échec (rebond)."
+                  },
+                  {
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.complained"
+                      },
+                      "data": {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "internet_message_id",
+                          "recipient",
+                          "feedback_type"
+                        ],
+                        "properties": {
+                          "internet_message_id": {
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          },
+                          "recipient": {
+                            "type": "string",
+                            "format": "email",
+                            "maxLength": 254
+                          },
+                          "feedback_type": {
+                            "type": "string",
+                            "enum": [
+                              "abuse",
+                              "fraud",
+                              "virus",
+                              "not-spam",
+                              "other"
+                            ]
+                          },
+                          "feedback_provider": {
+                            "type": "string",
+                            "maxLength": 256
+                          },
+                          "user_agent": {
+                            "type": "string",
+                            "maxLength": 256
+                          }
+                        }
+                      }
+                    },
+                    "description": "`mail.complained` : un destinataire a signalé le message comme indésirable."
+                  },
+                  {
+                    "type": "object",
+                    "required": [
+                      "type",
+                      "data"
+                    ],
+                    "properties": {
+                      "type": {
+                        "type": "string",
+                        "const": "mail.rejected"
+                      },
+                      "data": {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "stage",
+                          "reason",
+                          "diagnostic"
+                        ],
+                        "properties": {
+                          "stage": {
+                            "type": "string",
+                            "enum": [
+                              "inbound",
+                              "outbound"
+                            ]
+                          },
+                          "reason": {
+                            "type": "string",
+                            "enum": [
+                              "spam",
+                              "virus",
+                              "policy",
+                              "blocked_sender",
+                              "invalid_recipient",
+                              "size_limit",
+                              "rate_limit"
+                            ]
+                          },
+                          "smtp_code": {
+                            "type": "integer",
+                            "minimum": 400,
+                            "maximum": 599
+                          },
+                          "diagnostic": {
+                            "type": "string",
+                            "maxLength": 1000
+                          },
+                          "from": {
+                            "$ref": "#/$defs/EmailAddress"
+                          },
+                          "recipient": {
+                            "type": "string",
+                            "format": "email",
+                            "maxLength": 254
+                          },
+                          "internet_message_id": {
+                            "type": "string",
+                            "pattern": "^<[^<>\\r\\n]+>$",
+                            "minLength": 3,
+                            "maxLength": 998
+                          }
+                        }
+                      }
+                    },
+                    "description": "`mail.rejected` : message refusé par la plateforme avant d'être accepté."
                   }
-                }
+                ]
               }
             ]
-          }
+          },
+          "description": "Événements correspondant aux filtres, du plus récent au plus ancien. Peut être court, voire vide, alors que d'autres correspondent."
         },
         "next_page_token": {
-          "description": "Token for the next (older) page, to pass as `page_token` with the same filters. It comes whenever the listing may go on, even after a short or empty page (the call stopped at the 1 MiB cap, or after examining 10,000 events without filling the page). null only when no older event matches.",
           "type": [
             "string",
             "null"
-          ]
+          ],
+          "description": "À passer comme `page_token` (mêmes filtres) pour la page suivante, même après une page courte ou vide. `null` seulement quand aucun événement plus ancien ne correspond."
+        }
+      },
+      "$defs": {
+        "EmailAddress": {
+          "type": "object",
+          "additionalProperties": false,
+          "required": [
+            "email"
+          ],
+          "properties": {
+            "email": {
+              "type": "string",
+              "format": "email",
+              "maxLength": 254,
+              "description": "L'adresse elle-même."
+            },
+            "name": {
+              "type": "string",
+              "maxLength": 256,
+              "description": "Nom affiché, s'il y en a un."
+            }
+          }
         }
       }
     },

@@ -340,7 +340,62 @@ export type paths = {
         trace?: never;
     };
 };
-export type webhooks = Record<string, never>;
+export type webhooks = {
+    event: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event delivery (sent to your endpoint)
+         * @description What the service POSTs to every enabled endpoint of the workspace
+         *     (`set_webhook`) for each event emitted afterwards whose type the endpoint
+         *     takes, following the [Standard Webhooks](https://www.standardwebhooks.com/)
+         *     specification. Your endpoint answers it; the service is the client.
+         *
+         *     - The body is the event envelope, the same bytes `event_feed` serves for
+         *       it (`Content-Type: application/json`).
+         *     - `webhook-id` is the event's id: the same for every attempt at the same
+         *       event, so use it to ignore a delivery you already processed (delivery
+         *       is at least once).
+         *     - To verify a delivery, compute HMAC-SHA256 over
+         *       `<webhook-id>.<webhook-timestamp>.<body>` (the raw body bytes), keyed
+         *       with the base64-decoded part of the endpoint's secret after `whsec_`,
+         *       and compare its base64 with each `v1,` signature of
+         *       `webhook-signature` (constant-time). Refuse a `webhook-timestamp` too
+         *       far from your clock (Standard Webhooks libraries allow 5 minutes).
+         *       Any Standard Webhooks library does all this.
+         *     - Deliveries to an endpoint are attempted oldest first, but an event
+         *       being retried can arrive after newer ones: order by the envelope
+         *       (`occurred_at`, or the feed's order), not by arrival.
+         *
+         *     How your answer is read:
+         *     - any `2xx`: delivered, never sent again (unless `redeliver_webhook`
+         *       asks for it);
+         *     - `410 Gone`: the endpoint is disabled (`enabled: false`), no more
+         *       deliveries until `set_webhook` enables it again;
+         *     - anything else, including `3xx` (redirects are not followed), a
+         *       connection failure, or no answer within 10 s (`WEBHOOK_TIMEOUT_MS`):
+         *       retried with exponential backoff and ±20% jitter (5 s, 30 s, 2 min,
+         *       10 min, 30 min, 1 h, 2 h, 4 h, 8 h, 12 h, 24 h, 24 h: 13 attempts over
+         *       about three days), then given up. On `429` and `503`, a `Retry-After`
+         *       (seconds or an HTTP date, up to 24 h) delays the retry further,
+         *       never brings it forward.
+         *
+         *     The response body is ignored (read up to 64 KiB, then dropped).
+         */
+        post: operations["receive_event"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+};
 export type components = {
     schemas: {
         /**
@@ -698,6 +753,74 @@ export type components = {
             internet_message_id?: string;
         };
         /**
+         * MailReceivedEvent
+         * @description The `type` of a `mail.received` event and the shape of its `data`.
+         */
+        MailReceivedEvent: {
+            /** @constant */
+            type: "mail.received";
+            data: components["schemas"]["MailReceivedData"];
+        };
+        /**
+         * MailSentEvent
+         * @description The `type` of a `mail.sent` event and the shape of its `data`.
+         */
+        MailSentEvent: {
+            /** @constant */
+            type: "mail.sent";
+            data: components["schemas"]["MailSentData"];
+        };
+        /**
+         * MailDeliveredEvent
+         * @description The `type` of a `mail.delivered` event and the shape of its `data`.
+         */
+        MailDeliveredEvent: {
+            /** @constant */
+            type: "mail.delivered";
+            data: components["schemas"]["MailDeliveredData"];
+        };
+        /**
+         * MailDeferredEvent
+         * @description The `type` of a `mail.deferred` event and the shape of its `data`.
+         */
+        MailDeferredEvent: {
+            /** @constant */
+            type: "mail.deferred";
+            data: components["schemas"]["MailDeferredData"];
+        };
+        /**
+         * MailBouncedEvent
+         * @description The `type` of a `mail.bounced` event and the shape of its `data`.
+         */
+        MailBouncedEvent: {
+            /** @constant */
+            type: "mail.bounced";
+            data: components["schemas"]["MailBouncedData"];
+        };
+        /**
+         * MailComplainedEvent
+         * @description The `type` of a `mail.complained` event and the shape of its `data`.
+         */
+        MailComplainedEvent: {
+            /** @constant */
+            type: "mail.complained";
+            data: components["schemas"]["MailComplainedData"];
+        };
+        /**
+         * MailRejectedEvent
+         * @description The `type` of a `mail.rejected` event and the shape of its `data`.
+         */
+        MailRejectedEvent: {
+            /** @constant */
+            type: "mail.rejected";
+            data: components["schemas"]["MailRejectedData"];
+        };
+        /**
+         * MailEvent
+         * @description An event's `type` and its `data`, whose shape depends on the type: one schema per type, chosen by `type`.
+         */
+        MailEvent: components["schemas"]["MailReceivedEvent"] | components["schemas"]["MailSentEvent"] | components["schemas"]["MailDeliveredEvent"] | components["schemas"]["MailDeferredEvent"] | components["schemas"]["MailBouncedEvent"] | components["schemas"]["MailComplainedEvent"] | components["schemas"]["MailRejectedEvent"];
+        /**
          * EventEnvelope
          * @description An event as stored, as returned by the feed and as delivered by webhooks. Its fields are fixed; only `data` varies, with `type`.
          * @example {
@@ -751,14 +874,14 @@ export type components = {
             account: components["schemas"]["WorkspaceId"];
             /** @description The person and the platform objects the event is about. */
             subject: components["schemas"]["Subject"];
-            /** @description Details of the event; its shape depends on `type` (see the `MailReceivedData` … `MailRejectedData` schemas). */
+            /** @description Details of the event; its shape depends on `type` (one schema per type: `MailReceivedData` … `MailRejectedData`, see `MailEvent`). */
             data: Record<string, unknown>;
             /**
              * @description Version of the envelope format; always 1.
              * @constant
              */
             v: 1;
-        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown);
+        } & components["schemas"]["MailEvent"];
         /**
          * EventFeedRequest
          * @description Parameters of `event_feed`. Both are optional; no other parameter is accepted.
@@ -896,7 +1019,7 @@ export type components = {
             type: components["schemas"]["EventType"];
             /** @description The person and the platform objects the event is about. */
             subject: components["schemas"]["Subject"];
-            /** @description Details of the event; its shape depends on `type`. */
+            /** @description Details of the event; its shape depends on `type` (one schema per type: `MailReceivedData` … `MailRejectedData`, see `MailEvent`). */
             data: Record<string, unknown>;
             /**
              * Format: date-time
@@ -905,7 +1028,7 @@ export type components = {
             occurred_at?: string;
             /** @description Client-supplied event id, making the call idempotent: a retry with the same id and the same content returns the stored event. Generated by the server when omitted. */
             id?: components["schemas"]["EventId"];
-        } & (unknown & unknown & unknown & unknown & unknown & unknown & unknown);
+        } & components["schemas"]["MailEvent"];
         /**
          * EmitEventResponse
          * @description Result of `emit_event`: the event as stored.
@@ -1389,6 +1512,16 @@ export type components = {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The key lacks the `admin` permission, or is restricted to mailboxes (`forbidden`). */
+        AdminForbidden: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The request body is over 64 KiB (`invalid_argument`). */
         PayloadTooLarge: {
             headers: {
@@ -1582,14 +1715,6 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                /**
-                 * @example {
-                 *       "types": [
-                 *         "mail.bounced"
-                 *       ],
-                 *       "limit": 20
-                 *     }
-                 */
                 "application/json": components["schemas"]["ListEventsRequest"];
             };
         };
@@ -1621,15 +1746,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "url": "https://hooks.atelier-lumiere.fr/event-feed",
-                 *       "event_types": [
-                 *         "mail.bounced",
-                 *         "mail.complained"
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["SetWebhookRequest"];
             };
         };
@@ -1644,9 +1760,18 @@ export interface operations {
                     "application/json": components["schemas"]["SetWebhookResponse"];
                 };
             };
-            400: components["responses"]["InvalidArgument"];
+            /** @description The request is malformed or refused (`invalid_argument`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            403: components["responses"]["AdminForbidden"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
@@ -1678,7 +1803,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidArgument"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            403: components["responses"]["AdminForbidden"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
@@ -1693,12 +1818,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "url": "https://hooks.atelier-lumiere.fr/event-feed",
-                 *       "limit": 1000
-                 *     }
-                 */
                 "application/json": components["schemas"]["RedeliverWebhookRequest"];
             };
         };
@@ -1713,11 +1832,30 @@ export interface operations {
                     "application/json": components["schemas"]["RedeliverWebhookResponse"];
                 };
             };
-            400: components["responses"]["InvalidArgument"];
+            /** @description The request is malformed, or no endpoint has this URL (`invalid_argument`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            403: components["responses"]["AdminForbidden"];
             413: components["responses"]["PayloadTooLarge"];
-            429: components["responses"]["RateLimited"];
+            /** @description Too many requests for this key, or the endpoint already has its quota of pending deliveries (`rate_limited`); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
         };
     };
@@ -1878,6 +2016,78 @@ export interface operations {
             500: components["responses"]["Internal"];
         };
     };
+    receive_event: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id (`id` in the body); the same on every attempt at this event. */
+                "webhook-id": components["schemas"]["EventId"];
+                /**
+                 * @description When this attempt was sent, in whole seconds since the Unix epoch (UTC). Part of what is signed.
+                 * @example 1763716541
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` followed by the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`.
+                 *     Standard Webhooks allows several space-separated signatures: accept the delivery if
+                 *     any `v1` one matches (the service sends one today).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /** @description Identifies the sender and the version of this delivery format. */
+                "user-agent": "event-feed-webhooks/1";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, as stored and as `event_feed` serves it. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EventEnvelope"];
+            };
+        };
+        responses: {
+            /** @description Gone. The endpoint is disabled; nothing more is sent to it until `set_webhook` enables it again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many requests. Retried later, not before the `Retry-After` you give (seconds or an HTTP date, honoured up to 24 h). */
+            429: {
+                headers: {
+                    /** @description Delay before the retry, in seconds or as an HTTP date. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unavailable. Retried later, not before the `Retry-After` you give (seconds or an HTTP date, honoured up to 24 h). */
+            503: {
+                headers: {
+                    /** @description Delay before the retry, in seconds or as an HTTP date. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered. The event is not sent to this endpoint again. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other status (3xx included, as redirects are not followed), like a connection failure or a timeout, is a failure; the delivery is retried on the schedule above. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
 }
 
 // One alias per schema component.
@@ -1895,6 +2105,14 @@ export type MailDeferredData = components['schemas']['MailDeferredData'];
 export type MailBouncedData = components['schemas']['MailBouncedData'];
 export type MailComplainedData = components['schemas']['MailComplainedData'];
 export type MailRejectedData = components['schemas']['MailRejectedData'];
+export type MailReceivedEvent = components['schemas']['MailReceivedEvent'];
+export type MailSentEvent = components['schemas']['MailSentEvent'];
+export type MailDeliveredEvent = components['schemas']['MailDeliveredEvent'];
+export type MailDeferredEvent = components['schemas']['MailDeferredEvent'];
+export type MailBouncedEvent = components['schemas']['MailBouncedEvent'];
+export type MailComplainedEvent = components['schemas']['MailComplainedEvent'];
+export type MailRejectedEvent = components['schemas']['MailRejectedEvent'];
+export type MailEvent = components['schemas']['MailEvent'];
 export type EventEnvelope = components['schemas']['EventEnvelope'];
 export type EventFeedRequest = components['schemas']['EventFeedRequest'];
 export type EventFeedResponse = components['schemas']['EventFeedResponse'];

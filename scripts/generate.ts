@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { jsonSchemaToZod } from 'json-schema-to-zod';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { parse as parseYaml } from 'yaml';
+import { mcpSchema } from './mcp-schema.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const outDir = join(root, 'generated');
@@ -20,12 +21,17 @@ type JsonObject = { [key: string]: Json };
 const isObject = (value: unknown): value is JsonObject =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/** Rewrites every reference: `$ref`s, and the schema references a discriminator's `mapping` holds. */
 function mapRefs(value: Json, fn: (ref: string) => string): Json {
   if (Array.isArray(value)) return value.map((item) => mapRefs(item, fn));
   if (!isObject(value)) return value;
   const out: JsonObject = {};
   for (const [key, child] of Object.entries(value)) {
-    out[key] = key === '$ref' && typeof child === 'string' ? fn(child) : mapRefs(child, fn);
+    if (key === '$ref' && typeof child === 'string') out[key] = fn(child);
+    else if (key === 'discriminator' && isObject(child) && isObject(child.mapping)) {
+      const mapping = Object.fromEntries(Object.entries(child.mapping).map(([tag, ref]) => [tag, typeof ref === 'string' ? fn(ref) : ref]));
+      out[key] = { ...child, mapping };
+    } else out[key] = mapRefs(child, fn);
   }
   return out;
 }
@@ -93,16 +99,26 @@ function zodModule(doc: JsonObject): string {
   return `${BANNER}import { z } from 'zod';\n\n${body.join('\n')}`;
 }
 
+/** The document without `discriminator`s: the oneOf branches' `type` constants already type each branch. */
+function withoutDiscriminators(value: Json): Json {
+  if (Array.isArray(value)) return value.map(withoutDiscriminators);
+  if (!isObject(value)) return value;
+  return Object.fromEntries(Object.entries(value).filter(([key]) => key !== 'discriminator').map(([key, child]) => [key, withoutDiscriminators(child)]));
+}
+
 async function typesModule(doc: JsonObject): Promise<string> {
-  const ast = await openapiTS(structuredClone(doc) as never, { exportType: true, defaultNonNullable: false, emptyObjectsUnknown: true });
+  // openapi-typescript reads a schema that takes a discriminated oneOf through allOf (EventEnvelope,
+  // EmitEventRequest) as one of its mapped subtypes and forces `type` to the schema's name.
+  const ast = await openapiTS(withoutDiscriminators(doc) as never, { exportType: true, defaultNonNullable: false, emptyObjectsUnknown: true });
   const names = Object.keys((doc.components as JsonObject).schemas as JsonObject);
   const aliases = names.map((name) => `export type ${name} = components['schemas']['${name}'];`).join('\n');
   return `${BANNER}${astToString(ast)}\n// One alias per schema component.\n${aliases}\n`;
 }
 
 /**
- * MCP tool descriptors for the operations marked `x-mcp`. Schemas are inlined and stripped of
- * `$schema`: MCP clients validate with draft-07 validators that reject the 2020-12 meta-schema URI.
+ * MCP tool descriptors for the operations marked `x-mcp`: French texts only, each schema saying
+ * every constraint once (scripts/mcp-schema.ts). No `$schema`: MCP clients validate with draft-07
+ * validators that reject the 2020-12 meta-schema URI.
  */
 function mcpToolsModule(doc: JsonObject): string {
   const tools: JsonObject[] = [];
@@ -113,13 +129,13 @@ function mcpToolsModule(doc: JsonObject): string {
       const requestSchema = (((operation.requestBody as JsonObject).content as JsonObject)['application/json'] as JsonObject).schema;
       const okResponse = (operation.responses as JsonObject)['200'] as JsonObject;
       const responseSchema = ((okResponse.content as JsonObject)['application/json'] as JsonObject).schema;
-      const strip = ['$schema', 'examples', 'example'];
+      const components = (doc.components as JsonObject).schemas as JsonObject;
       tools.push({
         name: operation.operationId as string,
         title: mcp.title as string,
         description: mcp.description as string,
-        inputSchema: dereference(doc, requestSchema as Json, strip),
-        outputSchema: dereference(doc, responseSchema as Json, strip),
+        inputSchema: mcpSchema(components, requestSchema as Json, { refs: false }),
+        outputSchema: mcpSchema(components, responseSchema as Json, { refs: true }),
         annotations: { title: mcp.title as string, ...(mcp.annotations as JsonObject) },
       });
     }

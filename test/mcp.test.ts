@@ -3,14 +3,12 @@ import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { after, before, describe, it } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { inline } from '../conformance/support/contract.ts';
 import { mcpTools } from '../generated/mcp-tools.ts';
-import { loadSpec } from '../src/contract/spec.ts';
 import { publish } from '../src/library.ts';
 import { revokeKey } from '../src/auth/api-keys.ts';
-import { sampleEvent } from './support/contract.ts';
+import { contractErrors, sampleEvent } from './support/contract.ts';
 import { databaseKinds } from './support/databases.ts';
-import { mcpClient, rawToolCall } from './support/mcp.ts';
+import { assertSaysTheContract, mcpClient, rawToolCall } from './support/mcp.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 
 const inspectorCli = createRequire(import.meta.url).resolve('@modelcontextprotocol/inspector/cli/build/cli.js');
@@ -41,11 +39,9 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const { tools } = await client.listTools();
       const tool = tools.find((t) => t.name === 'event_feed');
       assert.ok(tool);
-      const spec = loadSpec();
       assert.equal(tool.title, 'Flux des événements');
       assert.match(tool.description ?? '', /curseur|after/i);
-      assert.deepEqual(tool.inputSchema, inline(spec.components.schemas.EventFeedRequest, spec.components.schemas));
-      assert.deepEqual(tool.outputSchema, inline(spec.components.schemas.EventFeedResponse, spec.components.schemas));
+      assertSaysTheContract(tool, 'EventFeedRequest', 'EventFeedResponse');
       assert.deepEqual(Object.keys(tool.inputSchema.properties ?? {}).sort(), ['after', 'limit']);
       assert.equal(tool.inputSchema.additionalProperties, false);
       assert.deepEqual(
@@ -57,8 +53,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       // The read operations, and only them: set_webhook, emit_event and the admin reads are not tools.
       assert.deepEqual(tools.map((t) => t.name).sort(), ['event_feed', 'list_events']);
       const listEvents = tools.find((t) => t.name === 'list_events')!;
-      assert.deepEqual(listEvents.inputSchema, inline(spec.components.schemas.ListEventsRequest, spec.components.schemas));
-      assert.deepEqual(listEvents.outputSchema, inline(spec.components.schemas.ListEventsResponse, spec.components.schemas));
+      assertSaysTheContract(listEvents, 'ListEventsRequest', 'ListEventsResponse');
       assert.deepEqual(
         { ...listEvents.annotations, title: undefined },
         { title: undefined, readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
@@ -99,6 +94,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
         });
         assert.equal(response.status, 401, String(authorization));
         assert.match(response.headers.get('www-authenticate') ?? '', /^Bearer /);
+        // The same error body as /v1 answers, so a client handles one shape everywhere.
+        const body = await response.json();
+        const http = await server.post('/v1/event_feed', {}, authorization?.replace(/^Bearer /, '') ?? '');
+        assert.deepEqual(body, { error: { code: 'unauthorized', message: http.json.error.message } });
+        assert.equal(contractErrors('Error', body), null);
       }
       await assert.rejects(mcpClient(server.url, 'efk_garbage'));
     });

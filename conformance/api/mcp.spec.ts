@@ -13,8 +13,15 @@ test.describe('mcp', () => {
     const tool = listed.body.result.tools.find((t: { name: string }) => t.name === 'event_feed');
     expect(tool, 'event_feed is listed').toBeTruthy();
     const contract = await publishedContract(request);
-    expect(tool.inputSchema).toEqual(contract.inlined('EventFeedRequest'));
-    expect(tool.outputSchema).toEqual(contract.inlined('EventFeedResponse'));
+    // The tool carries the contract's schemas in a compact form (refs to its own $defs, French
+    // texts): it takes exactly the request's parameters, and its output schema accepts a real page.
+    const parameters = contract.spec.components.schemas.EventFeedRequest.properties;
+    expect(Object.keys(tool.inputSchema.properties ?? {}).sort()).toEqual(Object.keys(parameters).sort());
+    expect(tool.inputSchema.additionalProperties).toBe(false);
+    const page = await feed(request, env.key, { limit: 20 });
+    expect(contract.validator('EventFeedResponse')(page.body)).toBe(true);
+    const output = contract.compile(tool.outputSchema);
+    expect(output(page.body), JSON.stringify(output.errors)).toBe(true);
     expect(tool.annotations).toMatchObject({ readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false });
   });
 

@@ -13,19 +13,7 @@ export async function publishedContract(request: APIRequestContext) {
   return {
     spec,
     validator: (component: string) => ajv.compile({ $ref: `contract#/components/schemas/${component}` }),
-    /** A component with refs inlined, without `$schema` and examples: how MCP tools carry it. */
-    inlined: (component: string) => inline(spec.components.schemas[component], spec.components.schemas),
+    /** A validator for a schema that stands alone (an MCP tool's, say). */
+    compile: (schema: object) => ajv.compile(schema),
   };
-}
-
-/** A schema with refs to `components` inlined, without `$schema` and examples. */
-export function inline(value: any, components: Record<string, any>): any {
-  if (Array.isArray(value)) return value.map((v) => inline(v, components));
-  if (value === null || typeof value !== 'object') return value;
-  if (typeof value.$ref === 'string') return inline(components[value.$ref.split('/').pop()], components);
-  return Object.fromEntries(
-    Object.entries(value)
-      .filter(([k]) => !['$schema', 'examples', 'example'].includes(k))
-      .map(([k, v]) => [k, inline(v, components)]),
-  );
 }

@@ -5,7 +5,8 @@ import type { ErrorObject } from 'ajv';
  * MCP, so both say exactly the same thing for the same input.
  */
 export function describeValidationErrors(errors: readonly ErrorObject[] | null | undefined, operationId: string): string {
-  const error = pickMostSpecific(errors ?? []);
+  const all = errors ?? [];
+  const error = pickMostSpecific(all);
   if (!error) return 'request body does not match the contract';
   const field = fieldName(error.instancePath);
   const parent = error.parentSchema as { minimum?: number; maximum?: number; type?: string; properties?: object } | undefined;
@@ -40,6 +41,11 @@ export function describeValidationErrors(errors: readonly ErrorObject[] | null |
       const { i, j } = error.params as { i: number; j: number };
       return `${field} must not repeat an item (items ${Math.min(i, j)} and ${Math.max(i, j)} are the same)`;
     }
+    case 'const': {
+      // One `const` per oneOf branch (MailEvent: one branch per `type`): name every value the branches accept.
+      const values = all.filter((e) => e.keyword === 'const' && e.instancePath === error.instancePath).map((e) => JSON.stringify((e.params as { allowedValue: unknown }).allowedValue));
+      return values.length > 1 ? `${field || 'request body'} must be one of ${values.join(', ')}` : `${field || 'request body'} must be ${values[0]}`;
+    }
     case 'pattern':
       return `${field} is not in the expected form (${(error.params as { pattern: string }).pattern})`;
     default:
@@ -47,10 +53,15 @@ export function describeValidationErrors(errors: readonly ErrorObject[] | null |
   }
 }
 
-// `if` errors only say that some `then` failed; the error under it is the useful one.
+/**
+ * `if` and `oneOf` errors only say that some branch failed; the errors under them are the useful
+ * ones. A oneOf branch whose `const` does not match (MailEvent has one branch per `type`) is a
+ * branch that does not apply: when another error exists, it is the one that says what is wrong.
+ */
 function pickMostSpecific(errors: readonly ErrorObject[]): ErrorObject | undefined {
-  const useful = errors.filter((e) => e.keyword !== 'if');
-  return useful.sort((a, b) => depth(b.instancePath) - depth(a.instancePath))[0];
+  const useful = errors.filter((e) => e.keyword !== 'if' && e.keyword !== 'oneOf');
+  const applicable = useful.filter((e) => e.keyword !== 'const');
+  return (applicable.length ? applicable : useful).sort((a, b) => depth(b.instancePath) - depth(a.instancePath))[0];
 }
 
 const depth = (path: string) => path.split('/').length;

@@ -2,7 +2,7 @@ import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js'
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import typeIs from 'type-is';
 import type { Principal } from '../auth/principal.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError, toErrorBody } from '../errors.ts';
 import { identifyBearer } from '../http/authenticate.ts';
 import { bearerToken } from '../http/bearer.ts';
 import { MAX_BODY_BYTES } from '../http/json-body.ts';
@@ -31,8 +31,9 @@ export function mcpRouter(services: AppServices, log: Logger): Router {
   /**
    * The bearer key, before any JSON-RPC is read, as over HTTP (http/authenticate.ts): a request
    * whose key is missing, malformed or unknown is paid by its address (429 past its budget, no
-   * lookup) and refused 401 with `WWW-Authenticate: Bearer` and an OAuth error body, as MCP
-   * clients expect. The key's own token is taken per message below.
+   * lookup) and refused 401 with the API's error body (`{"error": {"code": "unauthorized", …}}`, as
+   * on /v1) and the `WWW-Authenticate: Bearer error="invalid_token"` challenge MCP clients read.
+   * The key's own token is taken per message below.
    */
   const authenticated = async (req: Request, res: Response, next: NextFunction) => {
     const header = req.headers.authorization;
@@ -43,7 +44,7 @@ export function mcpRouter(services: AppServices, log: Logger): Router {
       if (err instanceof ApiError && err.code === 'unauthorized') {
         const description = header === undefined ? 'missing Authorization header' : bearerToken(header) === undefined ? 'malformed Authorization header' : 'missing or invalid API key';
         res.set('WWW-Authenticate', `Bearer error="invalid_token", error_description="${description}"`);
-        return void res.status(401).json({ error: 'invalid_token', error_description: description });
+        return void res.status(401).json(toErrorBody(err, String(res.locals.requestId)).body);
       }
       if (err instanceof ApiError && err.code === 'rate_limited') {
         noteRefusal(res);

@@ -33,7 +33,7 @@ export function sampleEvent(mailboxId: string | undefined = 'mbx_sales', n = 0) 
       size_bytes: 1200 + n,
       attachment_count: 0,
       spam_score: 0.5,
-      spam_verdict: 'pass',
+      spam_verdict: 'pass' as const,
     },
   };
 }

@@ -119,7 +119,7 @@ const TOOL_ERROR_CODES = new Set(['invalid_argument', 'unauthorized', 'forbidden
 
 /**
  * An /mcp answer: an allowed status; 202 (notifications only) empty; 401 with WWW-Authenticate
- * (its body is the SDK's OAuth error object); otherwise a JSON-RPC 2.0 body. No JSON-RPC internal
+ * (its body is the API's error object, code `unauthorized`); otherwise a JSON-RPC 2.0 body. No JSON-RPC internal
  * error (-32603), and no tool error with code `internal`: those are the MCP faces of a 500.
  */
 export function checkMcp(res: RawResponse, label: string): void {
@@ -129,7 +129,7 @@ export function checkMcp(res: RawResponse, label: string): void {
   assert.ok(res.json !== undefined, `body is JSON: ${where}`);
   if (res.status === 401) {
     assert.match(String(res.headers['www-authenticate']), /^Bearer/, `WWW-Authenticate: ${where}`);
-    assert.equal(typeof res.json.error, 'string', `OAuth error body: ${where}`);
+    assert.equal(res.json.error?.code, 'unauthorized', `the API's error body: ${where}`);
     return;
   }
   const messages = Array.isArray(res.json) ? res.json : [res.json];
