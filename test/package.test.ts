@@ -153,7 +153,16 @@ const applied: string[] = await migrateLatest(db);
 const event: EmitEventRequest = {
   type: 'mail.received',
   subject: { person: { email: 'claire.dubois@exemple.fr' }, refs: { mailbox_id: 'mbx_sales' } },
-  data: { internet_message_id: '<m1@exemple.fr>' },
+  data: {
+    internet_message_id: '<m1@exemple.fr>',
+    from: { email: 'claire.dubois@exemple.fr' },
+    to: [{ email: 'contact@boutique.fr' }],
+    subject_line: 'Commande 10482',
+    size_bytes: 4821,
+    attachment_count: 0,
+    spam_score: 0.4,
+    spam_verdict: 'pass',
+  },
 };
 const published: PublishedEvent[] = await db.transaction((trx) => publish(trx, 'ws_x', [event]));
 const created: boolean = published[0]!.created;
@@ -164,6 +173,8 @@ console.log(applied, created, envelope, new ApiError('invalid_argument', 'x').co
 await publish('ws_x', [event]);
 // @ts-expect-error an event type is one of the contract's
 const wrong: EmitEventRequest = { ...event, type: 'mail.opened' };
+// @ts-expect-error data is typed by the event's type: a received mail has a sender
+const incomplete: EmitEventRequest = { ...event, data: { internet_message_id: '<m2@exemple.fr>' } };
 await db.destroy();
 `,
     );
