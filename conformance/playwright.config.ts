@@ -1,5 +1,5 @@
 import { defineConfig } from '@playwright/test';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromiumPath } from './support/chromium.ts';
@@ -10,11 +10,19 @@ const here = dirname(fileURLToPath(import.meta.url));
 const ext = fileURLToPath(import.meta.url).endsWith('.js') ? 'js' : 'ts';
 const baseURL = process.env.EVENT_FEED_BASE_URL;
 if (!baseURL) throw new Error('EVENT_FEED_BASE_URL is required: the address of the deployment to check (see conformance/README.md)');
-// One ledger of rate-limit waits for the whole run, set once by the runner; its workers inherit it.
-process.env.EVENT_FEED_WAIT_LEDGER ??= join(tmpdir(), `event-feed-conformance-wait-${process.pid}-${Date.now()}`);
+const outputDir = process.env.EVENT_FEED_OUTPUT_DIR ?? join(process.cwd(), 'test-results');
+// One ledger of rate-limit waits for the whole run, in its output folder: the runner (no
+// TEST_WORKER_INDEX) starts it empty; its workers, which load this config too, add to it.
+process.env.EVENT_FEED_WAIT_LEDGER = join(outputDir, '.rate-limit-waits');
+if (process.env.TEST_WORKER_INDEX === undefined) {
+  mkdirSync(outputDir, { recursive: true });
+  rmSync(process.env.EVENT_FEED_WAIT_LEDGER, { force: true });
+}
 
 export default defineConfig({
   testDir: here,
+  // From the sources, not the package's build (npm pack leaves one in dist/).
+  testIgnore: ext === 'ts' ? ['**/dist/**'] : [],
   // One worker, in order: the checks share the deployment's feed and some emit events into it.
   workers: 1,
   fullyParallel: false,
@@ -27,7 +35,7 @@ export default defineConfig({
     [`./support/conformance-reporter.${ext}`],
     ...(process.env.EVENT_FEED_JSON_REPORT ? [['json', { outputFile: process.env.EVENT_FEED_JSON_REPORT }] as ['json', { outputFile: string }]] : []),
   ],
-  outputDir: process.env.EVENT_FEED_OUTPUT_DIR ?? join(process.cwd(), 'test-results'),
+  outputDir,
   use: { baseURL, extraHTTPHeaders: {} },
   projects: [
     { name: 'api', testMatch: /api\/.*\.spec\.[jt]s$/ },

@@ -21,8 +21,9 @@ export function maxWaitSeconds(): number {
 export class RateLimitBudgetSpent extends Error {}
 
 /**
- * The run's total wait lives in a file (EVENT_FEED_WAIT_LEDGER, set by the config for the whole
- * run): Playwright starts a new worker process after a failure, and the bound is for the run.
+ * The run's total wait lives in a file (EVENT_FEED_WAIT_LEDGER, set by the config): the reporter
+ * runs in another process than the checks, Playwright starts a new worker after a failure, and the
+ * bound is for the run.
  */
 export function totalWaitedMs(): number {
   const ledger = process.env.EVENT_FEED_WAIT_LEDGER;
