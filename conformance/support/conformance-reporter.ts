@@ -4,7 +4,14 @@ import { maxWaitSeconds, totalWaitedMs } from './rate-limits.ts';
 type Verdict = 'PASS' | 'FAIL' | 'SKIP';
 
 const ANSI = /\u001b\[[0-9;]*m/g;
-const firstLine = (text: string) => text.replace(ANSI, '').split('\n').map((l) => l.trim()).find(Boolean) ?? '';
+const lines = (text: string) => text.replace(ANSI, '').split('\n').map((l) => l.trim()).filter(Boolean);
+const firstLine = (text: string) => lines(text)[0] ?? '';
+/** A failure in one line: its message's first line, with what was expected and received. */
+const failureSummary = (text: string) => {
+  const all = lines(text);
+  const detail = all.slice(1).filter((l) => /^(Expected|Received)\b/.test(l)).slice(0, 2);
+  return [all[0] ?? 'failed', ...detail].join('; ').slice(0, 400);
+};
 
 /** A check's name as the report and the README give it: « rule › check ». */
 export function checkTitle(test: TestCase): string {
@@ -35,7 +42,7 @@ export default class ConformanceReporter implements Reporter {
       const why = [...test.annotations, ...result.annotations].reverse().find((a) => a.type === 'skip')?.description ?? 'no reason given';
       this.#verdicts.push({ verdict: 'SKIP', title, why });
     } else {
-      const why = result.status === 'failed' ? firstLine(result.error?.message ?? 'failed') : result.status;
+      const why = result.status === 'failed' ? failureSummary(result.error?.message ?? 'failed') : result.status;
       this.#verdicts.push({ verdict: 'FAIL', title, why });
     }
   }
