@@ -49,7 +49,7 @@ async function wait(ms: number, why: string): Promise<void> {
   if (spent + ms > bound) {
     throw new RateLimitBudgetSpent(
       `rate limited by the deployment (${why}) after ${(spent / 1000).toFixed(1)} s of waiting in this run: ` +
-        `waiting ${(ms / 1000).toFixed(1)} s more would pass EVENT_FEED_MAX_WAIT_SECONDS=${maxWaitSeconds()}; check not run`,
+        `waiting ${(ms / 1000).toFixed(2)} s more would pass EVENT_FEED_MAX_WAIT_SECONDS=${maxWaitSeconds()}; check not run`,
     );
   }
   if (ms <= 0) return;
