@@ -1,36 +1,52 @@
 import { defineConfig } from '@playwright/test';
+import { mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { chromiumPath } from './support/chromium.ts';
+import { maxWaitSeconds } from './support/rate-limits.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
+// The same config runs from the sources (.ts, in the repository) and compiled (.js, the published package).
+const ext = fileURLToPath(import.meta.url).endsWith('.js') ? 'js' : 'ts';
 const baseURL = process.env.EVENT_FEED_BASE_URL;
 if (!baseURL) throw new Error('EVENT_FEED_BASE_URL is required: the address of the deployment to check (see conformance/README.md)');
+const outputDir = process.env.EVENT_FEED_OUTPUT_DIR ?? join(process.cwd(), 'test-results');
+// One ledger of rate-limit waits for the whole run, in its output folder: the runner (no
+// TEST_WORKER_INDEX) starts it empty; its workers, which load this config too, add to it.
+process.env.EVENT_FEED_WAIT_LEDGER = join(outputDir, '.rate-limit-waits');
+if (process.env.TEST_WORKER_INDEX === undefined) {
+  mkdirSync(outputDir, { recursive: true });
+  rmSync(process.env.EVENT_FEED_WAIT_LEDGER, { force: true });
+}
 
 export default defineConfig({
   testDir: here,
+  // From the sources, not the package's build (npm pack leaves one in dist/).
+  testIgnore: ext === 'ts' ? ['**/dist/**'] : [],
   // One worker, in order: the checks share the deployment's feed and some emit events into it.
   workers: 1,
   fullyParallel: false,
   retries: 0,
-  timeout: 120_000,
+  // A check may also wait out the deployment's rate limit, up to the run's bound.
+  timeout: 120_000 + maxWaitSeconds() * 1000,
   reporter: [
     ['list'],
-    ['html', { outputFolder: process.env.EVENT_FEED_REPORT_DIR ?? join(here, '..', 'playwright-report'), open: 'never' }],
-    ['./support/skip-reporter.ts'],
+    ['html', { outputFolder: process.env.EVENT_FEED_REPORT_DIR ?? join(process.cwd(), 'playwright-report'), open: 'never' }],
+    [`./support/conformance-reporter.${ext}`],
     ...(process.env.EVENT_FEED_JSON_REPORT ? [['json', { outputFile: process.env.EVENT_FEED_JSON_REPORT }] as ['json', { outputFile: string }]] : []),
   ],
-  outputDir: process.env.EVENT_FEED_OUTPUT_DIR ?? join(here, '..', 'test-results'),
+  outputDir,
   use: { baseURL, extraHTTPHeaders: {} },
   projects: [
-    { name: 'api', testMatch: /api\/.*\.spec\.ts$/ },
+    { name: 'api', testMatch: /api\/.*\.spec\.[jt]s$/ },
     {
       name: 'view',
-      testMatch: /view\/.*\.spec\.ts$/,
+      testMatch: /view\/.*\.spec\.[jt]s$/,
       use: {
         browserName: 'chromium',
         // Debian's Chromium: Playwright never downloads a browser here.
         launchOptions: {
-          executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+          executablePath: chromiumPath(),
           args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
         },
       },

@@ -1,25 +1,41 @@
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
+import { publish } from '../src/library.ts';
 import { sampleEvent } from './support/contract.ts';
 import { startBrokenProxy, type Breakage } from './support/broken-proxy.ts';
 import { provisionWithCli, runKit, type KitKeys } from './support/conformance-run.ts';
 import { databaseKinds } from './support/databases.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 
-async function deployment(create: () => Promise<import('./support/databases.ts').TestDatabase>) {
+/** The service's own rate limits (config.ts's defaults: an empty value is the default), as `npm start` runs. */
+const DEFAULT_RATE_LIMITS = { RATE_LIMIT_PER_SECOND: '' };
+
+const chromium = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+/** The view's checks, skipped (visibly) on a machine without Chromium. */
+const isViewCheck = (title: string) => title.startsWith('French web view › ');
+
+async function deployment(create: () => Promise<import('./support/databases.ts').TestDatabase>, env: Record<string, string> = {}, events = 0) {
   const database = await create();
   const keys = await provisionWithCli(database.url);
-  const server = await startTestServer(database);
+  const server = await startTestServer(database, env);
   // The other workspace gets events of its own, so "never sees this workspace's events" means something.
   for (let i = 0; i < 3; i++) await server.post('/v1/emit_event', sampleEvent('mbx_ventes', i), keys.otherWriteKey);
+  if (events > 0) {
+    // A feed like the demo's, written behind the API (its rate limit would pace this too).
+    const first = await server.post('/v1/emit_event', sampleEvent('mbx_autre', 0), keys.EVENT_FEED_WRITE_KEY);
+    const batch = Array.from({ length: events }, (_, i) => sampleEvent(['mbx_ventes', 'mbx_autre', 'mbx_support'][i % 3], i + 1));
+    await server.db.transaction((trx) => publish(trx, first.json.event.account, batch));
+  }
   return { server, keys };
 }
 
 for (const { kind, create, skip } of await databaseKinds()) {
-  describe(`the conformance kit passes against a correct deployment on ${kind}`, { skip: skip && 'Postgres unreachable (see notice above)' }, () => {
+  describe(`the conformance kit passes against a correct deployment with the default rate limits on ${kind}`, { skip: skip && 'Postgres unreachable (see notice above)' }, () => {
     let server: TestServer;
     let keys: KitKeys;
-    before(async () => ({ server, keys } = await deployment(create)));
+    // 600 events: the kit's ordering check alone sends over 300 reads, past the default burst.
+    before(async () => ({ server, keys } = await deployment(create, DEFAULT_RATE_LIMITS, 600)));
     after(async () => {
       await server.stop();
       await server.database.drop();
@@ -27,11 +43,22 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
     it('every check runs and passes', async () => {
       // The browser view runs once, on SQLite; the API checks on every database.
-      const result = await runKit(server.url, keys, kind === 'sqlite' ? ['api', 'view'] : ['api']);
+      const result = await runKit(server.url, keys, { projects: kind === 'sqlite' ? ['api', 'view'] : ['api'] });
       assert.equal(result.code, 0, result.output.slice(-4000));
       assert.deepEqual(result.failed, []);
-      assert.deepEqual(result.skipped, [], 'with every key given, nothing is skipped');
+      if (existsSync(chromium)) assert.deepEqual(result.skipped, [], 'with every key given, nothing is skipped');
+      else {
+        assert.deepEqual(result.skipped.filter((t) => !isViewCheck(t)), [], 'with every key given, only the view (no Chromium) is skipped');
+        assert.match(result.output, /no Chromium at .*: view checks skipped/);
+      }
       assert.ok(result.passed.length >= 25, `${result.passed.length} checks passed`);
+      // The report names the deployment and its version, and the time spent on its rate limits.
+      assert.ok(result.output.includes(`deployment: ${server.url}`), 'the report names the deployment');
+      assert.match(result.output, /service: +event-feed \d+\.\d+\.\d+, contract \d+\.\d+\.\d+/);
+      assert.match(result.output, /rate limits: waited \d+\.\d s in all \(bound 120 s, EVENT_FEED_MAX_WAIT_SECONDS\)/);
+      assert.match(result.output, /^  PASS  ordering › pages read with limits 1, 7, 100 and 500 concatenate to the same sequence$/m);
+      if (result.skipped.length === 0) assert.match(result.output, /^Conformance: every check ran and passed \(\d+\)\.$/m);
+      else assert.doesNotMatch(result.output, /every check ran/, 'the view was skipped: not every check ran');
     });
   });
 }
@@ -56,9 +83,57 @@ describe('the conformance kit reports what it could not check', () => {
     for (const title of ['scoping › the restricted key sees the full feed filtered to its mailboxes', 'auth › a key without read is refused with 403 forbidden', 'ordering › events emitted one after another come back in that order']) {
       assert.ok(result.skipped.includes(title), `${title} is skipped`);
     }
-    assert.match(result.output, /check\(s\) SKIPPED, not passed:/);
-    assert.match(result.output, /EVENT_FEED_WRITE_KEY not given/);
+    assert.match(result.output, /check\(s\) SKIPPED, not passed/);
+    assert.match(result.output, /^  SKIP  ordering › events emitted one after another come back in that order: EVENT_FEED_WRITE_KEY not given/m);
     assert.match(result.output, /EVENT_FEED_RESTRICTED_KEY \/ EVENT_FEED_RESTRICTED_MAILBOXES not given/);
+  });
+
+  it('is read-only without the explicit opt-in, even with a write key', async () => {
+    const before = await server.post('/v1/event_feed', { limit: 500 }, keys.EVENT_FEED_KEY);
+    const result = await runKit(server.url, keys, { allowWrites: false });
+    assert.equal(result.code, 0, result.output.slice(-3000));
+    assert.deepEqual(result.failed, []);
+    for (const title of ['ordering › events emitted one after another come back in that order', 'cursor echo › events emitted after the end appear once, after the old ones']) {
+      assert.ok(result.skipped.includes(title), `${title} is skipped`);
+    }
+    assert.match(result.output, /read-only run \(EVENT_FEED_ALLOW_WRITES=1 \/ --allow-writes not given\): emitting events skipped/);
+    const afterRun = await server.post('/v1/event_feed', { after: before.json.next_cursor, limit: 500 }, keys.EVENT_FEED_KEY);
+    assert.deepEqual(afterRun.json.events, [], 'the kit added no event');
+  });
+
+  it('marks the events it emits when allowed to write', async () => {
+    const start = await server.post('/v1/event_feed', { limit: 500 }, keys.EVENT_FEED_KEY);
+    let cursor = start.json.next_cursor;
+    for (let page = start; page.json.events.length > 0; cursor = page.json.next_cursor) page = await server.post('/v1/event_feed', { after: cursor, limit: 500 }, keys.EVENT_FEED_KEY);
+    const result = await runKit(server.url, { EVENT_FEED_KEY: keys.EVENT_FEED_KEY, EVENT_FEED_WRITE_KEY: keys.EVENT_FEED_WRITE_KEY }, { allowWrites: true });
+    assert.deepEqual(result.failed, [], result.output.slice(-3000));
+    const added = (await server.post('/v1/event_feed', { after: cursor, limit: 500 }, keys.EVENT_FEED_KEY)).json.events;
+    assert.ok(added.length > 0, 'the kit emitted events');
+    for (const event of added) {
+      assert.match(event.subject.person.email, /@event-feed-conformance\.invalid$/);
+      assert.match(event.data.subject_line, /^\[event-feed conformance\] /);
+      assert.match(event.data.internet_message_id, /@event-feed-conformance\.invalid>$/);
+    }
+  });
+});
+
+describe('the conformance kit and rate limits', () => {
+  it('reports a check it could not finish within the wait bound as skipped, never failed', async () => {
+    const [sqlite] = await databaseKinds();
+    // One request per 20 s per key and per address: the kit's first requests already need more than the bound.
+    const { server, keys } = await deployment(sqlite!.create, { RATE_LIMIT_PER_SECOND: '0.05', RATE_LIMIT_BURST: '3', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0.05', RATE_LIMIT_PER_ADDRESS_BURST: '3' });
+    try {
+      const result = await runKit(server.url, { EVENT_FEED_KEY: keys.EVENT_FEED_KEY }, { env: { EVENT_FEED_MAX_WAIT_SECONDS: '2' } });
+      assert.deepEqual(result.failed, [], result.output.slice(-3000));
+      assert.equal(result.code, 0, 'no failure: a rate limit is not a contract failure');
+      assert.ok(result.skipped.length > 5, `skipped: ${result.skipped.length}`);
+      assert.match(result.output, /SKIP .*rate limited by the deployment \(429, Retry-After \d+ s\).*EVENT_FEED_MAX_WAIT_SECONDS=2; check not run/);
+      assert.match(result.output, /rate limits: waited \d+\.\d s in all \(bound 2 s, EVENT_FEED_MAX_WAIT_SECONDS\)/);
+      assert.doesNotMatch(result.output, /every check ran/);
+    } finally {
+      await server.stop();
+      await server.database.drop();
+    }
   });
 });
 
@@ -88,6 +163,7 @@ describe('the conformance kit fails against broken deployments, naming the broke
       const proxy = await startBrokenProxy(server.url, breakage, { full: keys.EVENT_FEED_KEY, restricted: keys.EVENT_FEED_RESTRICTED_KEY, write: keys.EVENT_FEED_WRITE_KEY });
       try {
         const result = await runKit(proxy.url, keys);
+        assert.match(result.output, /^Conformance: FAILED/m, 'the closing line says the run failed');
         assert.notEqual(result.code, 0, `the kit passed a deployment with ${breakage}`);
         assert.ok(result.failed.includes(rule), `expected "${rule}" among the failures: ${JSON.stringify(result.failed)}`);
       } finally {

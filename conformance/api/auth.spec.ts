@@ -1,4 +1,4 @@
-import { expect, test } from '@playwright/test';
+import { expect, test } from '../support/test.ts';
 import { env, feed, missing } from '../support/deployment.ts';
 
 function expectError(page: { status: number; body: any; headers: Record<string, string> }, status: number, code: string) {

@@ -1,9 +1,9 @@
-import { expect, test } from '@playwright/test';
-import { emit, env, feed, missing, readFeed } from '../support/deployment.ts';
-import { seedOnce } from '../support/seed.ts';
+import { expect, test } from '../support/test.ts';
+import { emit, env, feed, missing, readFeed, writesRefused } from '../support/deployment.ts';
+import { seeded } from '../support/seed.ts';
 
 test.describe('cursor echo', () => {
-  test.beforeAll(seedOnce);
+  test.beforeAll(seeded);
   test.skip(!env.key, missing('EVENT_FEED_KEY', 'every feed check'));
 
   test('at the end of the feed next_cursor equals after, on repeated calls', async ({ request }) => {
@@ -18,7 +18,8 @@ test.describe('cursor echo', () => {
   });
 
   test('events emitted after the end appear once, after the old ones', async ({ request }) => {
-    test.skip(!env.writeKey, missing('EVENT_FEED_WRITE_KEY', 'emitting events'));
+    const refused = writesRefused('emitting events');
+    test.skip(refused !== undefined, refused);
     const head = await readFeed(request, env.key!, 500);
     test.skip(!head.complete, `the feed holds over ${env.maxEvents} events: head not reached`);
     const fresh = await emit(request, env.restrictedMailboxes[0]);

@@ -1,6 +1,6 @@
-import { expect, test } from '@playwright/test';
+import { expect, test } from '../support/test.ts';
 import { env, feed, missing } from '../support/deployment.ts';
-import { seedOnce } from '../support/seed.ts';
+import { seeded } from '../support/seed.ts';
 
 async function aCursor(request: Parameters<typeof feed>[0], key: string): Promise<string> {
   const page = await feed(request, key, { limit: 1 });
@@ -14,7 +14,7 @@ const expectRefused = (page: { status: number; body: any; text: string }, what: 
 };
 
 test.describe('cursors', () => {
-  test.beforeAll(seedOnce);
+  test.beforeAll(seeded);
   test.skip(!env.key, missing('EVENT_FEED_KEY', 'every feed check'));
 
   test('a tampered cursor is refused with invalid_argument', async ({ request }) => {

@@ -1,17 +1,17 @@
-import { expect, test } from '@playwright/test';
+import { expect, test } from '../support/test.ts';
 import { publishedContract } from '../support/contract.ts';
-import { env, feed, missing, readFeed } from '../support/deployment.ts';
-import { seedOnce } from '../support/seed.ts';
+import { env, feed, missing, readFeed, toAddEvents } from '../support/deployment.ts';
+import { seeded } from '../support/seed.ts';
 
 test.describe('envelope', () => {
-  test.beforeAll(seedOnce);
+  test.beforeAll(seeded);
   test.skip(!env.key, missing('EVENT_FEED_KEY', 'every feed check'));
 
   test("every event validates against the deployment's published schema", async ({ request }) => {
     const contract = await publishedContract(request);
     const validateEnvelope = contract.validator('EventEnvelope');
     const { events } = await readFeed(request, env.key!, 500, { max: 2000 });
-    test.skip(events.length === 0, 'the feed is empty and no EVENT_FEED_WRITE_KEY to add events: no envelope to validate');
+    test.skip(events.length === 0, `the feed is empty ${toAddEvents}: no envelope to validate`);
     const invalid = events.filter((e) => !validateEnvelope(e)).map((e) => `${(e as { id: string }).id}: ${JSON.stringify(validateEnvelope.errors?.[0])}`);
     expect(invalid.slice(0, 5)).toEqual([]);
   });
@@ -38,7 +38,7 @@ test.describe('envelope', () => {
 
   test('ids, types, version, account and subject have their documented form', async ({ request }) => {
     const { events } = await readFeed(request, env.key!, 500, { max: 2000 });
-    test.skip(events.length === 0, 'the feed is empty and no EVENT_FEED_WRITE_KEY to add events: no envelope to check');
+    test.skip(events.length === 0, `the feed is empty ${toAddEvents}: no envelope to check`);
     const accounts = new Set<string>();
     for (const e of events) {
       expect(e.id, 'id').toMatch(/^evt_[0-9A-HJKMNP-TV-Z]{26}$/);

@@ -1,6 +1,6 @@
-import { expect, test } from '@playwright/test';
-import { env, eventsBytes, feed, missing, pageMaxBytes, readFeed } from '../support/deployment.ts';
-import { seedOnce } from '../support/seed.ts';
+import { expect, test } from '../support/test.ts';
+import { env, eventsBytes, feed, missing, pageMaxBytes, readFeed, toAddEvents } from '../support/deployment.ts';
+import { seeded } from '../support/seed.ts';
 
 const expectInvalidArgument = (page: { status: number; body: any; text: string }, what: string) => {
   expect(page.status, `${what}: ${page.text.slice(0, 200)}`).toBe(400);
@@ -9,12 +9,12 @@ const expectInvalidArgument = (page: { status: number; body: any; text: string }
 };
 
 test.describe('limits', () => {
-  test.beforeAll(seedOnce);
+  test.beforeAll(seeded);
   test.skip(!env.key, missing('EVENT_FEED_KEY', 'every feed check'));
 
   test('the default limit is 100', async ({ request }) => {
     const total = await readFeed(request, env.key!, 500, { max: 101 });
-    test.skip(total.events.length <= 100, 'the feed holds 100 events or fewer and no EVENT_FEED_WRITE_KEY to add some');
+    test.skip(total.events.length <= 100, `the feed holds 100 events or fewer ${toAddEvents}`);
     const page = await feed(request, env.key, {});
     expect(page.status).toBe(200);
     expect(page.body.events).toHaveLength(100);

@@ -1,10 +1,10 @@
-import { expect, test } from '@playwright/test';
+import { expect, test } from '../support/test.ts';
 import { publishedContract } from '../support/contract.ts';
 import { env, feed, mcp, missing } from '../support/deployment.ts';
-import { seedOnce } from '../support/seed.ts';
+import { seeded } from '../support/seed.ts';
 
 test.describe('mcp', () => {
-  test.beforeAll(seedOnce);
+  test.beforeAll(seeded);
   test.skip(!env.key, missing('EVENT_FEED_KEY', 'every MCP check'));
 
   test("tools/list shows event_feed with the contract's schemas and read-only annotations", async ({ request }) => {

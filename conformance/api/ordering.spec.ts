@@ -1,9 +1,9 @@
-import { expect, test } from '@playwright/test';
-import { emit, env, missing, readFeed } from '../support/deployment.ts';
-import { seedOnce } from '../support/seed.ts';
+import { expect, test } from '../support/test.ts';
+import { emit, env, missing, readFeed, toAddEvents, writesRefused } from '../support/deployment.ts';
+import { seeded } from '../support/seed.ts';
 
 test.describe('ordering', () => {
-  test.beforeAll(seedOnce);
+  test.beforeAll(seeded);
   test.skip(!env.key, missing('EVENT_FEED_KEY', 'every feed check'));
 
   test('ids are unique across the feed', async ({ request }) => {
@@ -21,14 +21,15 @@ test.describe('ordering', () => {
       readings.set(limit, read.events.slice(0, window).map((e) => e.id));
     }
     const reference = readings.get(500)!;
-    test.skip(reference.length < 2, 'the feed holds fewer than 2 events and no EVENT_FEED_WRITE_KEY to add some: no order to compare');
+    test.skip(reference.length < 2, `the feed holds fewer than 2 events ${toAddEvents}: no order to compare`);
     for (const limit of [100, 7, 1]) {
       expect(readings.get(limit), `pages of ${limit} differ from pages of 500`).toEqual(reference);
     }
   });
 
   test('events emitted one after another come back in that order', async ({ request }) => {
-    test.skip(!env.writeKey, missing('EVENT_FEED_WRITE_KEY', 'emitting events'));
+    const refused = writesRefused('emitting events');
+    test.skip(refused !== undefined, refused);
     const head = await readFeed(request, env.key!, 500);
     test.skip(!head.complete, `the feed holds over ${env.maxEvents} events (EVENT_FEED_MAX_EVENTS): head not reached`);
     const emitted: string[] = [];

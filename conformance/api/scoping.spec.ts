@@ -1,9 +1,9 @@
-import { expect, test } from '@playwright/test';
-import { env, missing, readFeed } from '../support/deployment.ts';
-import { seedOnce } from '../support/seed.ts';
+import { expect, test } from '../support/test.ts';
+import { env, missing, readFeed, toAddEvents } from '../support/deployment.ts';
+import { seeded } from '../support/seed.ts';
 
 test.describe('scoping', () => {
-  test.beforeAll(seedOnce);
+  test.beforeAll(seeded);
   test.skip(!env.key, missing('EVENT_FEED_KEY', 'every feed check'));
 
   test('the restricted key sees the full feed filtered to its mailboxes', async ({ request }) => {
@@ -11,7 +11,7 @@ test.describe('scoping', () => {
     const full = await readFeed(request, env.key!, 500);
     const allowed = new Set(env.restrictedMailboxes);
     const expected = full.events.filter((e) => e.subject?.refs?.mailbox_id !== undefined && allowed.has(e.subject.refs.mailbox_id)).map((e) => e.id);
-    test.skip(expected.length === 0 || expected.length === full.events.length, 'the feed needs events both inside and outside the restricted mailboxes (give EVENT_FEED_WRITE_KEY to add some)');
+    test.skip(expected.length === 0 || expected.length === full.events.length, `the feed needs events both inside and outside the restricted mailboxes ${toAddEvents}`);
     for (const limit of [500, 7]) {
       const restricted = await readFeed(request, env.restrictedKey!, limit);
       const seen = restricted.events.map((e) => e.id);
@@ -25,7 +25,7 @@ test.describe('scoping', () => {
   test('the restricted key never sees an event of another mailbox', async ({ request }) => {
     test.skip(!env.restrictedKey || env.restrictedMailboxes.length === 0, missing('EVENT_FEED_RESTRICTED_KEY / EVENT_FEED_RESTRICTED_MAILBOXES', 'scoping checks'));
     const full = await readFeed(request, env.key!, 500);
-    test.skip(full.events.every((e) => env.restrictedMailboxes.includes(e.subject?.refs?.mailbox_id ?? '')), 'the feed holds no event outside the restricted mailboxes (give EVENT_FEED_WRITE_KEY to add some): nothing to hide');
+    test.skip(full.events.every((e) => env.restrictedMailboxes.includes(e.subject?.refs?.mailbox_id ?? '')), `the feed holds no event outside the restricted mailboxes ${toAddEvents}: nothing to hide`);
     const restricted = await readFeed(request, env.restrictedKey!, 100);
     const outside = restricted.events.filter((e) => !env.restrictedMailboxes.includes(e.subject?.refs?.mailbox_id ?? ''));
     expect(outside.map((e) => `${e.id} (${e.subject?.refs?.mailbox_id ?? 'no mailbox'})`)).toEqual([]);
@@ -34,7 +34,7 @@ test.describe('scoping', () => {
   test("another workspace's key never sees this workspace's events", async ({ request }) => {
     test.skip(!env.otherKey, missing('EVENT_FEED_OTHER_KEY', 'the cross-workspace check'));
     const mine = await readFeed(request, env.key!, 500);
-    test.skip(mine.events.length === 0, 'the feed is empty (give EVENT_FEED_WRITE_KEY to add events): nothing to hide');
+    test.skip(mine.events.length === 0, `the feed is empty ${toAddEvents}: nothing to hide`);
     const theirs = await readFeed(request, env.otherKey!, 500);
     const myIds = new Set(mine.events.map((e) => e.id));
     const myAccounts = new Set(mine.events.map((e) => e.account));

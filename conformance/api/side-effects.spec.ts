@@ -1,9 +1,9 @@
-import { expect, test } from '@playwright/test';
+import { expect, test } from '../support/test.ts';
 import { env, feed, missing, readFeed } from '../support/deployment.ts';
-import { seedOnce } from '../support/seed.ts';
+import { seeded } from '../support/seed.ts';
 
 test.describe('no side effects', () => {
-  test.beforeAll(seedOnce);
+  test.beforeAll(seeded);
   test.skip(!env.key, missing('EVENT_FEED_KEY', 'every feed check'));
 
   test('reading twice gives identical results', async ({ request }) => {

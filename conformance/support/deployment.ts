@@ -10,11 +10,23 @@ export const env = {
   otherKey: process.env.EVENT_FEED_OTHER_KEY,
   writeKey: process.env.EVENT_FEED_WRITE_KEY,
   revokedKey: process.env.EVENT_FEED_REVOKED_KEY,
+  /** Emitting is an explicit opt-in: events can't be deleted, and the workspace's real webhooks deliver them. */
+  allowWrites: ['1', 'true', 'yes'].includes((process.env.EVENT_FEED_ALLOW_WRITES ?? '').toLowerCase()),
   /** The most events the kit reads from one feed; past it, checks that need the head are skipped. */
   maxEvents: Number(process.env.EVENT_FEED_MAX_EVENTS ?? 20000),
 };
 
 export const missing = (name: string, what: string) => `${name} not given: ${what} skipped`;
+
+/** Why the kit may not emit events, or undefined when it may (a write key and the opt-in). */
+export function writesRefused(what: string): string | undefined {
+  if (!env.writeKey) return missing('EVENT_FEED_WRITE_KEY', what);
+  if (!env.allowWrites) return `read-only run (EVENT_FEED_ALLOW_WRITES=1 / --allow-writes not given): ${what} skipped`;
+  return undefined;
+}
+
+/** The end of a skip reason for checks that need events the kit could have added. */
+export const toAddEvents = 'and the kit may not add any (EVENT_FEED_WRITE_KEY with EVENT_FEED_ALLOW_WRITES=1)';
 
 export interface Envelope {
   id: string;
@@ -76,17 +88,33 @@ export async function readFeed(request: APIRequestContext, key: string, limit: n
 
 let emitted = 0;
 
-/** A valid mail.received event for a mailbox, unique per call. */
+/**
+ * How the events the kit emits are recognised (conformance/README.md): the contract allows no free
+ * marker field, so every identifying field carries one. Sender and recipient addresses are at
+ * this reserved domain (RFC 2606 `.invalid`: never deliverable).
+ */
+export const MARKER = {
+  domain: 'event-feed-conformance.invalid',
+  subjectPrefix: '[event-feed conformance]',
+  messageIdPrefix: 'msg_conformance_',
+  threadId: 'thr_conformance',
+  otherMailbox: 'mbx_conformance_other',
+};
+
+/** A valid mail.received event for a mailbox, unique per call, marked as the kit's. */
 export function sampleEvent(mailboxId: string | undefined) {
   const n = `${Date.now().toString(36)}${(emitted++).toString(36)}`;
   return {
     type: 'mail.received',
-    subject: { person: { email: `conformance-${n}@example.com`, name: 'Kit de conformité' }, refs: mailboxId ? { mailbox_id: mailboxId, message_id: `msg_kit${n}` } : {} },
+    subject: {
+      person: { email: `conformance-${n}@${MARKER.domain}`, name: 'Kit de conformité' },
+      refs: mailboxId ? { mailbox_id: mailboxId, message_id: `${MARKER.messageIdPrefix}${n}`, thread_id: MARKER.threadId } : {},
+    },
     data: {
-      internet_message_id: `<kit-${n}@example.com>`,
-      from: { email: `conformance-${n}@example.com` },
-      to: [{ email: 'boite@example.com' }],
-      subject_line: `Contrôle de conformité ${n}`,
+      internet_message_id: `<conformance-${n}@${MARKER.domain}>`,
+      from: { email: `conformance-${n}@${MARKER.domain}` },
+      to: [{ email: `boite@${MARKER.domain}` }],
+      subject_line: `${MARKER.subjectPrefix} contrôle ${n}`,
       size_bytes: 1024,
       attachment_count: 0,
       spam_score: 0,
@@ -96,6 +124,8 @@ export function sampleEvent(mailboxId: string | undefined) {
 }
 
 export async function emit(request: APIRequestContext, mailboxId: string | undefined): Promise<Envelope> {
+  const refused = writesRefused('emitting events');
+  if (refused) throw new Error(`the kit tried to emit an event on a run that may not: ${refused}`);
   const response = await request.post('/v1/emit_event', {
     headers: { 'content-type': 'application/json', authorization: `Bearer ${env.writeKey}` },
     data: JSON.stringify(sampleEvent(mailboxId)),

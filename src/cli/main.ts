@@ -5,6 +5,7 @@ import { revokeKeyEverywhere } from '../auth/revoke-everywhere.ts';
 import type { Permission } from '../auth/principal.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { seedDemoWorkspace } from '../demo/seed.ts';
+import { runConformanceKit } from './conformance.ts';
 import { createLogger } from '../log.ts';
 import { pruneExpired } from '../retention-schedule.ts';
 import { startServer } from '../server.ts';
@@ -200,6 +201,17 @@ key
       console.error(`revoked ${keyId}`);
     }),
   );
+
+program
+  .command('conformance')
+  .description('check a deployment against the contract with the conformance kit (conformance/README.md; --help lists its options)')
+  .helpOption(false)
+  .allowUnknownOption()
+  .allowExcessArguments()
+  .argument('[options...]', 'the kit\'s options: --base-url URL --key KEY [--allow-writes] [--project api] …')
+  .action(async (args: string[]) => {
+    process.exitCode = await runConformanceKit(args);
+  });
 
 try {
   await program.parseAsync(process.argv);

@@ -18,10 +18,11 @@ const isApiPath = (url: string) => /^\/v1(?:[/?]|$)/i.test(url);
 /**
  * What no key pays for is paid by the client's address: the contract, the reference page, the web
  * view, unknown paths. Not the probes: a balancer refused by a limit would take the instance out,
- * and they cost nothing (/readyz answers from one check per 100 ms: site.ts). Not `/mcp`:
+ * and they cost nothing (/readyz answers from one check per 100 ms: site.ts); nor /version, a
+ * constant answer a monitor may poll as often as /healthz. Not `/mcp`:
  * its edge authenticates like `/v1` (authenticate.ts).
  */
-const isPaidByAddress = (url: string) => !/^\/(?:healthz|readyz|mcp)(?:[/?]|$)/i.test(url);
+const isPaidByAddress = (url: string) => !/^\/(?:healthz|readyz|version|mcp)(?:[/?]|$)/i.test(url);
 
 export interface EdgeSettings {
   /** How many proxies in front append to X-Forwarded-For (client-address.ts); 0: the socket's peer is the client. */

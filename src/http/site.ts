@@ -4,6 +4,7 @@ import { setTimeout } from 'node:timers/promises';
 // Only the folder's path: the package's index loads the whole browser bundle into the server (~18 MB).
 import getSwaggerUiPath from 'swagger-ui-dist/absolute-path.js';
 import { specText, specYamlPath } from '../contract/spec.ts';
+import { serviceVersion } from '../operations/version.ts';
 import type { Db } from '../store/db.ts';
 
 const READINESS_TIMEOUT_MS = 1500;
@@ -31,7 +32,7 @@ const DOCS_PAGE = `<!doctype html>
 
 const DOCS_INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#reference', deepLinking: true });`;
 
-/** The contract, its reference page (bundled from node_modules, no CDN), and health probes. */
+/** The contract, its reference page (bundled from node_modules, no CDN), health probes and the version. */
 export function siteRouter(db: Db): Router {
   const router = Router();
   const yaml = readFileSync(specYamlPath, 'utf8');
@@ -43,6 +44,7 @@ export function siteRouter(db: Db): Router {
   router.use('/docs/assets', express.static(getSwaggerUiPath(), { index: false }));
 
   router.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
+  router.get('/version', (_req, res) => void res.json(serviceVersion()));
   const readiness = sharedReadiness(db);
   router.get('/readyz', async (_req, res) => {
     if (await readiness()) res.json({ status: 'ready' });

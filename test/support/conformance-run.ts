@@ -56,8 +56,17 @@ export interface KitResult {
   skipped: string[];
 }
 
+export interface KitOptions {
+  projects?: string[];
+  /** EVENT_FEED_ALLOW_WRITES: whether the kit may emit (default: yes when a write key is given). */
+  allowWrites?: boolean;
+  /** More of the kit's environment (EVENT_FEED_MAX_WAIT_SECONDS…). */
+  env?: Record<string, string>;
+}
+
 /** Runs `npm run conformance`'s Playwright project(s) against a base URL; returns the verdicts by title. */
-export function runKit(baseUrl: string, keys: Partial<KitKeys>, projects: string[] = ['api']): Promise<KitResult> {
+export function runKit(baseUrl: string, keys: Partial<KitKeys>, options: KitOptions = {}): Promise<KitResult> {
+  const { projects = ['api'], allowWrites = keys.EVENT_FEED_WRITE_KEY !== undefined } = options;
   const dir = mkdtempSync(join(tmpdir(), 'conformance-'));
   const jsonReport = join(dir, 'report.json');
   const { otherWriteKey: _unused, ...kitKeys } = keys;
@@ -72,6 +81,8 @@ export function runKit(baseUrl: string, keys: Partial<KitKeys>, projects: string
         env: {
           ...process.env,
           ...kitKeys,
+          EVENT_FEED_ALLOW_WRITES: allowWrites ? '1' : '',
+          ...options.env,
           EVENT_FEED_BASE_URL: baseUrl,
           EVENT_FEED_JSON_REPORT: jsonReport,
           EVENT_FEED_REPORT_DIR: join(dir, 'html'),

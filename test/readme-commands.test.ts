@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { revokeKey } from '../src/auth/api-keys.ts';
+import { publish } from '../src/library.ts';
+import { sampleEvent } from './support/contract.ts';
+import { sqliteDatabase } from './support/databases.ts';
+import { readmes, shellBlocks, type ShellBlock } from './support/readme-blocks.ts';
+import { startTestServer, type TestServer } from './support/server.ts';
+
+// Every ```sh / ```bash block of every README runs as pasted (from the repository's root, against a
+// live server), or is excused below with the reason. A new block that needs a variable the reader
+// would have set (a key…) gets it from readerEnvironment(); one that cannot run in a test gets an
+// excuse. Blocks run with `bash -euo pipefail`, and curl fails on an HTTP error (.curlrc below).
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+/** The address the READMEs use for a local service (`npm start`): the test's server stands in for it. */
+const README_ADDRESS = 'http://127.0.0.1:3000';
+
+/** Blocks that cannot run here, by README and a line they contain, and why. */
+const EXCUSED: Array<{ readme: string; contains: string; why: string; placeholders?: boolean }> = [
+  { readme: 'README.md', contains: 'npm install && npm start', why: 'installs packages and serves the demo on port 3000 until stopped: the test server stands for it' },
+  { readme: 'README.md', contains: 'npm test', why: 'the test suite this test is part of' },
+  { readme: 'bench/README.md', contains: 'npm run bench', why: 'the benchmark takes minutes; test/bench-quick.test.ts runs its quick mode' },
+  { readme: 'conformance/README.md', contains: 'export EVENT_FEED_KEY=efk_…', why: "the reader's own keys (placeholders): the test sets each of these variables itself", placeholders: true },
+  { readme: 'conformance/README.md', contains: 'npm install ./event-feed-conformance-0.1.0.tgz', why: 'test/conformance-package.test.ts packs the kit, installs the tarball in an empty folder and runs this command' },
+];
+
+/** The variables a reader of the READMEs has set, for the test's server. Add one when a README uses a new one. */
+async function readerEnvironment(server: TestServer): Promise<Record<string, string>> {
+  const workspace = await server.workspace({ name: 'Lecteur du README', verified: true });
+  const other = await server.workspace({ name: 'Autre espace', verified: true });
+  const key = async (permissions: Array<'read' | 'write' | 'admin'>, mailboxes?: string[], ws = workspace) => (await server.key(ws, permissions, mailboxes)).key;
+  const revoked = await server.key(workspace, ['read']);
+  await revokeKey(server.db, revoked.id, Date.now());
+  const events = Array.from({ length: 30 }, (_, i) => sampleEvent(['mbx_ventes', 'mbx_autre', 'mbx_support'][i % 3], i));
+  await server.db.transaction((trx) => publish(trx, workspace, events));
+  return {
+    READ_KEY: await key(['read']),
+    WRITE_KEY: await key(['read', 'write']),
+    ADMIN_KEY: await key(['read', 'write', 'admin']),
+    // The conformance kit's (conformance/README.md).
+    EVENT_FEED_BASE_URL: server.url,
+    EVENT_FEED_KEY: await key(['read']),
+    EVENT_FEED_RESTRICTED_KEY: await key(['read'], ['mbx_ventes', 'mbx_support']),
+    EVENT_FEED_RESTRICTED_MAILBOXES: 'mbx_ventes,mbx_support',
+    EVENT_FEED_NOREAD_KEY: await key(['write']),
+    EVENT_FEED_OTHER_KEY: await key(['read'], undefined, other),
+    EVENT_FEED_REVOKED_KEY: revoked.key,
+    EVENT_FEED_WRITE_KEY: await key(['read', 'write']),
+  };
+}
+
+const excuseOf = (block: ShellBlock) => EXCUSED.find((e) => e.readme === block.readme && block.text.split('\n').some((line) => line.includes(e.contains)));
+const blocks = readmes(root).flatMap((readme) => shellBlocks(root, readme));
+
+function bash(args: string[], env: Record<string, string>): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    execFile('bash', args, { cwd: root, env, timeout: 240_000, maxBuffer: 20 * 1024 * 1024 }, (error, stdout, stderr) =>
+      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, output: stdout + stderr }),
+    );
+  });
+}
+
+describe('the commands of the READMEs', () => {
+  let server: TestServer;
+  let env: Record<string, string>;
+  let curlHome: string;
+
+  before(async () => {
+    // The service as `npm start` runs it: default rate limits.
+    server = await startTestServer(await sqliteDatabase(), { RATE_LIMIT_PER_SECOND: '' });
+    curlHome = mkdtempSync(join(tmpdir(), 'readme-curl-'));
+    writeFileSync(join(curlHome, '.curlrc'), '--fail-with-body\n');
+    // A reader's shell: none of the variables `npm test` sets for its scripts, nor the kit's from the caller.
+    const shell = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('npm_') && !name.startsWith('EVENT_FEED_'))) as Record<string, string>;
+    env = { ...shell, CURL_HOME: curlHome, ...(await readerEnvironment(server)) };
+  });
+  after(async () => {
+    await server?.stop();
+    await server?.database.drop();
+    rmSync(curlHome, { recursive: true, force: true });
+  });
+
+  it('finds the shell blocks of every README', () => {
+    for (const readme of ['README.md', 'conformance/README.md', 'bench/README.md']) {
+      assert.ok(blocks.some((b) => b.readme === readme), `no shell block found in ${readme}`);
+    }
+  });
+
+  it('excuses only blocks that exist', () => {
+    const stale = EXCUSED.filter((e) => !blocks.some((b) => excuseOf(b) === e));
+    assert.deepEqual(stale.map((e) => `${e.readme}: ${e.contains}`), [], 'an excuse matches no block any more: remove it');
+  });
+
+  it('every block is valid shell (bash -n), excused or not, and no comment swallows a line continuation', async () => {
+    for (const block of blocks) {
+      // `cmd \` then `# comment \`: the comment ends the command, and the next lines run on their own.
+      const swallowed = block.text.split('\n').findIndex((line) => /\s#[^'"]*\\$/.test(line));
+      assert.equal(swallowed, -1, `${block.readme}:${block.line + 1 + swallowed}: a comment ends this line, so its backslash continues nothing`);
+      const checked = await bash(['-n', '-c', block.text], env);
+      assert.equal(checked.code, 0, `${block.readme}:${block.line}: ${checked.output}`);
+    }
+  });
+
+  it("the placeholder blocks set only variables the test gives the other blocks", () => {
+    for (const block of blocks.filter((b) => excuseOf(b)?.placeholders)) {
+      for (const [, name] of block.text.matchAll(/^export (\w+)=/gm)) assert.ok(name! in env, `${block.readme}:${block.line} sets ${name}, which readerEnvironment() does not`);
+    }
+  });
+
+  for (const block of blocks) {
+    const excuse = excuseOf(block);
+    const title = `${block.readme}:${block.line} ${block.text.split('\n').find((l) => l.trim() && !l.startsWith('#'))?.slice(0, 60)}`;
+    it(`runs as pasted: ${title}`, { skip: excuse && `excused: ${excuse.why}` }, async () => {
+      const script = block.text.replaceAll(README_ADDRESS, server.url);
+      const result = await bash(['-euo', 'pipefail', '-c', script], env);
+      assert.equal(result.code, 0, `${block.readme}:${block.line} exited ${result.code}:\n${result.output.slice(-3000)}`);
+    });
+  }
+});
