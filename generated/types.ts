@@ -1680,7 +1680,7 @@ export interface operations {
                     "application/json": components["schemas"]["VersionResponse"];
                 };
             };
-            /** @description Not served (a deployment older than this path). */
+            /** @description Not served (a deployment older than this path answers so for any unknown path). */
             404: {
                 headers: {
                     [name: string]: unknown;
