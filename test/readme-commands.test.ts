@@ -29,7 +29,6 @@ const EXCUSED: Array<{ readme: string; contains: string; why: string; placeholde
   { readme: 'bench/README.md', contains: 'npm run bench', why: 'the benchmark takes minutes; test/bench-quick.test.ts runs its quick mode' },
   { readme: 'conformance/README.md', contains: 'export EVENT_FEED_KEY=efk_…', why: "the reader's own keys (placeholders): the test sets each of these variables itself", placeholders: true },
   { readme: 'README.md', contains: 'docker run --rm -p 3000:3000 -e HOST=0.0.0.0', why: 'needs a Docker engine, which test machines do not run' },
-  { readme: 'conformance/README.md', contains: 'npm install ./event-feed-conformance-0.1.0.tgz', why: 'test/conformance-package.test.ts packs the kit, installs the tarball in an empty folder and runs this command' },
 ];
 
 /** The variables a reader of the READMEs has set, for the test's server. Add one when a README uses a new one. */

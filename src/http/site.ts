@@ -1,10 +1,11 @@
 import express, { Router } from 'express';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { setTimeout } from 'node:timers/promises';
 // Only the folder's path: the package's index loads the whole browser bundle into the server (~18 MB).
 import getSwaggerUiPath from 'swagger-ui-dist/absolute-path.js';
 import { specText, specYamlPath } from '../contract/spec.ts';
 import { serviceVersion } from '../operations/version.ts';
+import { packageFile } from '../paths.ts';
 import type { Db } from '../store/db.ts';
 
 const READINESS_TIMEOUT_MS = 1500;
@@ -32,7 +33,10 @@ const DOCS_PAGE = `<!doctype html>
 
 const DOCS_INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#reference', deepLinking: true });`;
 
-/** The contract, its reference page (bundled from node_modules, no CDN), health probes and the version. */
+/** Where `npm run build` packs the conformance kit (scripts/build.mjs). */
+const CONFORMANCE_KIT = packageFile('dist/kit/event-feed-conformance.tgz');
+
+/** The contract, its reference page (bundled from node_modules, no CDN), health probes, the version and the conformance kit. */
 export function siteRouter(db: Db): Router {
   const router = Router();
   const yaml = readFileSync(specYamlPath, 'utf8');
@@ -42,6 +46,18 @@ export function siteRouter(db: Db): Router {
   router.get('/docs', (_req, res) => void res.type('html').send(DOCS_PAGE));
   router.get('/docs/init.js', (_req, res) => void res.type('application/javascript').send(DOCS_INIT));
   router.use('/docs/assets', express.static(getSwaggerUiPath(), { index: false }));
+
+  // The kit of this deployment's own version, for QA without a clone (conformance/README.md).
+  // Absent when the service runs from sources never built: the path then answers 404 like any other.
+  if (existsSync(CONFORMANCE_KIT)) {
+    const kit = readFileSync(CONFORMANCE_KIT);
+    router.get('/conformance/event-feed-conformance.tgz', (_req, res) =>
+      void res
+        .type('application/gzip')
+        .set('Content-Disposition', `attachment; filename="event-feed-conformance-${serviceVersion().version}.tgz"`)
+        .send(kit),
+    );
+  }
 
   router.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   router.get('/version', (_req, res) => void res.json(serviceVersion()));
