@@ -41,6 +41,9 @@ async function readerEnvironment(server: TestServer): Promise<Record<string, str
   const events = Array.from({ length: 30 }, (_, i) => sampleEvent(['mbx_ventes', 'mbx_autre', 'mbx_support'][i % 3], i));
   await server.db.transaction((trx) => publish(trx, workspace, events));
   return {
+    // The CLI blocks act on the database the service uses, as the README says to run them; never on
+    // whatever the checkout's default data/ holds (a fresh clone has none).
+    DATABASE_URL: server.database.url,
     READ_KEY: await key(['read']),
     WRITE_KEY: await key(['read', 'write']),
     ADMIN_KEY: await key(['read', 'write', 'admin']),
