@@ -6,7 +6,6 @@
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { jsonSchemaToZod } from 'json-schema-to-zod';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { parse as parseYaml } from 'yaml';
 import { mcpSchema } from './mcp-schema.ts';
@@ -71,34 +70,6 @@ function listSchemaFiles(dir: string): string[] {
   );
 }
 
-/** A component with every ref inlined (our schemas have no cycles), for tools that cannot follow refs. */
-function dereference(doc: JsonObject, value: Json, dropKeys: string[] = []): Json {
-  if (Array.isArray(value)) return value.map((item) => dereference(doc, item, dropKeys));
-  if (!isObject(value)) return value;
-  if (typeof value.$ref === 'string') {
-    const name = value.$ref.replace('#/components/schemas/', '');
-    const target = ((doc.components as JsonObject).schemas as JsonObject)[name];
-    if (target === undefined) throw new Error(`unresolved ref ${value.$ref}`);
-    return dereference(doc, target, dropKeys);
-  }
-  const out: JsonObject = {};
-  for (const [key, child] of Object.entries(value)) {
-    if (!dropKeys.includes(key)) out[key] = dereference(doc, child, dropKeys);
-  }
-  return out;
-}
-
-const lowerFirst = (name: string) => name[0]!.toLowerCase() + name.slice(1);
-
-function zodModule(doc: JsonObject): string {
-  const names = Object.keys((doc.components as JsonObject).schemas as JsonObject);
-  const body = names.map((name) => {
-    const schema = dereference(doc, { $ref: `#/components/schemas/${name}` }, ['$schema', 'examples', 'example']);
-    return `export const ${lowerFirst(name)}Schema = ${jsonSchemaToZod(schema as never, { zodVersion: 4 } as never)};\n`;
-  });
-  return `${BANNER}import { z } from 'zod';\n\n${body.join('\n')}`;
-}
-
 /** The document without `discriminator`s: the oneOf branches' `type` constants already type each branch. */
 function withoutDiscriminators(value: Json): Json {
   if (Array.isArray(value)) return value.map(withoutDiscriminators);
@@ -148,7 +119,6 @@ async function render(): Promise<Map<string, string>> {
   return new Map([
     ['openapi.json', `${JSON.stringify(doc, null, 2)}\n`],
     ['types.ts', await typesModule(doc)],
-    ['zod.ts', zodModule(doc)],
     ['mcp-tools.ts', mcpToolsModule(doc)],
   ]);
 }

@@ -4,8 +4,6 @@
  */
 export const RETRY_DELAYS_SECONDS = [5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800, 43200, 86400, 86400];
 
-export const MAX_ATTEMPTS = RETRY_DELAYS_SECONDS.length + 1;
-
 // A Retry-After longer than this is not honoured as such: the endpoint is then retried on schedule.
 const MAX_RETRY_AFTER_SECONDS = 24 * 3600;
 
