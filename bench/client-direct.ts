@@ -8,17 +8,17 @@
  */
 import { Redis } from 'ioredis';
 import { feedPageJson } from '../src/feed/page.ts';
-import { openDatabase } from '../src/store/db.ts';
-import { readPage } from '../src/store/events.ts';
 import { clientMain, latency, round } from './stats.ts';
+import { openStore } from '../src/store/open-store.ts';
+import type { Store } from '../src/store/port.ts';
 
 const now = () => performance.now();
 
 async function ceiling(c: { databaseUrl: string; workspaceId: string; limit: number; warmupPages: number; expectEvents: number; runs: number }) {
-  const db = openDatabase(c.databaseUrl);
+  const db = openStore(c.databaseUrl);
   const q = { workspaceId: c.workspaceId, limit: c.limit, mailboxes: null };
   let after = 0;
-  for (let i = 0; i < c.warmupPages; i++) after = (await readPage(db, { ...q, afterSeq: after })).lastSeq ?? after;
+  for (let i = 0; i < c.warmupPages; i++) after = (await db.readPage({ ...q, afterSeq: after })).lastSeq ?? after;
   const runs = [];
   for (let r = 0; r < c.runs; r++) {
     let events = 0;
@@ -29,7 +29,7 @@ async function ceiling(c: { databaseUrl: string; workspaceId: string; limit: num
     const cpu0 = process.cpuUsage();
     for (;;) {
       pages++;
-      const page = await readPage(db, { ...q, afterSeq: after });
+      const page = await db.readPage({ ...q, afterSeq: after });
       if (page.count === 0) break;
       bytes += page.bytes.length;
       events += page.count;
@@ -45,28 +45,28 @@ async function ceiling(c: { databaseUrl: string; workspaceId: string; limit: num
   // close a client that parses its pages can come to it.
   const texts: string[] = [];
   for (let i = 0; i < 40; i++) {
-    const page = await readPage(db, { ...q, afterSeq: Math.floor((i / 40) * Math.max(0, c.expectEvents - c.limit)) });
+    const page = await db.readPage({ ...q, afterSeq: Math.floor((i / 40) * Math.max(0, c.expectEvents - c.limit)) });
     texts.push(Buffer.concat(feedPageJson({ events: page, next_cursor: 'AQAAAAAAAAACMDFNN1oyODM2NUFLUzdXNktIU0RNV1RWUlqdZWj85T5IUO3Zdfej4Zb_' })).toString('utf8'));
   }
   for (const t of texts) JSON.parse(t);
   const t0 = now();
   for (let r = 0; r < 5; r++) for (const t of texts) JSON.parse(t);
   const parseMsPerPage = round((now() - t0) / (5 * texts.length));
-  await db.destroy();
+  await db.close();
   return { runs, parseMsPerPage };
 }
 
 async function dbprobe(c: { databaseUrl: string; workspaceId: string; probes: Array<{ label: string; afterSeq: number; mailboxes: string[] | null; limit: number }>; rounds: number; warmupRounds: number }) {
-  const db = openDatabase(c.databaseUrl);
+  const db = openStore(c.databaseUrl);
   const samples = new Map<string, number[]>();
   for (let r = 0; r < c.warmupRounds + c.rounds; r++) {
     for (const p of c.probes) {
       const t0 = now();
-      await readPage(db, { workspaceId: c.workspaceId, afterSeq: p.afterSeq, limit: p.limit, mailboxes: p.mailboxes });
+      await db.readPage({ workspaceId: c.workspaceId, afterSeq: p.afterSeq, limit: p.limit, mailboxes: p.mailboxes });
       if (r >= c.warmupRounds) (samples.get(p.label) ?? samples.set(p.label, []).get(p.label)!).push(now() - t0);
     }
   }
-  await db.destroy();
+  await db.close();
   return Object.fromEntries([...samples].map(([label, ms]) => [label, latency(ms)]));
 }
 

@@ -13,11 +13,16 @@
 import { createServer, type ServerResponse } from 'node:http';
 import pg from 'pg';
 import type { EmitEventRequest } from '../generated/types.ts';
-import { GROUP_COMMIT_MAX_EVENTS, POSTGRES_TRANSACTIONS_IN_FLIGHT } from '../src/feed/group-commit.ts';
+import { GROUP_COMMIT_MAX_EVENTS } from '../src/feed/group-commit.ts';
 import { prepareEvent } from '../src/feed/publish.ts';
-import type { NewEvent } from '../src/store/events.ts';
+import type { NewEvent } from '../src/store/port.ts';
+import { postgresAdapter } from '../src/store/postgres/adapter.ts';
 
 const { databaseUrl, workspaceOfKey } = JSON.parse(process.argv[2]!) as { databaseUrl: string; workspaceOfKey: Record<string, string> };
+// As many statements in flight as the service's Postgres store allows.
+const probe = postgresAdapter(databaseUrl);
+const TRANSACTIONS_IN_FLIGHT = probe.appends.concurrent;
+await probe.close();
 const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
 await pool.query('DROP TABLE IF EXISTS ingest_floor_events');
 await pool.query('CREATE TABLE ingest_floor_events (LIKE events INCLUDING ALL)');
@@ -39,7 +44,7 @@ let inFlight = 0;
 let scheduled = false;
 
 function kick(): void {
-  if (scheduled || inFlight >= POSTGRES_TRANSACTIONS_IN_FLIGHT || waiting.length === 0) return;
+  if (scheduled || inFlight >= TRANSACTIONS_IN_FLIGHT || waiting.length === 0) return;
   scheduled = true;
   setImmediate(() => {
     scheduled = false;

@@ -18,11 +18,10 @@ import type { Principal } from '../src/auth/principal.ts';
 import { PageTokenCodec } from '../src/feed/page-token.ts';
 import { operations } from '../src/operations/registry.ts';
 import { createServices } from '../src/services.ts';
-import { openDatabase } from '../src/store/db.ts';
-import { migrateLatest } from '../src/store/migrate.ts';
 import { publish } from '../src/library.ts';
-import { createWorkspace } from '../src/store/workspaces.ts';
 import { benchTraffic, MAILBOXES, seed, SPARSE_MAILBOXES } from './seed.ts';
+import { openStore } from '../src/store/open-store.ts';
+import type { Store } from '../src/store/port.ts';
 
 const { values } = parseArgs({
   options: {
@@ -51,8 +50,8 @@ if (values.db === 'sqlite') {
   await admin.destroy();
   url = `postgres://root@127.0.0.1:5432/${name}`;
 }
-const db = openDatabase(url);
-await migrateLatest(db);
+const db = openStore(url);
+await db.migrate();
 
 interface Info {
   workspaceId: string;
@@ -72,7 +71,7 @@ if (existsSync(infoFile)) {
 }
 if (info.rareWorkspaceId === undefined) {
   console.log(`seeding the rare-types workspace (${events} events)…`);
-  const ws = await createWorkspace(db, 'rare types', true, Date.now());
+  const ws = await db.createWorkspace('rare types', true, Date.now());
   const baseMs = Date.now() - 40 * DAY;
   let done = 0;
   let complained = 0;
@@ -82,7 +81,7 @@ if (info.rareWorkspaceId === undefined) {
       if (e.type === 'mail.complained') return complained++ % 200 === 0;
       return true;
     }).slice(0, events - done);
-    await db.transaction((trx) => publish(trx, ws.id, batch));
+    await db.knex.transaction((trx) => publish(trx, ws.id, batch));
     done += batch.length;
   }
   info.rareWorkspaceId = ws.id;
@@ -95,7 +94,7 @@ const services = await createServices(db, { cursorSecret: 'x'.repeat(64), rateLi
 const principal = (workspaceId: string, mailboxes: string[] | null): Principal =>
   ({ keyId: 'bench', workspaceId, permissions: new Set(['read']), mailboxes }) as unknown as Principal;
 
-const { min, max } = ((await db('events').min({ min: 'occurred_at_ms' }).max({ max: 'occurred_at_ms' }).where('workspace_id', info.workspaceId)) as Array<{ min: number; max: number }>)[0]!;
+const { min, max } = ((await db.knex('events').min({ min: 'occurred_at_ms' }).max({ max: 'occurred_at_ms' }).where('workspace_id', info.workspaceId)) as Array<{ min: number; max: number }>)[0]!;
 const iso = (ms: number) => new Date(ms).toISOString();
 const unknown = (n: number) => Array.from({ length: n }, (_, i) => `mbx_unknown${i}`);
 // The fourth member: true for the rare-types workspace.
@@ -169,7 +168,7 @@ for (const [label, input, s, rare] of cases) {
     `${label.padEnd(48)} first ${fmt(median(first)).padStart(7)} ms (${String(firstCount).padStart(3)} ev)   walk ${fmt(median(walk)).padStart(7)} / ${fmt(Math.max(...walk)).padStart(7)} ms, ${String(walk.length).padStart(3)} calls, ${walked} ev${token === null ? ', ended' : ''}`,
   );
 }
-await db.destroy();
+await db.close();
 
 /** The filters text list-events.ts binds its tokens to (kept in step with it). */
 function filtersOf(input: Record<string, unknown>, _scope: string[] | null): string {

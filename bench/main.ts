@@ -19,16 +19,14 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import knexFactory from 'knex';
 import { CursorCodec } from '../src/feed/cursor.ts';
-import { openDatabase, type Db } from '../src/store/db.ts';
 import { feedPageJson } from '../src/feed/page.ts';
-import { readPageRows } from '../src/store/events.ts';
-import { migrateLatest } from '../src/store/migrate.ts';
-import { sharedCursorSecret } from '../src/store/settings.ts';
 import { cpuSecondsOf, cpuSecondsOfAll, machineLoad, memoryOf, ROOT, runClient, sampleLoad, sampleMemory, startFloorServer, startServer, type MemoryPhase } from './processes.ts';
 import { seed, SPARSE_MAILBOXES, type Seeded } from './seed.ts';
 import { median, round, type Latency } from './stats.ts';
 import { evaluateTargets, printTable } from './report.ts';
 import { webhooksPhase } from './webhook-fairness.ts';
+import { openStore } from '../src/store/open-store.ts';
+import type { Store } from '../src/store/port.ts';
 
 const { values } = parseArgs({
   options: {
@@ -141,24 +139,24 @@ interface WalStats {
 /** The server's WAL counters (pg_stat_wal, the whole server); backends report theirs within a second, so this waits that long first. */
 async function walStats(url: string): Promise<WalStats> {
   await new Promise((resolve) => setTimeout(resolve, 1100));
-  const db = openDatabase(url);
+  const db = openStore(url);
   try {
-    const { rows } = await db.raw('SELECT wal_bytes, wal_fpi FROM pg_stat_wal');
+    const { rows } = await db.knex.raw('SELECT wal_bytes, wal_fpi FROM pg_stat_wal');
     return { bytes: Number(rows[0].wal_bytes), fpi: Number(rows[0].wal_fpi) };
   } finally {
-    await db.destroy();
+    await db.close();
   }
 }
 const walDelta = (a: WalStats, b: WalStats): WalStats => ({ bytes: b.bytes - a.bytes, fpi: b.fpi - a.fpi });
 
 /** The last seq of each of these workspaces now (0 for an empty feed). */
 async function lastSeqs(url: string, workspaceIds: string[]): Promise<Map<string, number>> {
-  const db = openDatabase(url);
+  const db = openStore(url);
   try {
-    const rows = await db('feed_counters').select('workspace_id', 'last_seq').whereIn('workspace_id', workspaceIds);
+    const rows = await db.knex('feed_counters').select('workspace_id', 'last_seq').whereIn('workspace_id', workspaceIds);
     return new Map(rows.map((r: { workspace_id: string; last_seq: number }) => [r.workspace_id, Number(r.last_seq)]));
   } finally {
-    await db.destroy();
+    await db.close();
   }
 }
 
@@ -173,7 +171,7 @@ const medianRun = (runs: Run[]) => ({
 });
 
 /** The Redis peer: the measured workspace's envelopes, in feed order, into a stream of a run-unique key. */
-async function redisPeer(db: Db, seeded: Seeded) {
+async function redisPeer(db: Store, seeded: Seeded) {
   const key = `event-feed-bench:${runId}:stream`;
   const redis = new Redis(REDIS_URL, { lazyConnect: true });
   await redis.connect();
@@ -187,7 +185,7 @@ async function redisPeer(db: Db, seeded: Seeded) {
     let after = 0;
     let loaded = 0;
     for (;;) {
-      const rows = await readPageRows(db, { workspaceId: seeded.workspaceId, afterSeq: after, limit: 5000, mailboxes: null });
+      const rows = await db.readPageRows({ workspaceId: seeded.workspaceId, afterSeq: after, limit: 5000, mailboxes: null });
       if (rows.length === 0) break;
       const pipeline = redis.pipeline();
       for (const row of rows) pipeline.xadd(key, '*', 'e', row.envelope);
@@ -216,23 +214,23 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
   const result: Record<string, unknown> = { databaseUrl: database.url.replace(/\/\/[^@]*@/, '//') };
   const load = sampleLoad();
   try {
-    const db = openDatabase(database.url);
+    const db = openStore(database.url);
     let seeded: Seeded;
     let codec: CursorCodec;
     let sparseSeqs: number[];
     // Where each restricted key's own pages of 100 start: after 0, after its 100th event, …
     const scopeBoundaries = new Map<string, number[]>();
     try {
-      await migrateLatest(db);
-      codec = new CursorCodec(await sharedCursorSecret(db));
+      await db.migrate();
+      codec = new CursorCodec(await db.sharedCursorSecret());
       log(`[${kind}] seeding ${events.toLocaleString('en')} events (+20% in neighbour workspaces)…`);
       seeded = await seed(db, { events, ingestWorkspaces: INGEST_WORKSPACES, readKeysPerWorkspace: Math.ceil(TAIL_CLIENTS / INGEST_WORKSPACES), log });
-      if (kind === 'postgres') await db.raw('analyze');
+      if (kind === 'postgres') await db.knex.raw('analyze');
       result.seed = { events: seeded.events, otherEvents: seeded.otherEvents, sparseEvents: seeded.sparseEvents, seconds: round(seeded.seconds, 1), eventsPerSecond: Math.round(seeded.eventsPerSecond), envelopeBytesMean: Math.round(seeded.envelopeBytes.mean) };
       log(`[${kind}] seeded in ${seeded.seconds.toFixed(1)} s (${Math.round(seeded.eventsPerSecond)} events/s)`);
-      sparseSeqs = (await db('events').select('seq').where('workspace_id', seeded.workspaceId).whereIn('mailbox_id', SPARSE_MAILBOXES).orderBy('seq')).map((r: { seq: number }) => Number(r.seq));
+      sparseSeqs = (await db.knex('events').select('seq').where('workspace_id', seeded.workspaceId).whereIn('mailbox_id', SPARSE_MAILBOXES).orderBy('seq')).map((r: { seq: number }) => Number(r.seq));
       for (const scope of seeded.scopes) {
-        const seqs = (await db('events').select('seq').where('workspace_id', seeded.workspaceId).whereIn('mailbox_id', scope.mailboxes).orderBy('seq')).map((r: { seq: number }) => Number(r.seq));
+        const seqs = (await db.knex('events').select('seq').where('workspace_id', seeded.workspaceId).whereIn('mailbox_id', scope.mailboxes).orderBy('seq')).map((r: { seq: number }) => Number(r.seq));
         scopeBoundaries.set(scope.label, [0, ...seqs.filter((_, i) => (i + 1) % 100 === 0)]);
       }
       if (withRedis && want('redis')) {
@@ -240,7 +238,7 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
         result.redis = await redisPeer(db, seeded);
       }
     } finally {
-      await db.destroy();
+      await db.close();
     }
 
     if (want('ceiling')) {
@@ -271,15 +269,15 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
         // The floor: the same client against a bare server answering one real page from memory.
         log(`[${kind}] replay floor (the same client, a bare server with a page in memory)…`);
         const pageFile = join(mkdtempSync(join(tmpdir(), 'event-feed-bench-page-')), 'page.json');
-        const readDb = openDatabase(database.url);
+        const readDb = openStore(database.url);
         try {
           // The rows, not readPage: its read-ahead of the next page would still be waiting for a
           // connection when readDb is destroyed (knex then warns "Acquire connection error" 5 s later).
-          const rows = await readPageRows(readDb, { workspaceId: seeded.workspaceId, afterSeq: Math.floor(N / 2), limit: 500, mailboxes: null });
+          const rows = await readDb.readPageRows({ workspaceId: seeded.workspaceId, afterSeq: Math.floor(N / 2), limit: 500, mailboxes: null });
           const page = { bytes: Buffer.from(rows.map((row) => row.envelope).join(',')), count: rows.length, lastSeq: rows.at(-1)!.seq, cutAtByteCap: false };
           writeFileSync(pageFile, Buffer.concat(feedPageJson({ events: page, next_cursor: codec.encode(seeded.workspaceId, Number(page.lastSeq)) })));
         } finally {
-          await readDb.destroy();
+          await readDb.close();
         }
         const floorPages = Math.max(40, Math.min(400, Math.floor(seeded.events / 500)));
         const floor = await startFloorServer('floor-server.ts', { pageFile, pages: floorPages });

@@ -9,8 +9,7 @@ import { createKey } from '../src/auth/api-keys.ts';
 import type { Clock } from '../src/clock.ts';
 import { demoTraffic } from '../src/demo/traffic.ts';
 import { publish } from '../src/library.ts';
-import type { Db } from '../src/store/db.ts';
-import { createWorkspace } from '../src/store/workspaces.ts';
+import type { Store } from '../src/store/port.ts';
 
 export const MAILBOXES = Array.from({ length: 50 }, (_, i) => `mbx_b${String(i).padStart(2, '0')}`);
 /** Two mailboxes that together hold 1 event in 1,000 of the feed (what the sparse key may see). */
@@ -89,14 +88,14 @@ export function benchTraffic(count: number, k: number, baseMs: number): EmitEven
   return events;
 }
 
-export async function seed(db: Db, options: SeedOptions): Promise<Seeded> {
+export async function seed(store: Store, options: SeedOptions): Promise<Seeded> {
   const started = performance.now();
   const log = options.log ?? (() => {});
   const nowMs = Date.now();
   const clock: Clock = { now: () => new Date() };
-  const main = await createWorkspace(db, 'Bench — measured workspace', true, nowMs);
+  const main = await store.createWorkspace('Bench — measured workspace', true, nowMs);
   const others: Array<{ id: string }> = [];
-  for (let i = 0; i < OTHER_WORKSPACES; i++) others.push(await createWorkspace(db, `Bench — neighbour ${i}`, true, nowMs));
+  for (let i = 0; i < OTHER_WORKSPACES; i++) others.push(await store.createWorkspace(`Bench — neighbour ${i}`, true, nowMs));
   // Events start 40 days of occurred_at ago (stored_at is now: retention leaves them alone).
   const baseMs = nowMs - 40 * 24 * 3_600_000;
 
@@ -111,7 +110,7 @@ export async function seed(db: Db, options: SeedOptions): Promise<Seeded> {
     const otherN = Math.max(1, Math.round((n * OTHER_SHARE) / OTHER_WORKSPACES));
     const otherBatches = others.map((_, i) => benchTraffic(otherN, 1_000_000 + k * OTHER_WORKSPACES + i, baseMs));
     for (const e of batch) if (SPARSE_MAILBOXES.includes(e.subject.refs.mailbox_id ?? '')) sparseEvents++;
-    await db.transaction(async (trx) => {
+    await store.knex.transaction(async (trx) => {
       // Interleave: neighbours' rows land between the measured workspace's rows.
       const half = Math.ceil(batch.length / 2);
       const published = await publish(trx, main.id, batch.slice(0, half), clock);
@@ -127,28 +126,28 @@ export async function seed(db: Db, options: SeedOptions): Promise<Seeded> {
     }
   }
 
-  const read = await createKey(db, { workspaceId: main.id, permissions: ['read'], mailboxes: null, label: 'bench read' }, nowMs);
-  const sparse = await createKey(db, { workspaceId: main.id, permissions: ['read'], mailboxes: SPARSE_MAILBOXES, label: 'bench sparse' }, nowMs);
-  const write = await createKey(db, { workspaceId: main.id, permissions: ['read', 'write'], mailboxes: null, label: 'bench write' }, nowMs);
+  const read = await createKey(store, { workspaceId: main.id, permissions: ['read'], mailboxes: null, label: 'bench read' }, nowMs);
+  const sparse = await createKey(store, { workspaceId: main.id, permissions: ['read'], mailboxes: SPARSE_MAILBOXES, label: 'bench sparse' }, nowMs);
+  const write = await createKey(store, { workspaceId: main.id, permissions: ['read', 'write'], mailboxes: null, label: 'bench write' }, nowMs);
   const scopes: Seeded['scopes'] = [];
   for (const [label, mailboxes] of [
     ['1 mailbox', [SPARSE_MAILBOXES[0]!]],
     ['10 mailboxes', MAILBOXES.slice(0, 10)],
     ['50 mailboxes', MAILBOXES],
   ] as const) {
-    scopes.push({ label, mailboxes: [...mailboxes], key: (await createKey(db, { workspaceId: main.id, permissions: ['read'], mailboxes: [...mailboxes], label: `bench ${label}` }, nowMs)).key });
+    scopes.push({ label, mailboxes: [...mailboxes], key: (await createKey(store, { workspaceId: main.id, permissions: ['read'], mailboxes: [...mailboxes], label: `bench ${label}` }, nowMs)).key });
   }
   const ingest: Seeded['ingest'] = [];
   for (let i = 0; i < options.ingestWorkspaces; i++) {
-    const ws = await createWorkspace(db, `Bench — small ${i}`, true, nowMs);
-    const writeKey = (await createKey(db, { workspaceId: ws.id, permissions: ['write'], mailboxes: null }, nowMs)).key;
+    const ws = await store.createWorkspace(`Bench — small ${i}`, true, nowMs);
+    const writeKey = (await createKey(store, { workspaceId: ws.id, permissions: ['write'], mailboxes: null }, nowMs)).key;
     const readKeys = [];
     for (let j = 0; j < options.readKeysPerWorkspace; j++) {
-      readKeys.push((await createKey(db, { workspaceId: ws.id, permissions: ['read'], mailboxes: null }, nowMs)).key);
+      readKeys.push((await createKey(store, { workspaceId: ws.id, permissions: ['read'], mailboxes: null }, nowMs)).key);
     }
     ingest.push({ workspaceId: ws.id, writeKey, readKeys });
   }
-  const counter = await db('feed_counters').select('last_seq').where({ workspace_id: main.id }).first();
+  const counter = await store.knex('feed_counters').select('last_seq').where({ workspace_id: main.id }).first();
   const seconds = (performance.now() - started) / 1000;
   return {
     workspaceId: main.id,

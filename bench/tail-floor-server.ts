@@ -12,11 +12,12 @@ import { createServer } from 'node:http';
 import { VerifiedKeys } from '../src/auth/verified-keys.ts';
 import { FeedHeads } from '../src/feed/heads.ts';
 import { createLogger } from '../src/log.ts';
-import { listenForHeads } from '../src/store/head-listener.ts';
+import { listenForChanges } from '../src/store/postgres/changes.ts';
+import { changeEventsFor } from '../src/services.ts';
 
 const { databaseUrl, roundTrip } = JSON.parse(process.argv[2]!) as { databaseUrl: string; roundTrip: boolean };
 const heads = new FeedHeads();
-const listener = roundTrip ? listenForHeads(databaseUrl, heads, new VerifiedKeys(), createLogger('warn')) : undefined;
+const listener = roundTrip ? listenForChanges(databaseUrl, changeEventsFor(heads, new VerifiedKeys()), createLogger('warn')) : undefined;
 // A head of its own that nothing moves: only the round trip decides when the answer goes.
 const FLOOR = 'floor';
 

@@ -13,11 +13,11 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { Pool } from 'undici';
 import { createKey } from '../src/auth/api-keys.ts';
-import { openDatabase } from '../src/store/db.ts';
-import { createWorkspace } from '../src/store/workspaces.ts';
 import { startServer } from './processes.ts';
 import { benchTraffic } from './seed.ts';
 import { latency, sleep, type Latency } from './stats.ts';
+import { openStore } from '../src/store/open-store.ts';
+import type { Store } from '../src/store/port.ts';
 
 const NOISY_ENDPOINTS = 16;
 const NOISY_ANSWER_MS = 2000;
@@ -91,15 +91,15 @@ export async function webhookFairness(databaseUrl: string, options: { seconds: n
     return JSON.parse(text) as { event?: { id: string } };
   };
   try {
-    const db = openDatabase(databaseUrl);
+    const db = openStore(databaseUrl);
     const tenants: Array<{ admin: string; write: string }> = [];
     try {
       for (const name of ['bench noisy webhooks', 'bench victim webhooks']) {
-        const ws = await createWorkspace(db, name, false, Date.now());
+        const ws = await db.createWorkspace(name, false, Date.now());
         tenants.push({ admin: (await createKey(db, { workspaceId: ws.id, permissions: ['admin'], mailboxes: null }, Date.now())).key, write: (await createKey(db, { workspaceId: ws.id, permissions: ['write'], mailboxes: null }, Date.now())).key });
       }
     } finally {
-      await db.destroy();
+      await db.close();
     }
     const [noisy, victim] = tenants as [(typeof tenants)[0], (typeof tenants)[0]];
     await post('/v1/set_webhook', noisy.admin, { url: `${receivers.base}/tarpit` });

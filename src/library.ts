@@ -15,8 +15,7 @@ import { RequestValidator } from './contract/request-validator.ts';
 import { ApiError, invalidArgument } from './errors.ts';
 import { publishInTransaction } from './feed/publish.ts';
 import type { PublishedEvent } from './feed/published-event.ts';
-import { openDatabase as openStore } from './store/db.ts';
-import { migrateLatest as migrateStore } from './store/migrate.ts';
+import { migrateKnex, openStore } from './store/open-store.ts';
 
 export type { Clock, EmitEventRequest, PublishedEvent };
 export { ApiError };
@@ -26,12 +25,12 @@ export { ApiError };
  * `postgres://…`: the DATABASE_URL forms of the README). Close it with `destroy()`.
  */
 export function openDatabase(url: string): Knex {
-  return openStore(url);
+  return openStore(url).knex;
 }
 
 /** Applies the service's pending migrations to the database; returns the names applied. */
 export function migrateLatest(db: Knex): Promise<string[]> {
-  return migrateStore(db);
+  return migrateKnex(db);
 }
 
 let validator: RequestValidator | undefined;

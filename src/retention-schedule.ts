@@ -2,14 +2,13 @@ import type { Config } from './config.ts';
 import type { Logger } from './log.ts';
 import { safeErrorFields } from './log.ts';
 import type { Services } from './operations/context.ts';
-import { pruneAll } from './store/retention.ts';
 
 const DAY_MS = 24 * 3600 * 1000;
 
 /** Deletes what is older than the retention period, for every workspace, now. */
 export async function pruneExpired(services: Services, config: Pick<Config, 'retentionDays' | 'pruneBatchSize'>) {
   const cutoff = services.clock.now().getTime() - config.retentionDays * DAY_MS;
-  return pruneAll(services.db, cutoff, config.pruneBatchSize);
+  return services.store.pruneAll(cutoff, config.pruneBatchSize);
 }
 
 /** Prunes on a timer inside the server (never with an interval of 0); one run at a time; stops with `stop()`. */

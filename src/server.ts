@@ -8,13 +8,11 @@ import { ConnectionGate } from './http/connection-gate.ts';
 import type { Logger } from './log.ts';
 import type { AppServices } from './operations/context.ts';
 import { schedulePruning } from './retention-schedule.ts';
-import { createServices } from './services.ts';
+import { changeEventsFor, createServices } from './services.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
 import { WebhookSender } from './webhooks/send.ts';
-import { dbKind, openDatabase } from './store/db.ts';
-import { listenForHeads } from './store/head-listener.ts';
+import { openStore } from './store/open-store.ts';
 import { verifiedKeysOf } from './auth/verified-keys.ts';
-import { migrateLatest } from './store/migrate.ts';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -30,11 +28,11 @@ export interface RunningServer {
 /** Opens the database, migrates it, optionally seeds the demo, and listens. */
 export async function startServer(config: Config, log: Logger, options: { seedDemo?: boolean; clock?: Clock } = {}): Promise<RunningServer> {
   await migrateDatabase(config.databaseUrl, log);
-  const db = openDatabase(config.databaseUrl, { checkpointInBackground: true });
+  const store = openStore(config.databaseUrl, { checkpointInBackground: true });
   let services: AppServices, demo: DemoAtStart | undefined, server: Server, connections: ConnectionGate;
   try {
-    services = await createServices(db, config, options.clock);
-    demo = options.seedDemo ? await demoAtStart(db, services.clock, config.databaseUrl) : undefined;
+    services = await createServices(store, config, options.clock);
+    demo = options.seedDemo ? await demoAtStart(store, services.clock, config.databaseUrl) : undefined;
     const s = createServer(httpServerOptions(config), await createHttpHandler(services, log, { trustProxyHops: config.trustProxyHops }));
     // A client that stops reading its answer holds the answer's buffers: nothing moving for this long closes it.
     s.timeout = config.socketTimeoutMs;
@@ -46,7 +44,7 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
     });
   } catch (err) {
     // Do not leave a pool open behind a failed start: the process would linger.
-    await db.destroy();
+    await store.close();
     throw err;
   }
   const { port } = server.address() as AddressInfo;
@@ -56,7 +54,7 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
   if (demo) process.stdout.write(demoBanner(url, demo));
 
   const pruning = schedulePruning(services, config, log);
-  const webhooks = new WebhookDispatcher(db, new WebhookSender(services.webhookPolicy!, config.webhookTimeoutMs), services.clock, log, {
+  const webhooks = new WebhookDispatcher(store, new WebhookSender(services.webhookPolicy!, config.webhookTimeoutMs), services.clock, log, {
     intervalMs: config.webhookDispatchIntervalMs,
     leaseMs: Math.max(60_000, config.webhookTimeoutMs * 3),
     slots: config.webhookSlots,
@@ -65,8 +63,8 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
     deliveriesPerLease: 100,
   });
   webhooks.start();
-  // Postgres tells every instance of each commit and key change; SQLite's reads cost no round trip to save.
-  const headListener = dbKind(db) === 'postgres' ? listenForHeads(config.databaseUrl, services.heads, verifiedKeysOf(db), log) : undefined;
+  // Where a change channel exists (Postgres), every instance hears each commit and key change.
+  const changes = store.listenForChanges?.(changeEventsFor(services.heads, verifiedKeysOf(store)), log);
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -86,8 +84,8 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
       });
       await pruning.stop();
       await webhooks.stop();
-      await headListener?.stop();
-      await db.destroy();
+      await changes?.stop();
+      await store.close();
     })());
   return { url, server, connections, services, webhooks, close };
 }
@@ -109,11 +107,11 @@ function httpServerOptions(config: Config): ServerOptions {
 
 /** Migrations on a handle of their own, without the query timeout: building an index on a big table takes time. */
 async function migrateDatabase(url: string, log: Logger): Promise<void> {
-  const db = openDatabase(url, { queryTimeoutMs: 0 });
+  const store = openStore(url, { queryTimeoutMs: 0 });
   try {
-    const applied = await migrateLatest(db);
+    const applied = await store.migrate();
     if (applied.length) log.info({ migrations: applied }, 'database migrated');
   } finally {
-    await db.destroy();
+    await store.close();
   }
 }

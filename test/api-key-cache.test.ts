@@ -13,32 +13,33 @@ import { HEARD_KEY_TTL_MS, VERIFIED_KEY_TTL_MS, VerifiedKeys, verifiedKeysOf } f
 import type { Principal } from '../src/auth/principal.ts';
 import { FeedHeads } from '../src/feed/heads.ts';
 import { createLogger } from '../src/log.ts';
-import { HEAD_LISTENER_NAME, listenForHeads, type HeadListener } from '../src/store/head-listener.ts';
-import { openDatabase, type Db } from '../src/store/db.ts';
-import { migrateLatest } from '../src/store/migrate.ts';
-import { createWorkspace } from '../src/store/workspaces.ts';
+import { HEAD_LISTENER_NAME, listenForChanges } from '../src/store/postgres/changes.ts';
+import { changeEventsFor } from '../src/services.ts';
+import type { ChangeListener as HeadListener } from '../src/store/port.ts';
 import { databaseKinds, postgresAvailable, postgresDatabase, type TestDatabase } from './support/databases.ts';
 import { sqliteReadsDuring } from './support/checkouts.ts';
 import { until } from './support/wait.ts';
+import { openStore } from '../src/store/open-store.ts';
+import type { Store } from '../src/store/port.ts';
 
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`API key lookups and revocation (${kind})`, { skip }, () => {
     let database: TestDatabase;
     // Two pools on one database: this instance, and "another instance" that writes behind its back.
-    let here: Db;
-    let elsewhere: Db;
+    let here: Store;
+    let elsewhere: Store;
     let workspaceId: string;
 
     before(async () => {
       database = await create();
-      here = openDatabase(database.url);
-      elsewhere = openDatabase(database.url);
-      await migrateLatest(here);
-      workspaceId = (await createWorkspace(here, 'Keys', true, Date.now())).id;
+      here = openStore(database.url);
+      elsewhere = openStore(database.url);
+      await here.migrate();
+      workspaceId = (await here.createWorkspace('Keys', true, Date.now())).id;
     });
     after(async () => {
-      await here?.destroy();
-      await elsewhere?.destroy();
+      await here?.close();
+      await elsewhere?.close();
       await database?.drop();
     });
 
@@ -64,7 +65,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       assert.equal((await authenticate(here, key))?.keyId, id);
       const revokedAt = performance.now();
       // What the CLI or another instance does: the row changes, this process's memory does not.
-      await elsewhere('api_keys').where({ id }).update({ revoked_at: Date.now() });
+      await elsewhere.knex('api_keys').where({ id }).update({ revoked_at: Date.now() });
       if (kind === 'sqlite') {
         assert.equal(await authenticate(here, key), undefined);
         return;
@@ -84,24 +85,24 @@ for (const { kind, create, skip } of await databaseKinds()) {
     });
 
     const sqliteOnly = { skip: kind !== 'sqlite' && 'SQLite only (Postgres: the key channel, below)' };
-    const lookupsDuring = (work: () => Promise<unknown>) => sqliteReadsDuring(here, /FROM api_keys/, work);
+    const lookupsDuring = (work: () => Promise<unknown>) => sqliteReadsDuring(here.knex, /FROM api_keys/, work);
 
     it('SQLite: a verified key is not read again while nothing else wrote, and is again once something did', sqliteOnly, async () => {
       const { id, key } = await newKey();
       assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 1);
       // Writes of this process (a workspace, a key) do not count: they cannot revoke behind its back.
-      await createWorkspace(here, 'Another', false, Date.now());
+      await here.createWorkspace('Another', false, Date.now());
       assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 0);
-      await createWorkspace(elsewhere, 'Written by another process', false, Date.now());
+      await elsewhere.createWorkspace('Written by another process', false, Date.now());
       assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 1);
     });
 
     it('SQLite: while a transaction of this process holds a snapshot, the key is read: a revocation elsewhere is refused at once', sqliteOnly, async () => {
       const { id, key } = await newKey();
       assert.equal((await authenticate(here, key))?.keyId, id);
-      await here.transaction(async (trx) => {
+      await here.knex.transaction(async (trx) => {
         await trx('workspaces').count({ n: '*' }); // the writing connection now reads a snapshot
-        await elsewhere('api_keys').where({ id }).update({ revoked_at: Date.now() });
+        await elsewhere.knex('api_keys').where({ id }).update({ revoked_at: Date.now() });
         assert.equal(await authenticate(here, key), undefined);
       });
       assert.equal(await authenticate(here, key), undefined);
@@ -172,28 +173,28 @@ describe('VerifiedKeys: how long a verified key may be believed', () => {
 
 describe('API keys with the key channel (postgres)', { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' }, () => {
   let database: TestDatabase;
-  let here: Db;
-  let elsewhere: Db;
+  let here: Store;
+  let elsewhere: Store;
   let listener: HeadListener;
   let workspaceId: string;
   let lookups = 0;
 
   before(async () => {
     database = await postgresDatabase();
-    here = openDatabase(database.url);
-    elsewhere = openDatabase(database.url);
-    await migrateLatest(here);
-    workspaceId = (await createWorkspace(here, 'Keys', true, Date.now())).id;
-    here.on('query', (query: { sql: string }) => {
+    here = openStore(database.url);
+    elsewhere = openStore(database.url);
+    await here.migrate();
+    workspaceId = (await here.createWorkspace('Keys', true, Date.now())).id;
+    here.knex.on('query', (query: { sql: string }) => {
       if (/FROM api_keys WHERE id/.test(query.sql)) lookups++;
     });
-    listener = listenForHeads(database.url, new FeedHeads(), verifiedKeysOf(here), createLogger('silent'));
+    listener = listenForChanges(database.url, changeEventsFor(new FeedHeads(), verifiedKeysOf(here)), createLogger('silent'));
     await until('the channel opens', () => verifiedKeysOf(here).live);
   });
   after(async () => {
     await listener?.stop();
-    await here?.destroy();
-    await elsewhere?.destroy();
+    await here?.close();
+    await elsewhere?.close();
     await database?.drop();
   });
 
@@ -212,9 +213,9 @@ describe('API keys with the key channel (postgres)', { skip: !(await postgresAva
   });
 
   for (const [how, change] of [
-    ['revoked by SQL', (id: string) => elsewhere('api_keys').where({ id }).update({ revoked_at: Date.now() })],
+    ['revoked by SQL', (id: string) => elsewhere.knex('api_keys').where({ id }).update({ revoked_at: Date.now() })],
     ['revoked by another process', (id: string) => revokeKey(elsewhere, id, Date.now())],
-    ['deleted', (id: string) => elsewhere('api_keys').where({ id }).delete()],
+    ['deleted', (id: string) => elsewhere.knex('api_keys').where({ id }).delete()],
   ] as const) {
     it(`a key ${how} elsewhere is refused as soon as that is heard, long before any expiry`, async () => {
       const { id, key } = await newKey();
@@ -232,7 +233,7 @@ describe('API keys with the key channel (postgres)', { skip: !(await postgresAva
     await authenticate(here, key);
     await sleep(VERIFIED_KEY_TTL_MS + 200);
     assert.equal(await lookupsDuring(() => authenticate(here, key)), 0, 'kept while the channel was up');
-    await here.raw('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ? AND datname = current_database()', [HEAD_LISTENER_NAME]);
+    await here.knex.raw('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ? AND datname = current_database()', [HEAD_LISTENER_NAME]);
     await until('lost', () => !verifiedKeysOf(here).live);
     assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 1, 'looked up again');
     await until('back', () => verifiedKeysOf(here).live, 15_000);

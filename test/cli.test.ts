@@ -10,11 +10,11 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { authenticate, createKey } from '../src/auth/api-keys.ts';
-import { openDatabase, type Db } from '../src/store/db.ts';
-import { findWorkspace } from '../src/store/workspaces.ts';
 import { sqliteDatabase, type TestDatabase } from './support/databases.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
-import { migrateLatest, migrationSource } from '../src/store/migrate.ts';
+import { openStore } from '../src/store/open-store.ts';
+import type { Store } from '../src/store/port.ts';
+import { migrationSource } from '../src/store/common/migrate.ts';
 
 const allMigrations = async () => (await migrationSource.getMigrations([])).map((m) => migrationSource.getMigrationName(m));
 
@@ -63,17 +63,17 @@ const show = (run: Run) => `exit ${run.code}\nstdout: ${run.stdout}\nstderr: ${r
 
 describe('cli on a sqlite file', () => {
   let database: TestDatabase;
-  let db: Db;
+  let db: Store;
   let workspaceId = '';
   let created: { id: string; key: string } | undefined;
 
   before(async () => {
     database = await sqliteDatabase();
-    db = openDatabase(database.url);
-    await migrateLatest(db);
+    db = openStore(database.url);
+    await db.migrate();
   });
   after(async () => {
-    await db?.destroy();
+    await db?.close();
     await database?.drop();
   });
 
@@ -82,8 +82,8 @@ describe('cli on a sqlite file', () => {
     assert.equal(run.code, 0, show(run));
     assert.match(run.stdout, /^ws_[0-9A-HJKMNP-TV-Z]{26}\n$/, show(run));
     workspaceId = run.stdout.trim();
-    assert.deepEqual(await findWorkspace(db, workspaceId), { id: workspaceId, name: 'Atelier Lumière', verified: false });
-    const counter = await db('feed_counters').where({ workspace_id: workspaceId }).first();
+    assert.deepEqual(await db.findWorkspace(workspaceId), { id: workspaceId, name: 'Atelier Lumière', verified: false });
+    const counter = await db.knex('feed_counters').where({ workspace_id: workspaceId }).first();
     assert.equal(Number(counter.last_seq), 0);
   });
 
@@ -91,10 +91,10 @@ describe('cli on a sqlite file', () => {
     const run = await cli(database.url, ['workspace', 'create', '--name', 'Verified shop', '--verified']);
     assert.equal(run.code, 0, show(run));
     assert.match(run.stdout, /^ws_[0-9A-HJKMNP-TV-Z]{26}\n$/, show(run));
-    const row = await db('workspaces').where({ id: run.stdout.trim() }).first();
+    const row = await db.knex('workspaces').where({ id: run.stdout.trim() }).first();
     assert.equal(row.name, 'Verified shop');
     assert.equal(Boolean(row.verified), true);
-    assert.equal(Boolean((await db('workspaces').where({ id: workspaceId }).first()).verified), false);
+    assert.equal(Boolean((await db.knex('workspaces').where({ id: workspaceId }).first()).verified), false);
   });
 
   it('key create prints the key alone on stdout, stores only its hash and the restrictions', async () => {
@@ -106,7 +106,7 @@ describe('cli on a sqlite file', () => {
     created = { id: `key_${match[2]}`, key: match[1]! };
     assert.ok(!run.stderr.includes(created.key), 'the key is not repeated on stderr');
 
-    const rows = await db('api_keys').where({ workspace_id: workspaceId });
+    const rows = await db.knex('api_keys').where({ workspace_id: workspaceId });
     assert.equal(rows.length, 1);
     assert.equal(rows[0].id, created.id);
     assert.equal(rows[0].permissions, 'read,write');
@@ -154,7 +154,7 @@ describe('cli on a sqlite file', () => {
       const afterRevoke = await server.post('/v1/event_feed', {}, created.key);
       assert.equal(afterRevoke.status, 401, afterRevoke.text);
       assert.equal(afterRevoke.json.error.code, 'unauthorized');
-      const row = await db('api_keys').where({ id: created.id }).first();
+      const row = await db.knex('api_keys').where({ id: created.id }).first();
       assert.notEqual(row.revoked_at, null);
     } finally {
       await server?.stop();
@@ -188,7 +188,7 @@ describe('cli on a sqlite file', () => {
     const run = await cli(database.url, ['workspace', 'list']);
     assert.equal(run.code, 0, show(run));
     const listed = JSON.parse(run.stdout);
-    const stored = await db('workspaces').select('id', 'name', 'verified').orderBy('id');
+    const stored = await db.knex('workspaces').select('id', 'name', 'verified').orderBy('id');
     assert.deepEqual(listed.map((w: any) => ({ id: w.id, name: w.name, verified: w.verified })), stored.map((w) => ({ ...w, verified: Boolean(w.verified) })));
     assert.ok(listed.some((w: any) => w.id === workspaceId && w.name === 'Atelier Lumière'));
     for (const w of listed) assert.match(w.created_at, /^\d{4}-\d\d-\d\dT/);
@@ -236,7 +236,7 @@ describe('cli on a sqlite file', () => {
 
   it('bad arguments: non-zero exit, a clear message on stderr, nothing on stdout, nothing written', async () => {
     assert.ok(workspaceId, 'needs the workspace of the first test');
-    const keysBefore = await db('api_keys').count({ n: '*' }).first();
+    const keysBefore = await db.knex('api_keys').count({ n: '*' }).first();
     const unknownKey = 'key_01M7Z2GFMXTKJ34K0R1E1X1QBB';
     const cases: Array<[string[], RegExp]> = [
       [['key', 'create', '--workspace', workspaceId, '--permissions', 'read,fly'], /permissions .*read, write, admin.*unknown: fly/],
@@ -254,7 +254,7 @@ describe('cli on a sqlite file', () => {
       assert.equal(run.stdout, '', `${args.join(' ')}\n${show(run)}`);
       assert.match(run.stderr, message, `${args.join(' ')}\n${show(run)}`);
     });
-    assert.deepEqual(await db('api_keys').count({ n: '*' }).first(), keysBefore);
+    assert.deepEqual(await db.knex('api_keys').count({ n: '*' }).first(), keysBefore);
   });
 
   it('an unreachable database: non-zero exit, one clear line on stderr, nothing on stdout, no stack trace', async () => {
@@ -288,13 +288,13 @@ describe('cli on a sqlite file', () => {
 
   describe('migrate and demo on a fresh file', () => {
     let fresh: TestDatabase;
-    let freshDb: Db;
+    let freshDb: Store;
     before(async () => {
       fresh = await sqliteDatabase();
-      freshDb = openDatabase(fresh.url);
+      freshDb = openStore(fresh.url);
     });
     after(async () => {
-      await freshDb?.destroy();
+      await freshDb?.close();
       await fresh?.drop();
     });
 
@@ -302,8 +302,8 @@ describe('cli on a sqlite file', () => {
       const first = await cli(fresh.url, ['migrate']);
       assert.equal(first.code, 0, show(first));
       assert.equal(first.stdout, '');
-      assert.deepEqual((await freshDb('knex_migrations').select('name').orderBy('id')).map((r) => r.name), await allMigrations());
-      assert.ok(await freshDb.schema.hasTable('events'));
+      assert.deepEqual((await freshDb.knex('knex_migrations').select('name').orderBy('id')).map((r) => r.name), await allMigrations());
+      assert.ok(await freshDb.knex.schema.hasTable('events'));
       // What it reports: the database, then the migrations it has just applied.
       assert.equal(first.stderr.trim(), `event-feed: database ${fresh.url}\napplied: ${(await allMigrations()).join(', ')}`);
     });
@@ -313,7 +313,7 @@ describe('cli on a sqlite file', () => {
       assert.equal(second.code, 0, show(second));
       assert.equal(second.stdout, '');
       assert.match(second.stderr, /database is up to date/);
-      assert.deepEqual((await freshDb('knex_migrations').select('name').orderBy('id')).map((r) => r.name), await allMigrations());
+      assert.deepEqual((await freshDb.knex('knex_migrations').select('name').orderBy('id')).map((r) => r.name), await allMigrations());
     });
 
     it('demo prints JSON with the workspace id and working keys', async () => {
@@ -324,7 +324,7 @@ describe('cli on a sqlite file', () => {
       assert.match(out.workspace_id, /^ws_[0-9A-HJKMNP-TV-Z]{26}$/);
       assert.match(out.read_key, /^efk_/);
       assert.match(out.write_key, /^efk_/);
-      const stored = await freshDb('events').where({ workspace_id: out.workspace_id }).count({ n: '*' }).first();
+      const stored = await freshDb.knex('events').where({ workspace_id: out.workspace_id }).count({ n: '*' }).first();
       assert.equal(Number(stored!.n), out.events);
       assert.equal(out.events, 300);
       const reader = await authenticate(freshDb, out.read_key);

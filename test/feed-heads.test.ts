@@ -12,16 +12,16 @@ import { GroupCommit } from '../src/feed/group-commit.ts';
 import { publishInTransaction } from '../src/feed/publish.ts';
 import { FeedHeads } from '../src/feed/heads.ts';
 import { createLogger } from '../src/log.ts';
-import { HEAD_LISTENER_NAME, listenForHeads } from '../src/store/head-listener.ts';
-import { openDatabase, type Db } from '../src/store/db.ts';
-import { migrateLatest } from '../src/store/migrate.ts';
-import { createWorkspace } from '../src/store/workspaces.ts';
+import { HEAD_LISTENER_NAME, listenForChanges } from '../src/store/postgres/changes.ts';
+import { changeEventsFor } from '../src/services.ts';
 import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase, sqliteDatabase, type TestDatabase } from './support/databases.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { startTcpProxy } from './support/tcp-proxy.ts';
 import { checkoutsDuring, sqliteReadsDuring } from './support/checkouts.ts';
 import { until } from './support/wait.ts';
+import { openStore } from '../src/store/open-store.ts';
+import type { Store } from '../src/store/port.ts';
 
 describe('FeedHeads: what a process may believe of a head', () => {
   const clock = () => {
@@ -213,12 +213,12 @@ describe('feed heads on Postgres: two instances on one database', { skip: !(awai
 
   it('a poll at the head is answered without a statement once the head is known, for full and restricted keys', async () => {
     const full = await feed(b, key); // reads, and learns the head
-    assert.equal(await checkoutsDuring(b.services.db, async () => assert.deepEqual(await feed(b, key, full.next_cursor), { ids: [], next_cursor: full.next_cursor })), 0);
+    assert.equal(await checkoutsDuring(b.services.store.knex, async () => assert.deepEqual(await feed(b, key, full.next_cursor), { ids: [], next_cursor: full.next_cursor })), 0);
     const mine = await feed(b, restricted);
     assert.equal(mine.ids.length, 1);
-    assert.equal(await checkoutsDuring(b.services.db, async () => assert.deepEqual(await feed(b, restricted, mine.next_cursor), { ids: [], next_cursor: mine.next_cursor })), 0);
+    assert.equal(await checkoutsDuring(b.services.store.knex, async () => assert.deepEqual(await feed(b, restricted, mine.next_cursor), { ids: [], next_cursor: mine.next_cursor })), 0);
     // Not at the head: read as ever.
-    assert.ok((await checkoutsDuring(b.services.db, () => feed(b, key))) > 0);
+    assert.ok((await checkoutsDuring(b.services.store.knex, () => feed(b, key))) > 0);
   });
 
   it("hears the other instance's commits: its heads move without a read", async () => {
@@ -270,29 +270,29 @@ describe('feed heads on Postgres: two instances on one database', { skip: !(awai
     await until('b listens again', () => b.services.heads.live);
     assert.deepEqual((await feed(b, key, at.next_cursor)).ids, [id], 'what b knew before the loss is forgotten');
     const now = await feed(b, key, at.next_cursor);
-    assert.equal(await checkoutsDuring(b.services.db, () => feed(b, key, now.next_cursor)), 0, 'trusted again');
+    assert.equal(await checkoutsDuring(b.services.store.knex, () => feed(b, key, now.next_cursor)), 0, 'trusted again');
   });
 });
 
 describe('the heads channel on Postgres', { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' }, () => {
   let database: TestDatabase;
-  let db: Db;
+  let db: Store;
   before(async () => {
     database = await postgresDatabase();
-    db = openDatabase(database.url);
-    await migrateLatest(db);
+    db = openStore(database.url);
+    await db.migrate();
   });
   after(async () => {
-    await db?.destroy();
+    await db?.close();
     await database?.drop();
   });
 
   it("counts another connection's commit answered before the request arrived, its notification still on the way", async () => {
     const heads = new FeedHeads();
-    const listener = listenForHeads(database.url, heads, new VerifiedKeys(), createLogger('silent'));
+    const listener = listenForChanges(database.url, changeEventsFor(heads, new VerifiedKeys()), createLogger('silent'));
     try {
       await until('open', () => heads.live);
-      const ws = (await createWorkspace(db, 'w', false, Date.now())).id;
+      const ws = (await db.createWorkspace('w', false, Date.now())).id;
       const elsewhere = new GroupCommit(db, systemClock); // another instance: this process hears it only by the channel
       await elsewhere.append(ws, sampleEvent('mbx_sales', 0));
       await until('heard', () => heads.nothingAfter(ws, 1));
@@ -314,10 +314,10 @@ describe('the heads channel on Postgres', { skip: !(await postgresAvailable()) &
   it('gives its heads up when pings stop coming back, and takes them up again when they do', async () => {
     const proxy = await startTcpProxy();
     const heads = new FeedHeads();
-    const listener = listenForHeads(proxy.via(database.url), heads, new VerifiedKeys(), createLogger('silent'), { pingIntervalMs: 100, pingTimeoutMs: 300 });
+    const listener = listenForChanges(proxy.via(database.url), changeEventsFor(heads, new VerifiedKeys()), createLogger('silent'), { pingIntervalMs: 100, pingTimeoutMs: 300 });
     try {
       await until('open', () => heads.live);
-      const ws = (await createWorkspace(db, 'w', false, Date.now())).id;
+      const ws = (await db.createWorkspace('w', false, Date.now())).id;
       heads.heard(ws, 0);
       proxy.blackhole(); // nothing fails, nothing arrives: only the ping can tell
       await until('given up', () => !heads.live, 3000);
@@ -334,10 +334,10 @@ describe('the heads channel on Postgres', { skip: !(await postgresAvailable()) &
 describe('an emit committed by this process', () => {
   it('raises its head at once, before any notification could (read-your-writes on one instance)', async () => {
     const database = await sqliteDatabase();
-    const db = openDatabase(database.url);
+    const db = openStore(database.url);
     try {
-      await migrateLatest(db);
-      const ws = (await createWorkspace(db, 'w', false, Date.now())).id;
+      await db.migrate();
+      const ws = (await db.createWorkspace('w', false, Date.now())).id;
       const heads = new FeedHeads();
       heads.open(); // as if a channel were up; SQLite has none, so only the commit itself can tell
       const commits = new GroupCommit(db, systemClock, heads);
@@ -345,7 +345,7 @@ describe('an emit committed by this process', () => {
       assert.equal(heads.nothingAfter(ws, 3), true);
       assert.equal(heads.nothingAfter(ws, 2), false);
     } finally {
-      await db.destroy();
+      await db.close();
       await database.drop();
     }
   });
@@ -357,7 +357,7 @@ describe('feed heads and recent events on SQLite: known while no other process w
   let b: TestServer;
   let ws: string;
   let key: string;
-  const pageReads = (server: TestServer, work: () => Promise<unknown>) => sqliteReadsDuring(server.services.db, /FROM events/, work);
+  const pageReads = (server: TestServer, work: () => Promise<unknown>) => sqliteReadsDuring(server.services.store.knex, /FROM events/, work);
   /** What another process does: the library, on a handle (a connection) of its own. */
   const publishElsewhere = (server: TestServer, n: number) =>
     server.db.transaction((trx) => publishInTransaction(trx, ws, [sampleEvent('mbx_sales', n)], new Date()));
@@ -397,7 +397,7 @@ describe('feed heads and recent events on SQLite: known while no other process w
   it("while a transaction of this server is open on its writing connection, polls read the file", async () => {
     const at = await feed(a, key);
     assert.equal(await pageReads(a, () => feed(a, key, at.next_cursor)), 0);
-    await a.services.db.transaction(async (trx) => {
+    await a.services.store.knex.transaction(async (trx) => {
       await trx('workspaces').count({ n: '*' }); // its snapshot would hide what others commit now
       const [published] = await publishElsewhere(a, 4);
       assert.deepEqual((await feed(a, key, at.next_cursor)).ids, [JSON.parse(published!.envelope).id]);

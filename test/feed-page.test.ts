@@ -13,12 +13,10 @@ import { PAGE_MAX_BYTES } from '../src/limits/page-bytes.ts';
 import { publish } from '../src/library.ts';
 import { eventFeed } from '../src/operations/event-feed.ts';
 import { ApiError } from '../src/errors.ts';
-import type { Db } from '../src/store/db.ts';
-import { pgPageStatement, readPage, readPageRows, type PageQuery, type StoredPage } from '../src/store/feed-page.ts';
-import { readPgPage } from '../src/store/pg-page.ts';
-import { pruneWorkspace } from '../src/store/retention.ts';
-import { queryRows } from '../src/store/sql.ts';
-import { createWorkspace } from '../src/store/workspaces.ts';
+import type { Knex as Db } from 'knex';
+import { queryRows } from '../src/store/common/sql.ts';
+import type { PageQuery, Store, StoredPage } from '../src/store/port.ts';
+import { pgPageStatement, readPgPage } from '../src/store/postgres/page.ts';
 import { checkoutsDuring, sqliteReadsDuring } from './support/checkouts.ts';
 import { largeEvent, sampleEvent } from './support/contract.ts';
 import { databaseKinds } from './support/databases.ts';
@@ -39,8 +37,8 @@ const hugeEvent = (n: number, mailboxId: string) => {
 };
 
 /** What a page must be: its rows (at most `limit`), in seq order, stopping before the row that would pass the byte cap. */
-async function expectPage(reader: Db | Knex.Transaction, q: PageQuery, page: StoredPage): Promise<void> {
-  const rows = await readPageRows(reader, q);
+async function expectPage(store: Store, q: PageQuery, page: StoredPage): Promise<void> {
+  const rows = await store.readPageRows(q);
   const kept: string[] = [];
   let bytes = -1;
   for (const row of rows) {
@@ -59,10 +57,12 @@ async function expectPage(reader: Db | Knex.Transaction, q: PageQuery, page: Sto
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`feed pages as bytes (${kind})`, { skip }, () => {
     let db: Db;
+    let store: Store;
     let workspaceId: string;
     suiteDatabase(create, async (opened) => {
-      db = opened;
-      workspaceId = (await createWorkspace(db, 'pages', true, Date.now())).id;
+      store = opened;
+      db = opened.knex;
+      workspaceId = (await store.createWorkspace('pages', true, Date.now())).id;
       for (let batch = 0; batch < 7; batch++) {
         await db.transaction((trx) => publish(trx, workspaceId, Array.from({ length: 100 }, (_, i) => wideEvent(batch * 100 + i, i % 3 === 0 ? 'mbx_b' : 'mbx_a'))));
       }
@@ -77,26 +77,20 @@ for (const { kind, create, skip } of await databaseKinds()) {
     ];
 
     it('a page is its rows joined, up to the byte cap, whatever its size and characters', async () => {
-      for (const q of queries()) await expectPage(db, q, await readPage(db, q));
-      const full = await readPage(db, queries()[0]!);
+      for (const q of queries()) await expectPage(store, q, await store.readPage(q));
+      const full = await store.readPage(queries()[0]!);
       assert.ok(full.bytes.length > 512 * 1024, 'the first page should outgrow the scratch buffer');
       assert.ok(full.cutAtByteCap && full.count < 500, 'the first page stops at the byte cap');
       assert.equal((JSON.parse(`[${full.bytes.toString('utf8')}]`) as unknown[]).length, full.count);
     });
 
-    it('inside a transaction too', async () => {
-      await db.transaction(async (trx) => {
-        for (const q of queries()) await expectPage(trx, q, await readPage(trx, q));
-      });
-    });
-
     it('each event once, in order, paging page after page', async () => {
       for (const mailboxes of [null, ['mbx_b'], ['mbx_a', 'mbx_b', 'mbx_z']]) {
-        const all = await readPageRows(db, { workspaceId, afterSeq: 0, limit: 10_000, mailboxes });
+        const all = await store.readPageRows({ workspaceId, afterSeq: 0, limit: 10_000, mailboxes });
         const seen: string[] = [];
         let afterSeq = 0;
         for (;;) {
-          const page = await readPage(db, { workspaceId, afterSeq, limit: 500, mailboxes });
+          const page = await store.readPage({ workspaceId, afterSeq, limit: 500, mailboxes });
           if (page.count === 0) break;
           const events = JSON.parse(`[${page.bytes}]`) as Array<{ id: string }>;
           assert.equal(events.length, page.count);
@@ -109,8 +103,8 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
     it('pages read at the same time do not mix', { skip: kind !== 'postgres' && 'SQLite reads one page at a time' }, async () => {
       const many = Array.from({ length: 24 }, (_, i) => ({ workspaceId, afterSeq: i * 25, limit: 50 + i * 10, mailboxes: i % 4 === 0 ? ['mbx_a'] : null }));
-      const pages = await Promise.all(many.map((q) => readPage(db, q)));
-      for (const [i, q] of many.entries()) await expectPage(db, q, pages[i]!);
+      const pages = await Promise.all(many.map((q) => store.readPage(q)));
+      for (const [i, q] of many.entries()) await expectPage(store, q, pages[i]!);
     });
 
     it("a restricted page brings its mailboxes' retention watermark, from one statement", { skip: kind !== 'postgres' && 'Postgres reader only' }, async () => {
@@ -118,15 +112,15 @@ for (const { kind, create, skip } of await databaseKinds()) {
       try {
         let before: StoredPage | undefined;
         // A limit of 1 is never read ahead.
-        assert.equal(await checkoutsDuring(db, async () => (before = await readPage(db, { ...q, limit: 1 }))), 1);
+        assert.equal(await checkoutsDuring(db, async () => (before = await store.readPage({ ...q, limit: 1 }))), 1);
         assert.equal(before!.prunedThrough, 0, 'nothing pruned yet');
         await db('feed_retention_mailboxes').insert({ workspace_id: workspaceId, mailbox_id: 'mbx_b', pruned_through: 42 });
         await db('feed_retention_mailboxes').insert({ workspace_id: workspaceId, mailbox_id: 'mbx_z', pruned_through: 99 });
         let page: StoredPage | undefined;
-        assert.equal(await checkoutsDuring(db, async () => (page = await readPage(db, { ...q, limit: 7 }))), 1, 'page and watermark in one round trip');
+        assert.equal(await checkoutsDuring(db, async () => (page = await store.readPage({ ...q, limit: 7 }))), 1, 'page and watermark in one round trip');
         assert.equal(page!.prunedThrough, 42, "the highest of the key's own mailboxes");
-        await expectPage(db, { ...q, limit: 7 }, page!);
-        assert.equal((await readPage(db, { ...q, mailboxes: null, limit: 1 })).prunedThrough, undefined, 'unrestricted pages prove themselves');
+        await expectPage(store, { ...q, limit: 7 }, page!);
+        assert.equal((await store.readPage({ ...q, mailboxes: null, limit: 1 })).prunedThrough, undefined, 'unrestricted pages prove themselves');
       } finally {
         await db('feed_retention_mailboxes').where({ workspace_id: workspaceId }).delete();
       }
@@ -137,27 +131,29 @@ for (const { kind, create, skip } of await databaseKinds()) {
       for (let i = 0; i < 15; i++) {
         await assert.rejects(readPgPage(db, { text: 'SELECT seq, envelope FROM no_such_table WHERE workspace_id = $1', values: [workspaceId] }, PAGE_MAX_BYTES), /no_such_table/);
       }
-      await expectPage(db, queries()[1]!, await readPage(db, queries()[1]!));
+      await expectPage(store, queries()[1]!, await store.readPage(queries()[1]!));
     });
 
     it('facts: each event’s type and occurred_at, in page order, when asked', async () => {
       for (const q of [queries()[1]!, queries()[3]!]) {
-        const page = await readPage(db, { ...q, withFacts: true });
+        const page = await store.readPage({ ...q, withFacts: true });
         const events = JSON.parse(`[${page.bytes}]`) as Array<{ type: string; occurred_at: string }>;
         assert.deepEqual(page.facts!.types, events.map((e) => e.type));
         assert.deepEqual(page.facts!.occurredAtMs, events.map((e) => Date.parse(e.occurred_at)));
-        assert.equal((await readPage(db, q)).facts, undefined);
+        assert.equal((await store.readPage(q)).facts, undefined);
       }
     });
   });
 
   describe(`the byte cap on large events (${kind})`, { skip }, () => {
     let db: Db;
+    let store: Store;
     let workspaceId: string;
     const mailboxesOf = (i: number) => `mbx_${i % 4}`;
     suiteDatabase(create, async (opened) => {
-      db = opened;
-      workspaceId = (await createWorkspace(db, 'large', true, Date.now())).id;
+      store = opened;
+      db = opened.knex;
+      workspaceId = (await store.createWorkspace('large', true, Date.now())).id;
       for (let batch = 0; batch < 5; batch++) {
         await db.transaction((trx) => publish(trx, workspaceId, Array.from({ length: 20 }, (_, i) => largeEvent(mailboxesOf(i), batch * 20 + i))));
       }
@@ -166,45 +162,41 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
     it('a page of 500 ~62 KB events stops before 1 MiB, and the next page goes on from there', async () => {
       for (const mailboxes of [null, ['mbx_0', 'mbx_2']]) {
-        const first = await readPage(db, { workspaceId, afterSeq: 0, limit: 500, mailboxes });
+        const first = await store.readPage({ workspaceId, afterSeq: 0, limit: 500, mailboxes });
         assert.ok(first.cutAtByteCap, 'cut at the byte cap');
         assert.ok(first.count >= 8 && first.count <= 17, `${first.count} events`);
-        await expectPage(db, { workspaceId, afterSeq: 0, limit: 500, mailboxes }, first);
-        await expectPage(db, { workspaceId, afterSeq: first.lastSeq!, limit: 500, mailboxes }, await readPage(db, { workspaceId, afterSeq: first.lastSeq!, limit: 500, mailboxes }));
+        await expectPage(store, { workspaceId, afterSeq: 0, limit: 500, mailboxes }, first);
+        await expectPage(store, { workspaceId, afterSeq: first.lastSeq!, limit: 500, mailboxes }, await store.readPage({ workspaceId, afterSeq: first.lastSeq!, limit: 500, mailboxes }));
       }
     });
 
     it('an event larger than the cap comes alone, and the page after it goes on', async () => {
       const [huge] = await queryRows<{ seq: number }>(db, "SELECT seq FROM events WHERE workspace_id = ? AND envelope LIKE '%r1999@%'", [workspaceId]);
       for (const mailboxes of [null, ['mbx_0']]) {
-        const alone = await readPage(db, { workspaceId, afterSeq: huge!.seq - 1, limit: 500, mailboxes });
+        const alone = await store.readPage({ workspaceId, afterSeq: huge!.seq - 1, limit: 500, mailboxes });
         assert.equal(alone.count, 1);
         assert.equal(alone.lastSeq, huge!.seq);
         assert.ok(alone.bytes.length > PAGE_MAX_BYTES, 'the huge event is served whole');
         assert.ok(alone.cutAtByteCap);
         if (mailboxes === null) {
-          const before = await readPage(db, { workspaceId, afterSeq: huge!.seq - 3, limit: 500, mailboxes });
+          const before = await store.readPage({ workspaceId, afterSeq: huge!.seq - 3, limit: 500, mailboxes });
           assert.deepEqual([before.count, before.lastSeq, before.cutAtByteCap], [2, huge!.seq - 1, true], 'a page does not take the huge event after others');
         }
-        await expectPage(db, { workspaceId, afterSeq: huge!.seq, limit: 500, mailboxes }, await readPage(db, { workspaceId, afterSeq: huge!.seq, limit: 500, mailboxes }));
+        await expectPage(store, { workspaceId, afterSeq: huge!.seq, limit: 500, mailboxes }, await store.readPage({ workspaceId, afterSeq: huge!.seq, limit: 500, mailboxes }));
       }
     });
 
-    it('inside a transaction too', async () => {
-      await db.transaction(async (trx) => {
-        await expectPage(trx, { workspaceId, afterSeq: 3, limit: 500, mailboxes: null }, await readPage(trx, { workspaceId, afterSeq: 3, limit: 500, mailboxes: null }));
-        await expectPage(trx, { workspaceId, afterSeq: 3, limit: 500, mailboxes: ['mbx_1'] }, await readPage(trx, { workspaceId, afterSeq: 3, limit: 500, mailboxes: ['mbx_1'] }));
-      });
-    });
   });
 
   describe(`keys restricted to many mailboxes (${kind})`, { skip }, () => {
     let db: Db;
+    let store: Store;
     let workspaceId: string;
     const MAILBOXES = 120;
     suiteDatabase(create, async (opened) => {
-      db = opened;
-      workspaceId = (await createWorkspace(db, 'mailboxes', true, Date.now())).id;
+      store = opened;
+      db = opened.knex;
+      workspaceId = (await store.createWorkspace('mailboxes', true, Date.now())).id;
       // Mailboxes of every density: mbx_0 holds half the events, the others share the rest unevenly.
       let n = 0;
       for (let batch = 0; batch < 6; batch++) {
@@ -229,7 +221,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
         for (let round = 0; round < 4; round++) {
           const mailboxes = [...new Set(Array.from({ length: k }, () => `mbx_${random(MAILBOXES + 5)}`))];
           const q = { workspaceId, afterSeq: random(3000), limit: 1 + random(500), mailboxes };
-          await expectPage(db, q, await readPage(db, q));
+          await expectPage(store, q, await store.readPage(q));
         }
       }
     });
@@ -237,23 +229,25 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
   describe(`what event_feed concludes from a page (${kind})`, { skip }, () => {
     let db: Db;
+    let store: Store;
     let workspaceId: string;
     const cursors = new CursorCodec('x'.repeat(32));
     const context = (heads = new FeedHeads({ othersWrites: () => 'fixed' })) => {
       heads.open();
-      return { db, cursors, heads, principal: { keyId: 'key', workspaceId, permissions: new Set(['read' as const]), mailboxes: null } };
+      return { store, cursors, heads, principal: { keyId: 'key', workspaceId, permissions: new Set(['read' as const]), mailboxes: null } };
     };
     suiteDatabase(create, async (opened) => {
-      db = opened;
+      store = opened;
+      db = opened.knex;
     });
     before(async () => {
-      workspaceId = (await createWorkspace(db, 'conclusions', true, Date.now())).id;
+      workspaceId = (await store.createWorkspace('conclusions', true, Date.now())).id;
       await db.transaction((trx) => publish(trx, workspaceId, Array.from({ length: 40 }, (_, i) => sampleEvent('mbx_a', i))));
     });
 
     it('a page short because retention removed the start of its range teaches no head: the cursor is refused, and later polls still find the events', async () => {
       await db('events').where({ workspace_id: workspaceId }).andWhere('seq', '<=', 10).update({ stored_at: 0 });
-      await pruneWorkspace(db, workspaceId, 1, 1000);
+      await store.pruneAll(1, 1000);
       const ctx = context();
       // Range (2, 12]: only 11 and 12 are left; an expired cursor, refused.
       await assert.rejects(eventFeed(ctx, { after: cursors.encode(workspaceId, 2), limit: 10 }), (err) => err instanceof ApiError && /expired/.test(err.message));
@@ -262,7 +256,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
     });
 
     it('a page read ahead before a prune is not served after it: the cursor is refused as expired', async () => {
-      const ws = (await createWorkspace(db, 'read-ahead', true, Date.now())).id;
+      const ws = (await store.createWorkspace('read-ahead', true, Date.now())).id;
       await db.transaction((trx) => publish(trx, ws, Array.from({ length: 30 }, (_, i) => sampleEvent('mbx_a', i))));
       const ctx = { ...context(), principal: { ...context().principal, workspaceId: ws } };
       // Old enough to be pruned (a page of young events is out of every prune's reach: next test).
@@ -270,12 +264,12 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const first = await eventFeed(ctx, { limit: 10 });
       assert.equal(first.events.count, 10);
       await new Promise((resolve) => setTimeout(resolve, 50)); // the next page is read ahead meanwhile
-      await pruneWorkspace(db, ws, 1, 1000);
+      await store.pruneAll(1, 1000);
       await assert.rejects(eventFeed(ctx, { after: first.next_cursor, limit: 10 }), (err) => err instanceof ApiError && /expired/.test(err.message));
     });
 
     it('a page read ahead whose events are too young for any prune is served without reading the retention watermark', async () => {
-      const ws = (await createWorkspace(db, 'young', true, Date.now())).id;
+      const ws = (await store.createWorkspace('young', true, Date.now())).id;
       await db.transaction((trx) => publish(trx, ws, Array.from({ length: 25 }, (_, i) => sampleEvent('mbx_a', i))));
       const ctx = { ...context(), principal: { ...context().principal, workspaceId: ws } };
       const watermarkReads = async (work: () => Promise<unknown>) => {
@@ -303,10 +297,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
     });
 
     it('without a cursor, the page starts at the oldest retained event', async () => {
-      const ws = (await createWorkspace(db, 'oldest', true, Date.now())).id;
+      const ws = (await store.createWorkspace('oldest', true, Date.now())).id;
       await db.transaction((trx) => publish(trx, ws, Array.from({ length: 30 }, (_, i) => sampleEvent('mbx_a', i))));
       await db('events').where({ workspace_id: ws }).andWhere('seq', '<=', 25).update({ stored_at: 0 });
-      await pruneWorkspace(db, ws, 1, 1000);
+      await store.pruneAll(1, 1000);
       const ctx = { ...context(), principal: { ...context().principal, workspaceId: ws } };
       const page = await eventFeed(ctx, { limit: 10 });
       assert.equal(page.events.count, 5);
@@ -318,12 +312,14 @@ for (const { kind, create, skip } of await databaseKinds()) {
 const postgres = (await databaseKinds())[1]!;
 describe('page plans that cannot sort the rest of the feed (postgres, never analyzed)', { skip: postgres.skip }, () => {
   let db: Db;
+  let store: Store;
   let workspaceId: string;
   const EVENTS = 100_000;
   suiteDatabase(postgres.create, async (opened) => {
-    db = opened;
+    store = opened;
+    db = opened.knex;
     await db.raw('ALTER TABLE events SET (autovacuum_enabled = false)');
-    workspaceId = (await createWorkspace(db, 'unanalyzed', true, Date.now())).id;
+    workspaceId = (await store.createWorkspace('unanalyzed', true, Date.now())).id;
     const envelope = JSON.stringify(sampleEvent('mbx_a', 0));
     await db.raw(
       `INSERT INTO events (workspace_id, seq, id, type, mailbox_id, occurred_at_ms, stored_at, envelope)

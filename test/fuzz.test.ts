@@ -230,7 +230,7 @@ describe('hostile input (fast-check, SQLite, one server)', () => {
     keys.noread = (await server.key(ws, ['write'])).key;
     keys.foreign = (await server.key(ws2, ['read'])).key;
     const revoked = await server.key(ws, ['read', 'write']);
-    await revokeKey(server.db, revoked.id, Date.now());
+    await revokeKey(server.store, revoked.id, Date.now());
     keys.revoked = revoked.key;
     const foreignWriter = (await server.key(ws2, ['read', 'write'])).key;
     const ws3 = await server.workspace();

@@ -17,10 +17,8 @@ import type { EmitEventRequest } from '../generated/types.ts';
 import { systemClock } from '../src/clock.ts';
 import { ApiError } from '../src/errors.ts';
 import { GroupCommit, SAME_WORKSPACE_PATIENCE_MS } from '../src/feed/group-commit.ts';
-import { migrateLatest, openDatabase } from '../src/library.ts';
-import { LOCK_TIMEOUT_MS, type Db } from '../src/store/db.ts';
-import { readPageRows } from '../src/store/events.ts';
-import { createWorkspace } from '../src/store/workspaces.ts';
+import { openStore } from '../src/store/open-store.ts';
+import { LOCK_TIMEOUT_MS, type Store } from '../src/store/port.ts';
 import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase, type TestDatabase } from './support/databases.ts';
 
@@ -29,27 +27,27 @@ const idOf = (envelope: string) => (JSON.parse(envelope) as { id: string }).id;
 
 describe('group commit isolation (postgres)', { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' }, () => {
   let database: TestDatabase;
-  let db: Db;
+  let db: Store;
   /** Another connection, for the transactions that hold counter rows: an application, another instance. */
-  let other: Db;
+  let other: Store;
   before(async () => {
     database = await postgresDatabase();
-    db = openDatabase(database.url);
-    other = openDatabase(database.url);
-    await migrateLatest(db);
+    db = openStore(database.url);
+    other = openStore(database.url);
+    await db.migrate();
   });
   after(async () => {
-    await db?.destroy();
-    await other?.destroy();
+    await db?.close();
+    await other?.close();
     await database?.drop();
   });
 
-  const workspace = async (name: string) => (await createWorkspace(db, name, true, Date.now())).id;
-  const feed = async (ws: string) => readPageRows(db, { workspaceId: ws, afterSeq: 0, limit: 500, mailboxes: null });
+  const workspace = async (name: string) => (await db.createWorkspace(name, true, Date.now())).id;
+  const feed = async (ws: string) => db.readPageRows({ workspaceId: ws, afterSeq: 0, limit: 500, mailboxes: null });
 
   /** A transaction of another connection holding these workspaces' counter rows until `release()`. */
   async function holdCounters(workspaces: string[]): Promise<{ release(): Promise<void> }> {
-    const trx: Knex.Transaction = await other.transaction();
+    const trx: Knex.Transaction = await other.knex.transaction();
     await trx.raw('SELECT 1 FROM feed_counters WHERE workspace_id = ANY(?) ORDER BY workspace_id FOR UPDATE', [workspaces]);
     return { release: async () => void (await trx.commit()) };
   }
@@ -130,7 +128,7 @@ describe('group commit isolation (postgres)', { skip: !(await postgresAvailable(
       const entry = byUid.get(query.__knexQueryUid);
       if (entry) entry.end = performance.now();
     };
-    db.on('query', onQuery).on('query-response', onEnd).on('query-error', onEnd);
+    db.knex.on('query', onQuery).on('query-response', onEnd).on('query-error', onEnd);
     try {
       // Sixteen clients emitting into one workspace, each its next emit a moment after its answer.
       await Promise.all(
@@ -142,7 +140,7 @@ describe('group commit isolation (postgres)', { skip: !(await postgresAvailable(
         }),
       );
     } finally {
-      db.off('query', onQuery).off('query-response', onEnd).off('query-error', onEnd);
+      db.knex.off('query', onQuery).off('query-response', onEnd).off('query-error', onEnd);
     }
     assert.ok(statements.length > 1);
     const contended = statements.filter((later, i) =>

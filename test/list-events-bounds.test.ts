@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { publish } from '../src/library.ts';
 import { PAGE_MAX_BYTES } from '../src/limits/page-bytes.ts';
-import { MERGE_MAX, SCAN_MAX, WINDOW_MAX } from '../src/store/event-search.ts';
-import { pruneWorkspace } from '../src/store/retention.ts';
+import { MERGE_MAX, SCAN_MAX, WINDOW_MAX } from '../src/store/port.ts';
+import { pruneWorkspace } from '../src/store/common/retention.ts';
 import { contractErrors, sampleEvent } from './support/contract.ts';
 import { databaseKinds } from './support/databases.ts';
 import { bouncedEvent, eventsBytes, largeEvent, tokenPosition, type ListFilters } from './support/list-events.ts';
@@ -144,7 +144,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const pages = await walk(k, { ...filters, limit: 100 });
         let from = N + 1;
         for (const p of pages.slice(0, -1)) {
-          const below = await tokenPosition(server.db, ws, p.next_page_token!, filters);
+          const below = await tokenPosition(server.store, ws, p.next_page_token!, filters);
           assert.equal(below, from - SCAN_MAX, 'each call examined SCAN_MAX events and stopped');
           from = below;
         }
@@ -210,7 +210,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const old = { now: () => new Date(BASE) };
         await server.db.transaction((trx) => publish(trx, w, Array.from({ length: 15_000 }, (_, i) => sampleEvent('mbx_a', i)), old));
         await server.db.transaction((trx) => publish(trx, w, Array.from({ length: 100 }, (_, i) => sampleEvent('mbx_a', i))));
-        const pruned = await pruneWorkspace(server.db, w, BASE + 1, 5000);
+        const pruned = await pruneWorkspace(server.db, kind === 'postgres' ? 'GREATEST' : 'MAX', w, BASE + 1, 5000);
         assert.equal(pruned.prunedThrough, 15_000);
         const pages = await walk(k, { types: ['mail.bounced'], mailbox_ids: ['mbx_a'], limit: 100 });
         assert.deepEqual(pages.map((p) => [p.events.length, p.next_page_token]), [[0, null]], 'one call: nothing is left below the watermark');

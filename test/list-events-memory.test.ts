@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { publish } from '../src/library.ts';
 import { PAGE_MAX_BYTES } from '../src/limits/page-bytes.ts';
-import { openDatabase } from '../src/store/db.ts';
+import { openStore } from '../src/store/open-store.ts';
 import { databaseKinds, type TestDatabase } from './support/databases.ts';
 import { eventsBytes, largeEvent } from './support/list-events.ts';
 import { provision, startProcessServer, type ProcessServer } from './support/process-server.ts';
@@ -28,14 +28,15 @@ for (const { kind, create, skip } of await databaseKinds()) {
       database = await create();
       const { workspaceId, keys } = await provision(database.url, { read: { permissions: ['read'] } });
       key = keys.read!;
-      const db = openDatabase(database.url);
+      const store = openStore(database.url);
+      const db = store.knex;
       try {
         for (let i = 0; i < EVENTS; i += 50) {
           await db.transaction((trx) => publish(trx, workspaceId, Array.from({ length: 50 }, (_, j) => largeEvent(`mbx_${(i + j) % 5}`, i + j))));
         }
         ids = (await db('events').select('id').where('workspace_id', workspaceId).orderBy('seq', 'desc')).map((row: { id: string }) => row.id);
       } finally {
-        await db.destroy();
+        await store.close();
       }
       server = await startProcessServer({ databaseUrl: database.url, asShipped: true });
     });

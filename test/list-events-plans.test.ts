@@ -11,9 +11,10 @@ import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import type { Knex } from 'knex';
 import { PAGE_MAX_BYTES } from '../src/limits/page-bytes.ts';
-import { openDatabase, type Db } from '../src/store/db.ts';
-import { MERGE_MAX, SCAN_MAX, searchEvents, WINDOW_MAX, type SearchQuery } from '../src/store/event-search.ts';
-import { migrateLatest } from '../src/store/migrate.ts';
+import { searchEvents } from '../src/store/common/event-search.ts';
+import { openStore } from '../src/store/open-store.ts';
+import { MERGE_MAX, SCAN_MAX, WINDOW_MAX, type SearchQuery, type Store } from '../src/store/port.ts';
+import { postgresSearchSession } from '../src/store/postgres/search.ts';
 import { databaseKinds, type TestDatabase } from './support/databases.ts';
 
 const N = 100_000;
@@ -57,7 +58,7 @@ const CASES: Array<[string, Filters, number, boolean?]> = [
 
 const query = (f: Filters, beforeSeq: number | null): SearchQuery => ({ workspaceId: WS, ...f, beforeSeq, limit: LIMIT, maxBytes: PAGE_MAX_BYTES });
 
-async function fill(db: Db, kind: 'sqlite' | 'postgres'): Promise<void> {
+async function fill(db: Knex, kind: 'sqlite' | 'postgres'): Promise<void> {
   await db('workspaces').insert({ id: WS, name: 'plans', verified: true, created_at: 0 });
   await db('feed_counters').insert({ workspace_id: WS, last_seq: N });
   const series = kind === 'postgres' ? `generate_series(1, ${N}) g` : `(WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < ${N}) SELECT g FROM s)`;
@@ -70,17 +71,19 @@ async function fill(db: Db, kind: 'sqlite' | 'postgres'): Promise<void> {
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`list_events plans on ${kind}`, { skip: skip && 'Postgres unreachable (see notice above)' }, () => {
     let database: TestDatabase;
-    let db: Db;
+    let store: Store;
+    let db: Knex;
 
     before(async () => {
       database = await create();
-      db = openDatabase(database.url);
-      await migrateLatest(db);
+      store = openStore(database.url);
+      db = store.knex;
+      await store.migrate();
       if (kind === 'postgres') await db.raw('ALTER TABLE events SET (autovacuum_enabled = false)');
       await fill(db, kind);
     });
     after(async () => {
-      await db?.destroy();
+      await store?.close();
       await database?.drop();
     });
 
@@ -98,7 +101,8 @@ for (const { kind, create, skip } of await databaseKinds()) {
       async function measured(q: SearchQuery) {
         return db.transaction(async (trx) => {
           const before = await touched(trx);
-          const result = await searchEvents(trx as unknown as Db, q);
+          // The service's list_events statements, run in this transaction so that its counters see them.
+          const result = await searchEvents(postgresSearchSession(trx), q);
           return { touched: (await touched(trx)) - before, result };
         });
       }
@@ -151,11 +155,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
       /** The plan lines of every statement that reads events, on a fresh handle (fresh statements). */
       async function plans(f: Filters, beforeSeq: number | null): Promise<{ lines: string[]; continueBelow: number | null }> {
-        const handle = openDatabase(database.url);
+        const handle = openStore(database.url);
         try {
           prepared.clear();
           watching = true;
-          const result = (await searchEvents(handle, query(f, beforeSeq))) as { continueBelow?: number | null };
+          const result = (await handle.searchEvents(query(f, beforeSeq))) as { continueBelow?: number | null };
           watching = false;
           const reader = new Database(database.url.slice('sqlite:'.length), { readonly: true });
           try {
@@ -168,7 +172,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
           }
         } finally {
           watching = false;
-          await handle.destroy();
+          await handle.close();
         }
       }
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { publish } from '../src/library.ts';
 import { PAGE_MAX_BYTES } from '../src/limits/page-bytes.ts';
-import { searchEvents, type SearchQuery } from '../src/store/event-search.ts';
+import type { SearchQuery } from '../src/store/port.ts';
 import { contractErrors, sampleEvent } from './support/contract.ts';
 import { databaseKinds } from './support/databases.ts';
 import { rawToolCall } from './support/mcp.ts';
@@ -486,7 +486,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
           for (let calls = 0; ; calls++) {
             assert.ok(calls < 1000, 'the listing ends');
             const q: SearchQuery = { workspaceId: ws, types, mailboxes, occurredFromMs: from, occurredBeforeMs: until, beforeSeq, limit, maxBytes: PAGE_MAX_BYTES };
-            const page = await searchEvents(server.db, q);
+            const page = await server.store.searchEvents(q);
             const events = JSON.parse(`[${page.bytes.toString('utf8')}]`) as Array<{ id: string; type: string; occurred_at: string }>;
             assert.equal(page.count, events.length);
             assert.deepEqual(page.types, events.map((e) => e.type), 'facts: types in page order');

@@ -85,7 +85,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
     it('refuses a missing or invalid key with 401 and WWW-Authenticate before any tool runs', async () => {
       const revoked = await server.key(workspace, ['read']);
-      await revokeKey(server.db, revoked.id, Date.now());
+      await revokeKey(server.store, revoked.id, Date.now());
       for (const authorization of [undefined, 'Bearer nope', `Bearer ${revoked.key}`, `Basic ${readKey}`, `Bearer ${readKey} junk`]) {
         const response = await fetch(`${server.url}/mcp`, {
           method: 'POST',

@@ -1,14 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { openDatabase } from '../src/store/db.ts';
-import { migrateLatest, migrationSource } from '../src/store/migrate.ts';
+import { migrationSource } from '../src/store/common/migrate.ts';
+import { openStore } from '../src/store/open-store.ts';
 import { databaseKinds } from './support/databases.ts';
 
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`migrations on ${kind}`, { skip: skip && 'Postgres unreachable (see notice above)' }, () => {
     it('upgrade a database holding events, backfilling what later migrations add', async () => {
       const database = await create();
-      const db = openDatabase(database.url);
+      const store = openStore(database.url);
+      const db = store.knex;
       try {
         await db.migrate.up({ migrationSource, name: '001_initial' });
         await db.migrate.up({ migrationSource, name: '002_retention' });
@@ -18,16 +19,16 @@ for (const { kind, create, skip } of await databaseKinds()) {
           { workspace_id: 'ws_01JD4S3QW1Y9V5K2M8N7P6R4T3', seq: 1, id: 'evt_a', type: 'mail.sent', stored_at: 0, envelope: envelope('2026-11-21T09:14:03.512Z') },
           { workspace_id: 'ws_01JD4S3QW1Y9V5K2M8N7P6R4T3', seq: 2, id: 'evt_b', type: 'mail.sent', stored_at: 0, envelope: envelope('1999-12-31T23:59:59.999Z') },
         ]);
-        const applied = await migrateLatest(db);
+        const applied = await store.migrate();
         assert.ok(applied.includes('003_webhooks_and_search'), String(applied));
         const rows = await db('events').select('id', 'occurred_at_ms').orderBy('seq');
         assert.deepEqual(
-          rows.map((r) => [r.id, Number(r.occurred_at_ms)]),
+          rows.map((r: { id: string; occurred_at_ms: number | string }) => [r.id, Number(r.occurred_at_ms)]),
           [['evt_a', Date.parse('2026-11-21T09:14:03.512Z')], ['evt_b', Date.parse('1999-12-31T23:59:59.999Z')]],
         );
-        assert.deepEqual(await migrateLatest(db), [], 'then up to date');
+        assert.deepEqual(await store.migrate(), [], 'then up to date');
       } finally {
-        await db.destroy();
+        await store.close();
         await database.drop();
       }
     });

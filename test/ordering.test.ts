@@ -1,5 +1,5 @@
 /**
- * Gap-free ordering on Postgres (see src/store/events.ts and ../shared/notes/ordering.md).
+ * Gap-free ordering on Postgres (see src/store/common/events.ts and ../shared/notes/ordering.md).
  *
  * 1. A deterministic interleaving through the real append path (publishInTransaction) and the real
  *    read path (eventFeed + CursorCodec): A appends and holds its transaction, B appends and
@@ -17,11 +17,9 @@ import { CursorCodec } from '../src/feed/cursor.ts';
 import { FeedHeads } from '../src/feed/heads.ts';
 import { pageEnvelopes } from '../src/feed/page.ts';
 import { publishInTransaction } from '../src/feed/publish.ts';
-import { migrateLatest, openDatabase } from '../src/library.ts';
 import { eventFeed } from '../src/operations/event-feed.ts';
-import type { Db } from '../src/store/db.ts';
-import { readPageRows } from '../src/store/events.ts';
-import { createWorkspace } from '../src/store/workspaces.ts';
+import { openStore } from '../src/store/open-store.ts';
+import type { Store } from '../src/store/port.ts';
 import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase, type TestDatabase } from './support/databases.ts';
 
@@ -49,9 +47,9 @@ interface Scheme {
   /** Appends one event inside trx; returns its id. */
   append(trx: Knex.Transaction, workspaceId: string, n: number): Promise<string>;
   /** One page after a saved cursor (undefined: from the start). */
-  read(db: Db, workspaceId: string, cursor: string | undefined): Promise<{ ids: string[]; cursor: string }>;
+  read(reader: Store, workspaceId: string, cursor: string | undefined): Promise<{ ids: string[]; cursor: string }>;
   /** Every committed event id of the workspace in feed order (the truth, read behind the reader's back). */
-  committed(db: Db, workspaceId: string): Promise<string[]>;
+  committed(reader: Store, workspaceId: string): Promise<string[]>;
 }
 
 const realScheme: Scheme = {
@@ -60,10 +58,10 @@ const realScheme: Scheme = {
     const [published] = await publishInTransaction(trx, workspaceId, [event(n)], new Date());
     return idOf(published!.envelope);
   },
-  async read(db, workspaceId, cursor) {
+  async read(reader, workspaceId, cursor) {
     const page = await eventFeed(
       {
-        db,
+        store: reader,
         cursors: codec,
         heads: new FeedHeads(),
         principal: { keyId: 'key_test', workspaceId, permissions: new Set(['read']), mailboxes: null },
@@ -72,9 +70,9 @@ const realScheme: Scheme = {
     );
     return { ids: pageEnvelopes(page.events).map((e) => e.id), cursor: page.next_cursor };
   },
-  async committed(db, workspaceId) {
-    const rows = await db('events').select('id').where({ workspace_id: workspaceId }).orderBy('seq');
-    return rows.map((row) => row.id as string);
+  async committed(reader, workspaceId) {
+    const rows: Array<{ id: string }> = await reader.knex('events').select('id').where({ workspace_id: workspaceId }).orderBy('seq');
+    return rows.map((row) => row.id);
   },
 };
 
@@ -85,19 +83,19 @@ const naiveScheme: Scheme = {
     await trx('naive_events').insert({ workspace_id: workspaceId, event_id: id });
     return id;
   },
-  async read(db, workspaceId, cursor) {
+  async read(reader, workspaceId, cursor) {
     const after = cursor === undefined ? 0 : Number(cursor);
-    const rows = await db('naive_events')
+    const rows: Array<{ id: number | string; event_id: string }> = await reader.knex('naive_events')
       .select('id', 'event_id')
       .where('workspace_id', workspaceId)
       .andWhere('id', '>', after)
       .orderBy('id')
       .limit(100);
-    return { ids: rows.map((row) => row.event_id as string), cursor: String(rows.length ? Number(rows.at(-1)!.id) : after) };
+    return { ids: rows.map((row) => row.event_id), cursor: String(rows.length ? Number(rows.at(-1)!.id) : after) };
   },
-  async committed(db, workspaceId) {
-    const rows = await db('naive_events').select('event_id').where({ workspace_id: workspaceId }).orderBy('id');
-    return rows.map((row) => row.event_id as string);
+  async committed(reader, workspaceId) {
+    const rows: Array<{ event_id: string }> = await reader.knex('naive_events').select('event_id').where({ workspace_id: workspaceId }).orderBy('id');
+    return rows.map((row) => row.event_id);
   },
 };
 
@@ -121,10 +119,10 @@ interface InterleavingOutcome {
  * connection) appends and commits; 300 ms later the reader polls from its cursor; A commits; B's
  * commit is awaited; the reader polls again from its saved cursor.
  */
-async function runInterleaving(scheme: Scheme, dbA: Db, dbB: Db, dbReader: Db, workspaceId: string): Promise<InterleavingOutcome> {
+async function runInterleaving(scheme: Scheme, dbA: Knex, dbB: Knex, reader: Store, workspaceId: string): Promise<InterleavingOutcome> {
   const e0 = await dbA.transaction((trx) => scheme.append(trx, workspaceId, 0));
   const seen: string[] = [];
-  const first = await scheme.read(dbReader, workspaceId, undefined);
+  const first = await scheme.read(reader, workspaceId, undefined);
   seen.push(...first.ids);
   let cursor = first.cursor;
 
@@ -135,19 +133,19 @@ async function runInterleaving(scheme: Scheme, dbA: Db, dbB: Db, dbReader: Db, w
     b = track(dbB.transaction((trx) => scheme.append(trx, workspaceId, 2)));
     await sleep(300);
     const bFinishedWhileAHeld = b.settled;
-    const waiters = await dbReader.raw(
+    const waiters = await reader.knex.raw(
       `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
     );
     const lockWaitersWhileAHeld = Number(waiters.rows[0].n);
 
-    const whileHeld = await scheme.read(dbReader, workspaceId, cursor);
+    const whileHeld = await scheme.read(reader, workspaceId, cursor);
     seen.push(...whileHeld.ids);
     cursor = whileHeld.cursor;
 
     await trxA.commit();
     const bId = await b.promise;
 
-    const afterCommits = await scheme.read(dbReader, workspaceId, cursor);
+    const afterCommits = await scheme.read(reader, workspaceId, cursor);
     seen.push(...afterCommits.ids);
     return {
       ids: { e0, a, b: bId },
@@ -156,7 +154,7 @@ async function runInterleaving(scheme: Scheme, dbA: Db, dbB: Db, dbReader: Db, w
       pollWhileAHeld: whileHeld.ids,
       pollAfterCommits: afterCommits.ids,
       seen,
-      committed: await scheme.committed(dbReader, workspaceId),
+      committed: await scheme.committed(reader, workspaceId),
     };
   } finally {
     if (!trxA.isCompleted()) await trxA.rollback();
@@ -171,16 +169,20 @@ function assertReaderSawEverything(outcome: InterleavingOutcome): void {
 
 describe('gap-free ordering on postgres', { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' }, () => {
   let database: TestDatabase;
-  let dbA: Db;
-  let dbB: Db;
-  let dbReader: Db;
+  let storeA: Store;
+  let storeB: Store;
+  let storeReader: Store;
+  let dbA: Knex;
+  let dbB: Knex;
+  let dbReader: Knex;
 
   before(async () => {
     database = await postgresDatabase();
-    dbA = openDatabase(database.url);
-    dbB = openDatabase(database.url);
-    dbReader = openDatabase(database.url);
-    await migrateLatest(dbA);
+    storeA = openStore(database.url);
+    storeB = openStore(database.url);
+    storeReader = openStore(database.url);
+    [dbA, dbB, dbReader] = [storeA.knex, storeB.knex, storeReader.knex];
+    await storeA.migrate();
     await dbA.schema.createTable('naive_events', (t) => {
       t.bigIncrements('id'); // bigserial: ids handed out at insert time, never rolled back
       t.text('workspace_id').notNullable();
@@ -188,15 +190,15 @@ describe('gap-free ordering on postgres', { skip: !(await postgresAvailable()) &
     });
   });
   after(async () => {
-    await Promise.all([dbA?.destroy(), dbB?.destroy(), dbReader?.destroy()]);
+    await Promise.all([storeA?.close(), storeB?.close(), storeReader?.close()]);
     await database?.drop();
   });
 
-  const newWorkspace = async (name: string) => (await createWorkspace(dbA, name, false, Date.now())).id;
+  const newWorkspace = async (name: string) => (await storeA.createWorkspace(name, false, Date.now())).id;
 
   it('a writer that commits late is still read: B waits for A, the reader gets A then B', async () => {
     const ws = await newWorkspace('interleaving');
-    const outcome = await runInterleaving(realScheme, dbA, dbB, dbReader, ws);
+    const outcome = await runInterleaving(realScheme, dbA, dbB, storeReader, ws);
 
     assert.equal(outcome.bFinishedWhileAHeld, false, "B's append must block while A holds its transaction");
     assert.equal(outcome.lockWaitersWhileAHeld, 1, 'B must be waiting on a lock (the feed counter row)');
@@ -217,7 +219,7 @@ describe('gap-free ordering on postgres', { skip: !(await postgresAvailable()) &
 
   it('seq values follow commit order: between A committing and B committing the reader gets A alone', async () => {
     const ws = await newWorkspace('intermediate');
-    const reader = async (cursor?: string) => realScheme.read(dbReader, ws, cursor);
+    const reader = async (cursor?: string) => realScheme.read(storeReader, ws, cursor);
     const start = await reader();
     assert.deepEqual(start.ids, []);
     assert.equal(codec.decode(ws, start.cursor), 0);
@@ -252,7 +254,7 @@ describe('gap-free ordering on postgres', { skip: !(await postgresAvailable()) &
 
   it('NEGATIVE CONTROL: the naive bigserial scheme loses A under the very same interleaving', async () => {
     const ws = await newWorkspace('naive');
-    const outcome = await runInterleaving(naiveScheme, dbA, dbB, dbReader, ws);
+    const outcome = await runInterleaving(naiveScheme, dbA, dbB, storeReader, ws);
 
     // The naive scheme does not serialize writers: B commits while A still holds its id...
     assert.equal(outcome.bFinishedWhileAHeld, true);
@@ -270,7 +272,7 @@ describe('gap-free ordering on postgres', { skip: !(await postgresAvailable()) &
 
   it('a rolled-back writer leaves no hole: B gets the seq A would have had, the reader sees B only', async () => {
     const ws = await newWorkspace('rollback');
-    const start = await realScheme.read(dbReader, ws, undefined);
+    const start = await realScheme.read(storeReader, ws, undefined);
     const trxA = await dbA.transaction();
     let b: ReturnType<typeof track<string>> | undefined;
     try {
@@ -278,12 +280,12 @@ describe('gap-free ordering on postgres', { skip: !(await postgresAvailable()) &
       b = track(dbB.transaction((trx) => realScheme.append(trx, ws, 2)));
       await sleep(300);
       assert.equal(b.settled, false, 'B must wait for A even though A will roll back');
-      assert.deepEqual((await realScheme.read(dbReader, ws, start.cursor)).ids, []);
+      assert.deepEqual((await realScheme.read(storeReader, ws, start.cursor)).ids, []);
 
       await trxA.rollback();
       const bId = await b.promise;
 
-      const page = await realScheme.read(dbReader, ws, start.cursor);
+      const page = await realScheme.read(storeReader, ws, start.cursor);
       assert.deepEqual(page.ids, [bId]);
       assert.ok(!page.ids.includes(a));
       assert.equal(codec.decode(ws, page.cursor), 1, 'B gets seq 1, the seq A would have had');
@@ -344,7 +346,7 @@ describe('gap-free ordering on postgres', { skip: !(await postgresAvailable()) &
       while (drained.size < workspaces.length) {
         const ws = workspaces[rand(workspaces.length)]!;
         const finalPass = writersDone;
-        const rows = await readPageRows(dbReader, { workspaceId: ws, afterSeq: cursors.get(ws)!, limit: 1 + rand(20), mailboxes: null });
+        const rows = await storeReader.readPageRows({ workspaceId: ws, afterSeq: cursors.get(ws)!, limit: 1 + rand(20), mailboxes: null });
         for (const row of rows) seen.get(ws)!.push({ seq: Number(row.seq), id: idOf(row.envelope) });
         if (rows.length) cursors.set(ws, Number(rows.at(-1)!.seq));
         if (finalPass && rows.length === 0) drained.add(ws);

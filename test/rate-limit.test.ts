@@ -117,7 +117,7 @@ describe('what no key pays for is paid by the client address', async () => {
         const unknown = (i: number) => `efk_01ARZ3NDEKTSV4RRFFQ69G5FA${'V'}_${'x'.repeat(42)}${i % 10}`;
         const statuses: number[] = [];
         let limited: Awaited<ReturnType<typeof requestFrom>> | undefined;
-        const lookups = await keyLookupsDuring(server.services.db, async () => {
+        const lookups = await keyLookupsDuring(server.services.store.knex, async () => {
           for (let i = 0; i < 30; i++) {
             const res = await requestFrom(server.url, '127.0.0.2', '/v1/event_feed', unknown(i));
             statuses.push(res.status);
@@ -153,7 +153,7 @@ describe('what no key pays for is paid by the client address', async () => {
 
       it('/readyz answers every call from at most one query per 100 ms', async () => {
         const started = performance.now();
-        const queries = await keyLookupsDuring(server.services.db, async () => {
+        const queries = await keyLookupsDuring(server.services.store.knex, async () => {
           const answers = await Promise.all(Array.from({ length: 200 }, () => requestFrom(server.url, '127.0.0.5', '/readyz', undefined, 'GET')));
           assert.ok(answers.every((a) => a.status === 200 && a.json.status === 'ready'));
         }, /select 1/);

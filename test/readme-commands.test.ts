@@ -37,7 +37,7 @@ async function readerEnvironment(server: TestServer): Promise<Record<string, str
   const other = await server.workspace({ name: 'Autre espace', verified: true });
   const key = async (permissions: Array<'read' | 'write' | 'admin'>, mailboxes?: string[], ws = workspace) => (await server.key(ws, permissions, mailboxes)).key;
   const revoked = await server.key(workspace, ['read']);
-  await revokeKey(server.db, revoked.id, Date.now());
+  await revokeKey(server.store, revoked.id, Date.now());
   const events = Array.from({ length: 30 }, (_, i) => sampleEvent(['mbx_ventes', 'mbx_autre', 'mbx_support'][i % 3], i));
   await server.db.transaction((trx) => publish(trx, workspace, events));
   return {

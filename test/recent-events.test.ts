@@ -154,7 +154,7 @@ describe('recent events on Postgres', { skip: !(await postgresAvailable()) && 'P
           let fromMemory = '';
           // b committed none of these events: it reads them from the database.
           const fromDatabase = (await post(b, '/v1/event_feed', { after: cursor, limit }, reader)).text;
-          const checkouts = await checkoutsDuring(a.services.db, async () => (fromMemory = (await post(a, '/v1/event_feed', { after: cursor, limit }, reader)).text));
+          const checkouts = await checkoutsDuring(a.services.store.knex, async () => (fromMemory = (await post(a, '/v1/event_feed', { after: cursor, limit }, reader)).text));
           assert.equal(fromMemory, fromDatabase, `limit ${limit}, page ${page}`);
           assert.equal(checkouts, 0, `limit ${limit}, page ${page}: answered from memory`);
           const next = JSON.parse(fromMemory).next_cursor as string;

@@ -4,9 +4,9 @@ import { after, before, describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { ApiError } from '../src/errors.ts';
 import { assertCursorNotExpired } from '../src/feed/expiry.ts';
-import { openDatabase } from '../src/store/db.ts';
 import { pruneExpired } from '../src/retention-schedule.ts';
-import { pruneWorkspace } from '../src/store/retention.ts';
+import { pruneWorkspace } from '../src/store/common/retention.ts';
+import { openStore } from '../src/store/open-store.ts';
 import { sampleEvent } from './support/contract.ts';
 import { databaseKinds } from './support/databases.ts';
 import { FakeClock } from './support/fake-clock.ts';
@@ -35,6 +35,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
   describe(`retention on ${kind}`, { skip: skip && 'Postgres unreachable (see notice above)' }, () => {
     let server: TestServer;
     const clock = new FakeClock();
+    const greatest = kind === 'postgres' ? 'GREATEST' : 'MAX';
     before(async () => {
       server = await startTestServer(await create(), {}, { clock });
     });
@@ -128,9 +129,9 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const { key } = await server.key(ws, ['read', 'write']);
       await emitMany(key, Array.from({ length: 7 }, () => 'mbx_a'));
       clock.advanceDays(31);
-      const first = await pruneWorkspace(server.db, ws, clock.now().getTime() - 30 * 86400000, 3);
+      const first = await pruneWorkspace(server.db, greatest, ws, clock.now().getTime() - 30 * 86400000, 3);
       assert.deepEqual({ deleted: first.deleted, through: first.prunedThrough }, { deleted: 7, through: 7 });
-      const again = await pruneWorkspace(server.db, ws, clock.now().getTime() - 30 * 86400000, 3);
+      const again = await pruneWorkspace(server.db, greatest, ws, clock.now().getTime() - 30 * 86400000, 3);
       assert.equal(again.deleted, 0);
       const counter = await server.db('feed_counters').where({ workspace_id: ws }).first();
       assert.equal(Number(counter.last_seq), 7, 'pruning never touches the sequence');
@@ -141,9 +142,9 @@ for (const { kind, create, skip } of await databaseKinds()) {
 describe('the expiry check after a page', () => {
   // A database that can no longer answer: any watermark read fails, so the tests see whether one was made.
   const closedDb = async () => {
-    const db = openDatabase('sqlite::memory:');
-    await db.destroy();
-    return db;
+    const store = openStore('sqlite::memory:');
+    await store.close();
+    return store;
   };
 
   it('skips the watermark when an unrestricted page starts right after the cursor', async () => {

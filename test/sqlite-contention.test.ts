@@ -6,11 +6,8 @@ import type { EmitEventRequest } from '../generated/types.ts';
 import { systemClock } from '../src/clock.ts';
 import { GroupCommit } from '../src/feed/group-commit.ts';
 import { newEventId } from '../src/ids.ts';
-import { findByIds, readPageRows } from '../src/store/events.ts';
-import { openDatabase } from '../src/store/db.ts';
-import { migrateLatest } from '../src/store/migrate.ts';
-import { createWorkspace } from '../src/store/workspaces.ts';
-import { writeTransaction } from '../src/store/write-transaction.ts';
+import { newKey } from '../src/auth/api-keys.ts';
+import { openStore } from '../src/store/open-store.ts';
 import { sampleEvent } from './support/contract.ts';
 import { sqliteDatabase } from './support/databases.ts';
 
@@ -29,41 +26,43 @@ async function holdWriteLock(file: string, ms: number): Promise<{ release(): voi
 describe('SQLite writers in several processes', () => {
   it('a read-then-write transaction waits for another process holding the write lock instead of failing', async () => {
     const database = await sqliteDatabase();
-    const db = openDatabase(database.url);
-    await migrateLatest(db);
+    const store = openStore(database.url);
+    await store.migrate();
+    const ws = await store.createWorkspace('contention', true, Date.now());
     const holder = await holdWriteLock(database.url.slice('sqlite:'.length), 800);
     try {
       const started = Date.now();
-      await writeTransaction(db, async (trx) => {
-        await findByIds(trx, [{ workspaceId: 'ws_none', ids: ['evt_x'] }]); // a read first, as publishInTransaction does
-        await trx('settings').insert({ key: 'contention-test', value: 'written' });
+      const created = newKey({ workspaceId: ws.id, permissions: ['read'], mailboxes: null }, Date.now());
+      await store.write(async (tx) => {
+        await tx.countActiveKeys(ws.id); // a read first, as create_key does
+        await tx.insertKey(created.row);
       });
       assert.ok(Date.now() - started >= 500, 'it waited for the lock');
-      assert.equal((await db('settings').where({ key: 'contention-test' }).first())?.value, 'written');
+      assert.equal((await store.keys.byId(created.id))?.secret_sha256, created.row.secret_sha256);
     } finally {
       holder.release();
-      await db.destroy();
+      await store.close();
       await database.drop();
     }
   });
 
   it("the group commit's transaction (a read of client ids, then the append) waits for another process's write lock", async () => {
     const database = await sqliteDatabase();
-    const db = openDatabase(database.url);
-    await migrateLatest(db);
-    const ws = await createWorkspace(db, 'contention', true, Date.now());
+    const store = openStore(database.url);
+    await store.migrate();
+    const ws = await store.createWorkspace('contention', true, Date.now());
     const holder = await holdWriteLock(database.url.slice('sqlite:'.length), 800);
     try {
       const started = Date.now();
-      const groupCommit = new GroupCommit(db, systemClock);
+      const groupCommit = new GroupCommit(store, systemClock);
       // A client-supplied id makes the transaction read before it writes.
       const published = await groupCommit.append(ws.id, { ...sampleEvent('mbx_sales', 1), id: newEventId() } as EmitEventRequest);
       assert.ok(Date.now() - started >= 500, 'it waited for the lock');
-      const rows = await readPageRows(db, { workspaceId: ws.id, afterSeq: 0, limit: 10, mailboxes: null });
+      const rows = await store.readPageRows({ workspaceId: ws.id, afterSeq: 0, limit: 10, mailboxes: null });
       assert.deepEqual(rows.map((row) => row.envelope), [published.envelope]);
     } finally {
       holder.release();
-      await db.destroy();
+      await store.close();
       await database.drop();
     }
   });

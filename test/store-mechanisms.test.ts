@@ -22,28 +22,31 @@ import { ApiError } from '../src/errors.ts';
 import { GroupCommit } from '../src/feed/group-commit.ts';
 import { prepareEvent, publishInTransaction } from '../src/feed/publish.ts';
 import { newEventId } from '../src/ids.ts';
-import { migrateLatest, publish } from '../src/library.ts';
-import { dbKind, openDatabase, type Db } from '../src/store/db.ts';
-import { appendEvents, readPageRows } from '../src/store/events.ts';
-import { queryRows, readRows } from '../src/store/sql.ts';
-import { WalCheckpointer, type SqliteConnection } from '../src/store/sqlite-connection.ts';
-import { createWorkspace } from '../src/store/workspaces.ts';
+import { publish } from '../src/library.ts';
+import { queryRows } from '../src/store/common/sql.ts';
+import { openStore } from '../src/store/open-store.ts';
+import type { Store, WorkspaceAppend } from '../src/store/port.ts';
+import { sqliteReaderOf } from '../src/store/sqlite/adapter.ts';
+import { WalCheckpointer, type SqliteConnection } from '../src/store/sqlite/connection.ts';
 import { sampleEvent } from './support/contract.ts';
 import { databaseKinds, sqliteDatabase } from './support/databases.ts';
 import { suiteDatabase } from './support/suite-database.ts';
 
 const emitRequest = (n: number, id?: string) => ({ ...sampleEvent('mbx_sales', n), ...(id ? { id } : {}) }) as EmitEventRequest;
 const idOf = (envelope: string) => (JSON.parse(envelope) as { id: string }).id;
-const allRows = (db: Db, workspaceId: string) => readPageRows(db, { workspaceId, afterSeq: 0, limit: 500, mailboxes: null });
+const allRows = (store: Store, workspaceId: string) => store.readPageRows({ workspaceId, afterSeq: 0, limit: 500, mailboxes: null });
+/** Store.append of every one of these appends (none is left out as already stored). */
+const appendAll = (store: Store, appends: WorkspaceAppend[], storedAt: number, options: { trx?: Knex.Transaction; skipLocked?: boolean } = {}) =>
+  store.append(appends, storedAt, () => appends, options);
 
 /**
  * Counts the transactions that append events from now on: on SQLite those begun on the writing
  * connection (the group commit runs them there itself, not through knex), on Postgres the append
  * statements (one statement, atomic alone: the group commit sends no BEGIN there).
  */
-async function countTransactions(db: Db): Promise<{ readonly count: number; stop(): void }> {
+async function countTransactions(db: Knex, kind: 'sqlite' | 'postgres'): Promise<{ readonly count: number; stop(): void }> {
   const counter = { count: 0, stop: () => {} };
-  if (dbKind(db) === 'postgres') {
+  if (kind === 'postgres') {
     const onQuery = (query: { sql: string }) => {
       if (/\binsert into events\b/i.test(query.sql)) counter.count++;
     };
@@ -65,42 +68,44 @@ async function countTransactions(db: Db): Promise<{ readonly count: number; stop
 
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`group commit (${kind})`, { skip }, () => {
-    let db: Db;
+    let store: Store;
+    let db: Knex;
     suiteDatabase(create, (opened) => {
-      db = opened;
+      store = opened;
+      db = opened.knex;
     });
 
     it('emits made in one turn share one transaction and are stored in arrival order', async () => {
-      const ws = await createWorkspace(db, 'gc-order', true, Date.now());
-      const groupCommit = new GroupCommit(db, systemClock);
-      const transactions = await countTransactions(db);
+      const ws = await store.createWorkspace('gc-order', true, Date.now());
+      const groupCommit = new GroupCommit(store, systemClock);
+      const transactions = await countTransactions(db, kind);
       const published = await Promise.all(Array.from({ length: 40 }, (_, n) => groupCommit.append(ws.id, emitRequest(n))));
       transactions.stop();
       assert.equal(transactions.count, 1, 'forty concurrent emits should commit together');
       assert.deepEqual(
-        (await allRows(db, ws.id)).map((row) => idOf(row.envelope)),
+        (await allRows(store, ws.id)).map((row) => idOf(row.envelope)),
         published.map((p) => idOf(p.envelope)),
       );
     });
 
     it('an emit that arrives while a transaction commits waits for the next one, not for a timer', async () => {
-      const ws = await createWorkspace(db, 'gc-alone', true, Date.now());
-      const groupCommit = new GroupCommit(db, systemClock);
-      const transactions = await countTransactions(db);
+      const ws = await store.createWorkspace('gc-alone', true, Date.now());
+      const groupCommit = new GroupCommit(store, systemClock);
+      const transactions = await countTransactions(db, kind);
       const first = groupCommit.append(ws.id, emitRequest(1));
       await first;
       const second = await groupCommit.append(ws.id, emitRequest(2));
       transactions.stop();
       assert.equal(transactions.count, 2);
-      assert.equal((await allRows(db, ws.id)).at(-1)!.envelope, second.envelope);
+      assert.equal((await allRows(store, ws.id)).at(-1)!.envelope, second.envelope);
     });
 
     it('a conflicting id fails alone; the events sharing its transaction are stored', async () => {
-      const ws = await createWorkspace(db, 'gc-conflict', true, Date.now());
-      const groupCommit = new GroupCommit(db, systemClock);
+      const ws = await store.createWorkspace('gc-conflict', true, Date.now());
+      const groupCommit = new GroupCommit(store, systemClock);
       const taken = newEventId();
       await groupCommit.append(ws.id, emitRequest(1, taken));
-      const transactions = await countTransactions(db);
+      const transactions = await countTransactions(db, kind);
       const outcomes = await Promise.allSettled([
         groupCommit.append(ws.id, emitRequest(2)),
         groupCommit.append(ws.id, emitRequest(3, taken)), // same id, other content
@@ -114,36 +119,36 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const err = (outcomes[1] as PromiseRejectedResult).reason as ApiError;
       assert.ok(err instanceof ApiError);
       assert.equal(err.code, 'invalid_argument');
-      assert.equal((await allRows(db, ws.id)).length, 3);
+      assert.equal((await allRows(store, ws.id)).length, 3);
     });
 
     it('one batch over several workspaces: each feed takes consecutive seqs after its own, and each delivery points at its event', async () => {
       const spaces: string[] = [];
-      for (const name of ['gc-multi-c', 'gc-multi-a', 'gc-multi-b']) spaces.push((await createWorkspace(db, name, true, Date.now())).id);
+      for (const name of ['gc-multi-c', 'gc-multi-a', 'gc-multi-b']) spaces.push((await store.createWorkspace(name, true, Date.now())).id);
       const endpoint = (workspace_id: string, id: string, enabled: boolean) =>
         db('webhook_endpoints').insert({ id, workspace_id, url: `https://example.com/${id}`, event_types: '[]', enabled, disabled_reason: null, secret: 'whsec_test', created_at: 1, updated_at: 1 });
       await endpoint(spaces[0]!, `wh_${spaces[0]}_on`, true);
       await endpoint(spaces[1]!, `wh_${spaces[1]}_off`, false);
-      const groupCommit = new GroupCommit(db, systemClock);
+      const groupCommit = new GroupCommit(store, systemClock);
       await groupCommit.append(spaces[2]!, emitRequest(0)); // a feed that already has one event
-      const transactions = await countTransactions(db);
+      const transactions = await countTransactions(db, kind);
       const published = await Promise.all(Array.from({ length: 12 }, (_, n) => groupCommit.append(spaces[n % 3]!, emitRequest(n + 1))));
       transactions.stop();
       assert.equal(transactions.count, 1);
       for (const [w, ws] of spaces.entries()) {
-        const rows = await allRows(db, ws);
+        const rows = await allRows(store, ws);
         const mine = published.filter((_, n) => n % 3 === w).map((p) => idOf(p.envelope));
         assert.deepEqual(rows.map((row) => idOf(row.envelope)).slice(-4), mine, `feed ${w} in arrival order`);
         assert.deepEqual(rows.map((row) => Number(row.seq)), Array.from({ length: rows.length }, (_, i) => i + 1), `feed ${w}: seqs 1…n`);
       }
       const deliveries = await db('webhook_deliveries').select('endpoint_id', 'workspace_id', 'event_seq', 'event_id').whereIn('workspace_id', spaces).orderBy('event_seq');
-      const expected = (await allRows(db, spaces[0]!)).map((row) => ({ endpoint_id: `wh_${spaces[0]}_on`, workspace_id: spaces[0], event_seq: Number(row.seq), event_id: idOf(row.envelope) }));
+      const expected = (await allRows(store, spaces[0]!)).map((row) => ({ endpoint_id: `wh_${spaces[0]}_on`, workspace_id: spaces[0], event_seq: Number(row.seq), event_id: idOf(row.envelope) }));
       assert.deepEqual(deliveries.map((d) => ({ ...d, event_seq: Number(d.event_seq) })), expected, 'one delivery per event of the enabled endpoint, none for the disabled one');
     });
 
     it('on Postgres the append is four statement texts whatever the batch (one workspace or several, waiting or skipping locked rows), each prepared once per connection, the one-workspace texts on one plan', { skip: kind !== 'postgres' && 'a Postgres statement' }, async () => {
       const spaces: string[] = [];
-      for (const name of ['gc-prep-a', 'gc-prep-b', 'gc-prep-c']) spaces.push((await createWorkspace(db, name, true, Date.now())).id);
+      for (const name of ['gc-prep-a', 'gc-prep-b', 'gc-prep-c']) spaces.push((await store.createWorkspace(name, true, Date.now())).id);
       const events = (n: number, first: number) => Array.from({ length: n }, (_, i) => prepareEvent('unused', emitRequest(first + i), new Date()));
       type Prepared = { name: string; several: boolean; skipping: boolean; generic_plans: number; custom_plans: number };
       const prepared = (trx: Knex.Transaction) =>
@@ -158,8 +163,8 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const counted = await prepared(trx);
         for (let n = 1; n <= 12; n++) {
           for (const skipLocked of [false, true]) {
-            await appendEvents(trx, [{ workspaceId: spaces[0]!, events: events(n, n * 100) }], Date.now(), { skipLocked });
-            await appendEvents(trx, spaces.slice(0, 2 + (n % 2)).map((workspaceId, w) => ({ workspaceId, events: events(n, n * 100 + w * 20) })), Date.now(), { skipLocked });
+            await appendAll(store, [{ workspaceId: spaces[0]!, events: events(n, n * 100) }], Date.now(), { trx, skipLocked });
+            await appendAll(store, spaces.slice(0, 2 + (n % 2)).map((workspaceId, w) => ({ workspaceId, events: events(n, n * 100 + w * 20) })), Date.now(), { trx, skipLocked });
           }
         }
         return [counted, await prepared(trx)];
@@ -180,7 +185,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
     });
 
     it('an append keeps every character of its values, whatever the characters, and absent values absent', async () => {
-      const ws = (await createWorkspace(db, 'gc-chars', true, Date.now())).id;
+      const ws = (await store.createWorkspace('gc-chars', true, Date.now())).id;
       const awkward = ['{"a":"\\\"}{,}"}', '{"b":"NULL"}', '{"c":"é’😀\\n\\u0000x"}'];
       const base = prepareEvent(ws, emitRequest(1), new Date());
       const stored = [
@@ -188,20 +193,20 @@ for (const { kind, create, skip } of await databaseKinds()) {
         { ...base, id: 'evt_chars_2', envelope: awkward[1]!, mailboxId: 'NULL', type: '{"x",}' },
         { ...base, id: 'evt_chars_3', envelope: awkward[2]!, mailboxId: 'mbx_"q"\\', type: 'mail.received' },
       ];
-      await db.transaction((trx) => appendEvents(trx, [{ workspaceId: ws, events: stored }], Date.now()));
-      assert.deepEqual((await allRows(db, ws)).map((row) => row.envelope), awkward);
+      await db.transaction((trx) => appendAll(store, [{ workspaceId: ws, events: stored }], Date.now(), { trx }));
+      assert.deepEqual((await allRows(store, ws)).map((row) => row.envelope), awkward);
       const rows = await db('events').select('id', 'mailbox_id', 'type').where({ workspace_id: ws }).orderBy('seq');
       assert.deepEqual(rows, stored.map((e) => ({ id: e.id, mailbox_id: e.mailboxId, type: e.type })));
     });
 
     it('the same id twice in flight (a client retrying early) is stored once and answered as a replay', async () => {
-      const ws = await createWorkspace(db, 'gc-retry', true, Date.now());
-      const groupCommit = new GroupCommit(db, systemClock);
+      const ws = await store.createWorkspace('gc-retry', true, Date.now());
+      const groupCommit = new GroupCommit(store, systemClock);
       const id = newEventId();
       const [a, b] = await Promise.all([groupCommit.append(ws.id, emitRequest(7, id)), groupCommit.append(ws.id, emitRequest(7, id))]);
       assert.deepEqual([a.created, b.created], [true, false]);
       assert.equal(a.envelope, b.envelope);
-      const rows = await allRows(db, ws.id);
+      const rows = await allRows(store, ws.id);
       assert.deepEqual(
         rows.map((row) => idOf(row.envelope)),
         [id],
@@ -209,7 +214,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
     });
 
     it("a batch over several workspaces queues each event for its own workspace's matching endpoints only", async () => {
-      const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((n) => createWorkspace(db, `gc-hooks-${n}`, true, Date.now())));
+      const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((n) => store.createWorkspace(`gc-hooks-${n}`, true, Date.now())));
       const endpoint = (workspaceId: string, name: string, types: string[], enabled = true) => ({
         id: `whe_${name}_${workspaceId}`,
         workspace_id: workspaceId,
@@ -227,7 +232,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
         endpoint(b!.id, 'received', ['mail.*']),
         endpoint(b!.id, 'off', [], false),
       ]);
-      const groupCommit = new GroupCommit(db, systemClock);
+      const groupCommit = new GroupCommit(store, systemClock);
       const sent = { ...emitRequest(1), type: 'mail.sent' } as EmitEventRequest;
       const calls: Array<[string, EmitEventRequest]> = [
         [a!.id, emitRequest(1)],
@@ -248,14 +253,14 @@ for (const { kind, create, skip } of await databaseKinds()) {
     });
 
     it('events of several workspaces in one batch each land in their own feed, in order', async () => {
-      const workspaces = await Promise.all([1, 2, 3].map((n) => createWorkspace(db, `gc-multi-${n}`, true, Date.now())));
-      const groupCommit = new GroupCommit(db, systemClock);
+      const workspaces = await Promise.all([1, 2, 3].map((n) => store.createWorkspace(`gc-multi-${n}`, true, Date.now())));
+      const groupCommit = new GroupCommit(store, systemClock);
       const calls = Array.from({ length: 30 }, (_, n) => ({ ws: workspaces[n % 3]!.id, n }));
       const published = await Promise.all(calls.map(({ ws, n }) => groupCommit.append(ws, emitRequest(n))));
       for (const ws of workspaces) {
         const expected = calls.flatMap((call, i) => (call.ws === ws.id ? [idOf(published[i]!.envelope)] : []));
         assert.deepEqual(
-          (await allRows(db, ws.id)).map((row) => idOf(row.envelope)),
+          (await allRows(store, ws.id)).map((row) => idOf(row.envelope)),
           expected,
         );
       }
@@ -266,19 +271,19 @@ for (const { kind, create, skip } of await databaseKinds()) {
 describe('group commit across instances (postgres)', { skip: (await databaseKinds())[1]!.skip }, () => {
   it('several instances batching over shared workspaces: no deadlock, no hole, every event once', async () => {
     const database = await (await databaseKinds())[1]!.create();
-    const instances = [openDatabase(database.url), openDatabase(database.url), openDatabase(database.url)];
+    const instances = [openStore(database.url), openStore(database.url), openStore(database.url)];
     try {
-      await migrateLatest(instances[0]!);
-      const workspaces = await Promise.all([1, 2, 3, 4, 5].map((n) => createWorkspace(instances[0]!, `shared-${n}`, true, Date.now())));
+      await instances[0]!.migrate();
+      const workspaces = await Promise.all([1, 2, 3, 4, 5].map((n) => instances[0]!.createWorkspace(`shared-${n}`, true, Date.now())));
       const deadlocks = async () => {
-        const [row] = await queryRows<{ deadlocks: number | string }>(instances[0]!, 'SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()', []);
+        const [row] = await queryRows<{ deadlocks: number | string }>(instances[0]!.knex, 'SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()', []);
         return Number(row!.deadlocks);
       };
       const deadlocksBefore = await deadlocks();
       const emitted = new Map<string, string[]>(workspaces.map((ws) => [ws.id, []]));
       await Promise.all(
-        instances.map(async (db, instance) => {
-          const groupCommit = new GroupCommit(db, systemClock);
+        instances.map(async (store, instance) => {
+          const groupCommit = new GroupCommit(store, systemClock);
           for (let round = 0; round < 20; round++) {
             // Each round, a burst over the workspaces in an order of its own: batches lock several counters.
             const picks = Array.from({ length: 12 }, (_, i) => workspaces[(i * (instance + 2) + round) % workspaces.length]!.id);
@@ -288,7 +293,7 @@ describe('group commit across instances (postgres)', { skip: (await databaseKind
         }),
       );
       for (const ws of workspaces) {
-        const rows = await readPageRows(instances[0]!, { workspaceId: ws.id, afterSeq: 0, limit: 500, mailboxes: null });
+        const rows = await instances[0]!.readPageRows({ workspaceId: ws.id, afterSeq: 0, limit: 500, mailboxes: null });
         assert.deepEqual(
           rows.map((row) => Number(row.seq)),
           rows.map((_, i) => i + 1),
@@ -300,30 +305,32 @@ describe('group commit across instances (postgres)', { skip: (await databaseKind
       await sleep(1200); // backends flush their statistics within a second
       assert.equal(await deadlocks(), deadlocksBefore, 'a deadlock was detected (and retried)');
     } finally {
-      await Promise.all(instances.map((db) => db.destroy()));
+      await Promise.all(instances.map((store) => store.close()));
       await database.drop();
     }
   });
 });
 
 describe('SQLite read connection', () => {
-  let db: Db;
+  let store: Store;
+  let db: Knex;
   suiteDatabase(sqliteDatabase, (opened) => {
-    db = opened;
+    store = opened;
+    db = opened.knex;
   });
 
   it('reads the committed state while a write transaction is open, without waiting for it', async () => {
-    const ws = await createWorkspace(db, 'reader', true, Date.now());
+    const ws = await store.createWorkspace('reader', true, Date.now());
     await db.transaction((trx) => publishInTransaction(trx, ws.id, [emitRequest(1)], new Date()));
     const trx = await db.transaction();
     try {
       const [pending] = await publishInTransaction(trx, ws.id, [emitRequest(2)], new Date());
-      const read = await Promise.race([allRows(db, ws.id), sleep(2000).then(() => 'blocked' as const)]);
+      const read = await Promise.race([allRows(store, ws.id), sleep(2000).then(() => 'blocked' as const)]);
       assert.notEqual(read, 'blocked', 'the read waited behind the open write transaction');
       assert.equal((read as unknown[]).length, 1, 'the read saw an uncommitted event');
       await trx.commit();
       assert.deepEqual(
-        (await allRows(db, ws.id)).map((row) => row.envelope).at(-1),
+        (await allRows(store, ws.id)).map((row) => row.envelope).at(-1),
         pending!.envelope,
       );
     } finally {
@@ -333,7 +340,7 @@ describe('SQLite read connection', () => {
 
   it('keeps the page cache of both connections at 2 MB, not the 16 MB of RSS each that better-sqlite3 gives', async () => {
     const [writer] = await queryRows<{ cache_size: number }>(db, 'PRAGMA cache_size', []);
-    const [reader] = await readRows<{ cache_size: number }>(db, 'PRAGMA cache_size', []);
+    const [reader] = sqliteReaderOf(db)!.rows<{ cache_size: number }>('PRAGMA cache_size', []);
     assert.deepEqual([writer!.cache_size, reader!.cache_size], [-2000, -2000]);
   });
 });
@@ -341,12 +348,13 @@ describe('SQLite read connection', () => {
 describe('WAL checkpoints in the background', () => {
   it('copy committed writes into the database file while the service runs', async () => {
     const database = await sqliteDatabase();
-    const db = openDatabase(database.url, { checkpointInBackground: true });
+    const store = openStore(database.url, { checkpointInBackground: true });
+    const db = store.knex;
     try {
-      await migrateLatest(db);
+      await store.migrate();
       const [setting] = (await db.raw('PRAGMA wal_autocheckpoint')) as Array<{ wal_autocheckpoint: number }>;
       assert.equal(setting?.wal_autocheckpoint, 0, 'the writing connection should leave checkpoints to the worker');
-      const ws = await createWorkspace(db, 'checkpoint', true, Date.now());
+      const ws = await store.createWorkspace('checkpoint', true, Date.now());
       const file = database.url.slice('sqlite:'.length);
       await sleep(1200); // the migrations' pages reach the file first
       const sizeBefore = statSync(file).size;
@@ -359,21 +367,22 @@ describe('WAL checkpoints in the background', () => {
       }
       assert.ok(grown, 'no checkpoint moved the new pages into the database file');
     } finally {
-      await db.destroy();
+      await store.close();
       await database.drop();
     }
   });
 
   it('the WAL starts over under a steady write load instead of growing without bound, and never checkpoints on the event loop', async () => {
     const database = await sqliteDatabase();
-    const db = openDatabase(database.url, { checkpointInBackground: true });
+    const store = openStore(database.url, { checkpointInBackground: true });
+    const db = store.knex;
     // A checkpoint by the writing connection would run on the event loop, blocking every request.
     const checkpointsOnWriter: string[] = [];
     db.on('query', ({ sql }: { sql: string }) => /checkpoint/i.test(sql) && checkpointsOnWriter.push(sql));
     try {
-      await migrateLatest(db);
-      const ws = await createWorkspace(db, 'steady', true, Date.now());
-      const groupCommit = new GroupCommit(db, systemClock);
+      await store.migrate();
+      const ws = await store.createWorkspace('steady', true, Date.now());
+      const groupCommit = new GroupCommit(store, systemClock);
       const wal = `${database.url.slice('sqlite:'.length)}-wal`;
       // The WAL header's checkpoint sequence number (bytes 12–15) goes up each time the WAL starts
       // over. Restarts are counted, not the file's size: how far the WAL grows between two
@@ -401,7 +410,7 @@ describe('WAL checkpoints in the background', () => {
       assert.ok(restarts() - before >= 3, `the WAL started over ${restarts() - before} times in ${n} transactions (${statSync(wal).size} bytes)`);
       assert.deepEqual(checkpointsOnWriter, []);
     } finally {
-      await db.destroy();
+      await store.close();
       await database.drop();
     }
   });

@@ -11,9 +11,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { publish } from '../src/library.ts';
-import { openDatabase } from '../src/store/db.ts';
 import { createKey } from '../src/auth/api-keys.ts';
-import { createWorkspace } from '../src/store/workspaces.ts';
+import { openStore } from '../src/store/open-store.ts';
 import { largeEvent, sampleEvent } from './support/contract.ts';
 import { databaseKinds, type TestDatabase } from './support/databases.ts';
 import { provision, startProcessServer, type ProcessServer } from './support/process-server.ts';
@@ -41,20 +40,21 @@ for (const { kind, create, skip } of await databaseKinds()) {
       database = await create();
       const { workspaceId, keys } = await provision(database.url, { read: { permissions: ['read'] } });
       attacker = keys.read!;
-      const db = openDatabase(database.url);
+      const store = openStore(database.url);
+      const db = store.knex;
       try {
         // 500 events of ~62 KB (31 MB in all) and 500 ordinary ones, in the attacker's workspace.
         for (let batch = 0; batch < 10; batch++) {
           await db.transaction((trx) => publish(trx, workspaceId, Array.from({ length: 50 }, (_, i) => largeEvent(`mbx_${i % 3}`, batch * 50 + i))));
         }
         await db.transaction((trx) => publish(trx, workspaceId, Array.from({ length: 500 }, (_, i) => sampleEvent('mbx_a', i))));
-        const other = (await createWorkspace(db, 'Victim', true, Date.now())).id;
+        const other = (await store.createWorkspace('Victim', true, Date.now())).id;
         victim = {
-          read: (await createKey(db, { workspaceId: other, permissions: ['read'], mailboxes: null }, Date.now())).key,
-          write: (await createKey(db, { workspaceId: other, permissions: ['write'], mailboxes: null }, Date.now())).key,
+          read: (await createKey(store, { workspaceId: other, permissions: ['read'], mailboxes: null }, Date.now())).key,
+          write: (await createKey(store, { workspaceId: other, permissions: ['write'], mailboxes: null }, Date.now())).key,
         };
       } finally {
-        await db.destroy();
+        await store.close();
       }
       server = await startProcessServer({ databaseUrl: database.url, asShipped: true, env: { PRUNE_INTERVAL_SECONDS: '0', ...(process.env.TENANT_TEST_RATE ? { RATE_LIMIT_PER_SECOND: process.env.TENANT_TEST_RATE } : {}) } });
     });

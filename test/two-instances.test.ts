@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CursorCodec } from '../src/feed/cursor.ts';
-import { migrateLatest, openDatabase } from '../src/library.ts';
-import { migrationSource } from '../src/store/migrate.ts';
+import { migrationSource } from '../src/store/common/migrate.ts';
+import { openStore } from '../src/store/open-store.ts';
 import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase, type TestDatabase } from './support/databases.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
@@ -127,13 +127,13 @@ describe('two instances on one postgres database', { skip: !(await postgresAvail
     });
   });
 
-  it('two instances migrating a fresh database at the same moment both succeed (src/store/migrate.ts)', async () => {
-    // migrateLatest says it is "safe to run from several instances at once"; two instances started
+  it('two instances migrating a fresh database at the same moment both succeed (src/store/postgres/adapter.ts)', async () => {
+    // Store.migrate says it is "safe when several instances start at once"; two instances started
     // together on an empty database is exactly what a rolling deploy or a scaled-out start does.
     const database = await postgresDatabase();
-    const dbs = [openDatabase(database.url), openDatabase(database.url)];
+    const stores = [openStore(database.url), openStore(database.url)];
     try {
-      const outcomes = await Promise.allSettled(dbs.map((db) => migrateLatest(db)));
+      const outcomes = await Promise.allSettled(stores.map((store) => store.migrate()));
       assert.deepEqual(
         outcomes.map((o) => (o.status === 'rejected' ? `rejected: ${String(o.reason).slice(0, 300)}` : 'fulfilled')),
         ['fulfilled', 'fulfilled'],
@@ -141,15 +141,15 @@ describe('two instances on one postgres database', { skip: !(await postgresAvail
       const applied = outcomes.flatMap((o) => (o.status === 'fulfilled' ? o.value : []));
       assert.deepEqual(applied.sort(), (await migrationSource.getMigrations([])).sort(), 'each migration is applied once, by one of them');
     } finally {
-      await Promise.all(dbs.map((db) => db.destroy()));
+      await Promise.all(stores.map((store) => store.close()));
       await database.drop();
     }
   });
 
   it('two instances started at the same moment on a migrated database agree on the secret', async () => {
     const database = await postgresDatabase();
-    const setup = openDatabase(database.url);
-    await migrateLatest(setup).finally(() => setup.destroy());
+    const setup = openStore(database.url);
+    await setup.migrate().finally(() => setup.close());
     const servers: TestServer[] = [];
     try {
       const started = await Promise.allSettled([startTestServer(database), startTestServer(database)]);

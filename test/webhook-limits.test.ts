@@ -9,9 +9,9 @@ import { after, before, describe, it } from 'node:test';
 import { publish } from '../src/library.ts';
 import { MAX_ENDPOINTS_PER_WORKSPACE } from '../src/operations/set-webhook.ts';
 import { pruneExpired } from '../src/retention-schedule.ts';
-import { openDatabase } from '../src/store/db.ts';
-import { migrateLatest, migrationSource } from '../src/store/migrate.ts';
-import { ATTEMPTS_KEPT_PER_ENDPOINT } from '../src/webhooks/pruning.ts';
+import { migrationSource } from '../src/store/common/migrate.ts';
+import { ATTEMPTS_KEPT_PER_ENDPOINT } from '../src/store/common/webhook-pruning.ts';
+import { openStore } from '../src/store/open-store.ts';
 import { sampleEvent } from './support/contract.ts';
 import { databaseKinds } from './support/databases.ts';
 import { FakeClock } from './support/fake-clock.ts';
@@ -132,19 +132,20 @@ for (const { kind, create, skip } of await databaseKinds()) {
   describe(`migration 006 on ${kind}`, { skip: skip && 'Postgres unreachable (see notice above)' }, () => {
     it('removes duplicate pending deliveries, keeping the first, before making them unique', async () => {
       const database = await create();
-      const db = openDatabase(database.url);
+      const store = openStore(database.url);
+      const db = store.knex;
       try {
         for (const name of ['001_initial', '002_retention', '003_webhooks_and_search', '004_list_events_index', '005_key_change_notify']) await db.migrate.up({ migrationSource, name });
         await db('workspaces').insert({ id: 'ws_1', name: 'old', verified: false, created_at: 0 });
         await db('webhook_endpoints').insert({ id: 'whe_1', workspace_id: 'ws_1', url: URL_A, event_types: '[]', enabled: false, secret: 'whsec_AAAA', created_at: 0, updated_at: 0 });
         const row = (seq: number, attempts: number) => ({ endpoint_id: 'whe_1', workspace_id: 'ws_1', event_seq: seq, event_id: `evt_${seq}`, attempts, next_attempt_at: 0, created_at: 0 });
         await db('webhook_deliveries').insert([row(1, 3), row(1, 0), row(2, 0), row(1, 0), row(3, 0), row(2, 0)]);
-        await migrateLatest(db);
+        await store.migrate();
         const left = await db('webhook_deliveries').select('event_seq', 'attempts').orderBy('event_seq');
-        assert.deepEqual(left.map((r) => [Number(r.event_seq), Number(r.attempts)]), [[1, 3], [2, 0], [3, 0]]);
+        assert.deepEqual(left.map((r: { event_seq: number | string; attempts: number | string }) => [Number(r.event_seq), Number(r.attempts)]), [[1, 3], [2, 0], [3, 0]]);
         await assert.rejects(db('webhook_deliveries').insert(row(3, 0)), 'the pair is unique from now on');
       } finally {
-        await db.destroy();
+        await store.close();
         await database.drop();
       }
     });

@@ -16,8 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { newEventId } from '../src/ids.ts';
 import { openDatabase, publish } from '../src/library.ts';
-import type { Db } from '../src/store/db.ts';
-import { readPageRows } from '../src/store/events.ts';
+import type { Store } from '../src/store/port.ts';
 import { contractErrors, sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase, sqliteDatabase } from './support/databases.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
@@ -35,8 +34,8 @@ interface Answer {
 }
 
 const idOf = (envelope: string) => (JSON.parse(envelope) as { id: string }).id;
-const feedIds = async (db: Db, workspaceId: string) =>
-  (await readPageRows(db, { workspaceId, afterSeq: 0, limit: 500, mailboxes: null })).map((row) => idOf(row.envelope));
+const feedIds = async (store: Store, workspaceId: string) =>
+  (await store.readPageRows({ workspaceId, afterSeq: 0, limit: 500, mailboxes: null })).map((row) => idOf(row.envelope));
 
 /** Sends one emit (with a client id or not) and records its answer. */
 async function emit(server: TestServer, key: string, workspace: string, n: number, withId: boolean, held: () => boolean): Promise<Answer> {
@@ -49,9 +48,9 @@ async function emit(server: TestServer, key: string, workspace: string, n: numbe
  * Every answer is true: a 201 is in its feed exactly once, an error is the contract's and its event
  * is nowhere. Failures must say they stored nothing (a known failure), never that the outcome is unknown.
  */
-async function assertAnswersTrue(db: Db, answers: Answer[]): Promise<void> {
+async function assertAnswersTrue(store: Store, answers: Answer[]): Promise<void> {
   for (const workspace of new Set(answers.map((a) => a.workspace))) {
-    const stored = await feedIds(db, workspace);
+    const stored = await feedIds(store, workspace);
     assert.equal(new Set(stored).size, stored.length, 'no event twice');
     for (const answer of answers.filter((a) => a.workspace === workspace)) {
       const where = `${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`;
@@ -119,11 +118,11 @@ describe('writes of one workspace never fail another (postgres)', { skip: !(awai
         [],
         "every B emit stored and answered while A's row was still held",
       );
-      const stored = await feedIds(server.db, b);
+      const stored = await feedIds(server.store, b);
       assert.deepEqual(stored.slice(10), bAnswers.slice(10).map((x) => x.id), "B's successive emits in their order");
       assert.equal(stored.length, 20);
-      await assertAnswersTrue(server.db, [...aDone, ...bAnswers]);
-      const aStored = await feedIds(server.db, a);
+      await assertAnswersTrue(server.store, [...aDone, ...bAnswers]);
+      const aStored = await feedIds(server.store, a);
       assert.equal(aStored.length, 1 + aDone.filter((x) => x.status === 201).length, "A's feed: the application's event and the emits answered 201, nothing else");
     } finally {
       await app.destroy();
@@ -158,7 +157,7 @@ describe('every write answer is true while another process holds the write lock 
         Array.from({ length: 12 }, (_, n) => emit(server, n % 2 ? keyA : keyB, n % 2 ? a : b, n, n % 3 === 0, () => !released)),
       );
       await holder.done;
-      await assertAnswersTrue(server.db, answers);
+      await assertAnswersTrue(server.store, answers);
     } finally {
       await server.stop();
       await server.database.drop();

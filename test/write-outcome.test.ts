@@ -17,8 +17,8 @@ import { systemClock } from '../src/clock.ts';
 import { ApiError } from '../src/errors.ts';
 import { GroupCommit } from '../src/feed/group-commit.ts';
 import { newEventId } from '../src/ids.ts';
-import { openDatabase, QUERY_TIMEOUT_MS } from '../src/store/db.ts';
-import { readPageRows } from '../src/store/events.ts';
+import { QUERY_TIMEOUT_MS } from '../src/store/common/timeouts.ts';
+import { openStore } from '../src/store/open-store.ts';
 import { contractErrors, sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase } from './support/databases.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
@@ -39,7 +39,7 @@ describe('failure answers to emit_event are true (postgres)', { skip: !(await po
   });
 
   const feedIds = async (workspaceId: string) =>
-    (await readPageRows(server.db, { workspaceId, afterSeq: 0, limit: 500, mailboxes: null })).map((row) => (JSON.parse(row.envelope) as { id: string }).id);
+    (await server.store.readPageRows({ workspaceId, afterSeq: 0, limit: 500, mailboxes: null })).map((row) => (JSON.parse(row.envelope) as { id: string }).id);
 
   /**
    * Slows down the transactions that insert events of these workspaces, once each, in the statement
@@ -67,7 +67,7 @@ describe('failure answers to emit_event are true (postgres)', { skip: !(await po
   }
 
   it('a database that cannot be reached: answered "not stored" (no statement was sent)', async () => {
-    const unreachable = openDatabase('postgres://root@127.0.0.1:1/none');
+    const unreachable = openStore('postgres://root@127.0.0.1:1/none');
     try {
       const failure = await new GroupCommit(unreachable, systemClock).append('ws_none', sampleEvent('mbx_a', 1) as EmitEventRequest).then(
         () => assert.fail('stored in a database that cannot be reached'),
@@ -77,7 +77,7 @@ describe('failure answers to emit_event are true (postgres)', { skip: !(await po
       assert.equal(failure.eventId, undefined);
       assert.match(failure.message, /^the event was not stored: the database could not be reached/);
     } finally {
-      await unreachable.destroy();
+      await unreachable.close();
     }
   });
 

@@ -7,9 +7,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import knexFactory, { type Knex } from 'knex';
-import { openDatabase } from '../../src/store/db.ts';
-import { migrateLatest } from '../../src/store/migrate.ts';
-import { createWorkspace } from '../../src/store/workspaces.ts';
+import { openHarnessDb } from './real-store.ts';
+import { openStore } from '../../src/store/open-store.ts';
 import { check } from './check.ts';
 import { between, pick, readerSpecs, sleep, type FeedStore } from './model.ts';
 import { FeedReader } from './reader.ts';
@@ -88,18 +87,20 @@ export async function runPostgres(cfg: PostgresRunConfig): Promise<RunResult> {
   const database = await freshDatabase();
   const dbs: Knex[] = [];
   const open = () => {
-    const db = openDatabase(database.url);
+    const db = openHarnessDb(database.url);
     // Every kill makes knex warn "Connection Error: …" on the next checkout; expected here, so kept quiet.
     (db.client as { logger: { warn: (msg: string) => void } }).logger.warn = () => {};
     dbs.push(db);
     return db;
   };
   try {
-    const setup = open();
-    await migrateLatest(setup);
+    const setupStore = openStore(database.url);
+    dbs.push(setupStore.knex);
+    const setup = setupStore.knex;
+    await setupStore.migrate();
     await cfg.store.setup(setup);
     const workspaces: string[] = [];
-    for (let i = 0; i < cfg.workspaces; i++) workspaces.push((await createWorkspace(setup, `stress ${i}`, false, Date.now())).id);
+    for (let i = 0; i < cfg.workspaces; i++) workspaces.push((await setupStore.createWorkspace(`stress ${i}`, false, Date.now())).id);
     const admin = open(); // the killer's and the settler's connections
 
     // --- the killer ---

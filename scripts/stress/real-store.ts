@@ -4,8 +4,9 @@ import { verifiedKeysOf } from '../../src/auth/verified-keys.ts';
 import { CursorCodec } from '../../src/feed/cursor.ts';
 import { FeedHeads } from '../../src/feed/heads.ts';
 import { createLogger } from '../../src/log.ts';
-import { dbKind } from '../../src/store/db.ts';
-import { listenForHeads, type HeadListener } from '../../src/store/head-listener.ts';
+import { openStore } from '../../src/store/open-store.ts';
+import { changeEventsFor } from '../../src/services.ts';
+import type { ChangeListener as HeadListener, Store } from '../../src/store/port.ts';
 import { publishInTransaction } from '../../src/feed/publish.ts';
 import { pageEnvelopes } from '../../src/feed/page.ts';
 import { eventFeed } from '../../src/operations/event-feed.ts';
@@ -13,16 +14,33 @@ import { seenFromEnvelope, type FeedStore } from './model.ts';
 
 const codec = new CursorCodec('stress-harness-secret-0123456789abcdef');
 
-// Each reader's database gets the heads a server has: on Postgres, told of every commit by their
-// own channel, so polls at the head are answered without a query, as in the service.
+/** The harness passes knex handles around; each is a Store's (openHarnessDb), found again here. */
+const storesOf = new WeakMap<Knex, Store>();
+
+/** A handle on the database as the service opens it: its knex, whose Store the real store reads through. */
+export function openHarnessDb(url: string): Knex {
+  const store = openStore(url);
+  storesOf.set(store.knex, store);
+  return store.knex;
+}
+
+const storeOf = (db: Knex): Store => {
+  const store = storesOf.get(db);
+  if (!store) throw new Error('open the database with openHarnessDb');
+  return store;
+};
+
+// Each reader's database gets the heads a server has: where the store has a change channel
+// (Postgres), told of every commit by their own, so polls at the head are answered without a
+// query; on SQLite, checking the file for other processes' writes, as in the service.
 const headsOf = new WeakMap<Knex, FeedHeads>();
 const listeners: HeadListener[] = [];
 function headsFor(db: Knex): FeedHeads {
   let heads = headsOf.get(db);
   if (!heads) {
-    headsOf.set(db, (heads = new FeedHeads()));
-    const url = (db.client.config.connection as { connectionString?: string } | undefined)?.connectionString;
-    if (dbKind(db) === 'postgres' && url) listeners.push(listenForHeads(url, heads, verifiedKeysOf(db), createLogger('silent')));
+    const store = storeOf(db);
+    headsOf.set(db, (heads = new FeedHeads(store.othersWritesVersion ? { othersWrites: store.othersWritesVersion } : {})));
+    if (store.listenForChanges) listeners.push(store.listenForChanges(changeEventsFor(heads, verifiedKeysOf(store)), createLogger('silent')));
   }
   return heads;
 }
@@ -36,7 +54,7 @@ export const realStore: FeedStore = {
   },
   async read(db, principal, after, limit) {
     const page = await eventFeed(
-      { db, cursors: codec, principal, heads: headsFor(db) },
+      { store: storeOf(db), cursors: codec, principal, heads: headsFor(db) },
       after === undefined ? { limit } : { after, limit },
     );
     return { events: pageEnvelopes(page.events).map(seenFromEnvelope), nextCursor: page.next_cursor };

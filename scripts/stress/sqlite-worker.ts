@@ -7,8 +7,8 @@
  * a begin line without an end line is the UNKNOWN in-flight transaction, resolved by the parent.
  */
 import { closeSync, openSync, writeFileSync, writeSync } from 'node:fs';
-import { openDatabase } from '../../src/store/db.ts';
-import { writeTransaction } from '../../src/store/write-transaction.ts';
+import { openHarnessDb } from './real-store.ts';
+import { retryingTransient } from '../../src/store/port.ts';
 import { between, sleep, type ReaderSpec } from './model.ts';
 import { FeedReader } from './reader.ts';
 import { realStore } from './real-store.ts';
@@ -53,7 +53,7 @@ function nextMessage<T extends ParentMessage>(key: keyof T): Promise<T> {
 
 if (role === 'writer') {
   const cfg = JSON.parse(json!) as WriterChildConfig;
-  const db = openDatabase(cfg.url);
+  const db = openHarnessDb(cfg.url);
   const fd = openSync(cfg.journal, 'a');
   const journal = (line: JournalLine) => writeSync(fd, `${JSON.stringify(line)}\n`);
   await db.raw('select 1');
@@ -69,7 +69,14 @@ if (role === 'writer') {
     workspaces: cfg.workspaces,
     deadline,
     stopped: () => stopped,
-    transaction: (d, work) => writeTransaction(d, work),
+    // As the service writes on SQLite: the write lock taken first (a write that changes nothing), run again when busy.
+    transaction: (d, work) =>
+      retryingTransient(() =>
+        d.transaction(async (trx) => {
+          await trx.raw("UPDATE settings SET value = value WHERE key = ''");
+          return work(trx);
+        }),
+      ),
     commitErrorIsUnknown: false,
     // Post-commit work before the outcome is journaled: a SIGKILL landing here leaves a committed
     // transaction UNKNOWN to the writer (it must resolve present).
@@ -83,7 +90,7 @@ if (role === 'writer') {
   process.exit(0);
 } else if (role === 'reader') {
   const cfg = JSON.parse(json!) as ReaderChildConfig;
-  const db = openDatabase(cfg.url);
+  const db = openHarnessDb(cfg.url);
   await db.raw('select 1');
   let draining = false;
   void nextMessage<{ drain: true }>('drain').then(() => (draining = true));

@@ -11,9 +11,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openDatabase } from '../../src/store/db.ts';
-import { migrateLatest } from '../../src/store/migrate.ts';
-import { createWorkspace } from '../../src/store/workspaces.ts';
+import { openHarnessDb } from './real-store.ts';
+import { openStore } from '../../src/store/open-store.ts';
 import { check } from './check.ts';
 import { between, pick, readerSpecs, sleep, type ReaderResult, type TxRecord } from './model.ts';
 import { realStore } from './real-store.ts';
@@ -95,10 +94,11 @@ export async function runSqlite(cfg: SqliteRunConfig): Promise<RunResult> {
   const url = `sqlite:${join(dir, 'feed.sqlite')}`;
   const children: Child[] = [];
   try {
-    const setup = openDatabase(url);
-    await migrateLatest(setup);
+    const setupStore = openStore(url);
+    const setup = setupStore.knex;
+    await setupStore.migrate();
     const workspaces: string[] = [];
-    for (let i = 0; i < cfg.workspaces; i++) workspaces.push((await createWorkspace(setup, `stress ${i}`, false, Date.now())).id);
+    for (let i = 0; i < cfg.workspaces; i++) workspaces.push((await setupStore.createWorkspace(`stress ${i}`, false, Date.now())).id);
     await setup.destroy();
 
     const writers: Array<{ name: string; journal: string; child: Child }> = [];
@@ -158,7 +158,7 @@ export async function runSqlite(cfg: SqliteRunConfig): Promise<RunResult> {
     if (readerCodes.some((code) => code !== 0)) throw new Error(`reader process exited with ${readerCodes.join(',')}`);
     const readerResults = readers.flatMap((r) => JSON.parse(readFileSync(r.result, 'utf8')) as ReaderResult[]);
 
-    const db = openDatabase(url);
+    const db = openHarnessDb(url);
     try {
       const truth = await realStore.truth(db);
       const counters = await realStore.counters!(db);

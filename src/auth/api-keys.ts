@@ -1,8 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ApiKey } from '../../generated/types.ts';
 import { newKeyId } from '../ids.ts';
-import { dbKind, othersWritesVersion, type Db } from '../store/db.ts';
-import { readRows } from '../store/sql.ts';
+import type { KeyListRow, NewKeyRow, Store } from '../store/port.ts';
 import { PERMISSIONS, type Permission, type Principal } from './principal.ts';
 import { verifiedKeysOf, type VerifiedKeys } from './verified-keys.ts';
 
@@ -30,12 +29,12 @@ export function isPermission(value: string): value is Permission {
 
 /**
  * The most mailboxes one key may be restricted to. A restricted key's page merges one index scan
- * per mailbox (store/feed-page.ts): its cost grows with their number, so it is bounded here.
+ * per mailbox (each adapter's page.ts): its cost grows with their number, so it is bounded here.
  */
 export const MAX_KEY_MAILBOXES = 100;
 
-/** Creates a key and returns it in full: the only time it is ever visible. */
-export async function createKey(db: Db, spec: NewKey, now: number): Promise<{ id: string; key: string }> {
+/** A new key: the row to store, and the key in full, the only time it is ever visible. */
+export function newKey(spec: NewKey, now: number): { row: NewKeyRow; id: string; key: string } {
   if (spec.mailboxes && new Set(spec.mailboxes).size > MAX_KEY_MAILBOXES) {
     throw new RangeError(`a key may be restricted to at most ${MAX_KEY_MAILBOXES} mailboxes (got ${new Set(spec.mailboxes).size})`);
   }
@@ -43,7 +42,7 @@ export async function createKey(db: Db, spec: NewKey, now: number): Promise<{ id
   const id = newKeyId();
   const idPart = id.slice('key_'.length);
   const secret = randomBytes(32).toString('base64url');
-  await db('api_keys').insert({
+  const row: NewKeyRow = {
     id,
     workspace_id: spec.workspaceId,
     secret_sha256: sha256(secret).toString('hex'),
@@ -51,31 +50,29 @@ export async function createKey(db: Db, spec: NewKey, now: number): Promise<{ id
     mailboxes: spec.mailboxes ? JSON.stringify(spec.mailboxes) : null,
     label: spec.label ?? null,
     created_at: now,
-  });
-  return { id, key: `efk_${idPart}_${secret}` };
+  };
+  return { row, id, key: `efk_${idPart}_${secret}` };
 }
 
-interface KeyRow {
-  id: string;
-  workspace_id: string;
-  secret_sha256: string;
-  permissions: string;
-  mailboxes: string | null;
-  revoked_at: number | null;
+/** Creates and stores a key; returns it in full: the only time it is ever visible. */
+export async function createKey(store: Store, spec: NewKey, now: number): Promise<{ id: string; key: string }> {
+  const { row, id, key } = newKey(spec, now);
+  await store.keys.insert(row);
+  return { id, key };
 }
-const SELECT_KEY = 'SELECT id, workspace_id, secret_sha256, permissions, mailboxes, revoked_at FROM api_keys WHERE id = ?';
+
 
 /** The principal behind a bearer token, or undefined for a malformed, unknown or revoked key. */
-export async function authenticate(db: Db, token: string): Promise<Principal | undefined> {
+export async function authenticate(store: Store, token: string): Promise<Principal | undefined> {
   const match = KEY_PATTERN.exec(token);
   if (!match) return undefined;
   const id = `key_${match[1]}`;
   const secretSha256 = sha256(match[2]!);
-  const keys = keptKeysOf(db);
+  const keys = keptKeysOf(store);
   const kept = keys?.lookup(id);
   if (kept) return timingSafeEqual(secretSha256, kept.secretSha256) ? kept.principal : undefined;
   const mark = keys?.mark();
-  const [row] = await readRows<KeyRow>(db, SELECT_KEY, [id]);
+  const row = await store.keys.byId(id);
   if (!row || row.revoked_at !== null) return undefined;
   const stored = Buffer.from(row.secret_sha256, 'hex');
   // Hashes have a fixed length, so the comparison time says nothing about the secret.
@@ -100,49 +97,29 @@ export async function authenticate(db: Db, token: string): Promise<Principal | u
  * cannot be told (a transaction of this process is open on the writing connection), the key is
  * looked up.
  */
-function keptKeysOf(db: Db): VerifiedKeys | undefined {
-  const keys = verifiedKeysOf(db);
-  if (dbKind(db) === 'postgres') return keys;
-  const version = othersWritesVersion(db);
+function keptKeysOf(store: Store): VerifiedKeys | undefined {
+  const keys = verifiedKeysOf(store);
+  // With a change channel (Postgres) the keys' trust follows it (server.ts).
+  if (!store.othersWritesVersion) return keys;
+  const version = store.othersWritesVersion();
   if (version === undefined) return undefined;
   if (!keys.live) keys.open();
   keys.othersWrote(version);
   return keys;
 }
 
-const KEY_COLUMNS = ['id', 'workspace_id', 'permissions', 'mailboxes', 'label', 'created_at', 'revoked_at'] as const;
-
 /** Every key of a workspace, oldest first (the CLI's list: an operator's workspace, read whole). */
-export async function listKeys(db: Db, workspaceId: string): Promise<ApiKey[]> {
-  const rows = await db('api_keys').select(...KEY_COLUMNS).where({ workspace_id: workspaceId }).orderBy('id');
-  return rows.map(keyView);
+export async function listKeys(store: Store, workspaceId: string): Promise<ApiKey[]> {
+  return (await store.keys.list(workspaceId)).map(keyView);
 }
 
-/** Up to `limit` keys of a workspace after the key id `afterId`, in id (creation) order. */
-export async function keysAfter(db: Db, workspaceId: string, options: { afterId?: string; includeRevoked: boolean; limit: number }): Promise<ApiKey[]> {
-  const query = db('api_keys').select(...KEY_COLUMNS).where({ workspace_id: workspaceId });
-  if (options.afterId !== undefined) query.where('id', '>', options.afterId);
-  if (!options.includeRevoked) query.whereNull('revoked_at');
-  return (await query.orderBy('id').limit(options.limit)).map(keyView);
-}
-
-/** One key of a workspace, revoked or not. */
-export async function findKey(db: Db, workspaceId: string, keyId: string): Promise<ApiKey | undefined> {
-  const row = await db('api_keys').select(...KEY_COLUMNS).where({ workspace_id: workspaceId, id: keyId }).first();
-  return row ? keyView(row) : undefined;
-}
-
-export async function countActiveKeys(db: Db, workspaceId: string): Promise<number> {
-  const row = await db('api_keys').count({ n: '*' }).where({ workspace_id: workspaceId }).whereNull('revoked_at').first();
-  return Number(row?.n ?? 0);
-}
-
-function keyView(row: Record<string, any>): ApiKey {
+/** A stored key as the contract shows it (never its secret's hash). */
+export function keyView(row: KeyListRow): ApiKey {
   return {
     id: row.id,
     workspace_id: row.workspace_id,
     permissions: parsePermissions(row.permissions),
-    mailboxes: row.mailboxes ? JSON.parse(row.mailboxes) : null,
+    mailboxes: row.mailboxes ? (JSON.parse(row.mailboxes) as string[]) : null,
     label: row.label,
     created_at: new Date(Number(row.created_at)).toISOString(),
     revoked_at: row.revoked_at === null ? null : new Date(Number(row.revoked_at)).toISOString(),
@@ -150,12 +127,12 @@ function keyView(row: Record<string, any>): ApiKey {
 }
 
 /** Revokes a key; false when no active key has this id. */
-export async function revokeKey(db: Db, keyId: string, now: number): Promise<boolean> {
+export async function revokeKey(store: Store, keyId: string, now: number): Promise<boolean> {
   // Forgotten before and after: a lookup overlapping the update is not kept either.
-  verifiedKeysOf(db).forget(keyId);
-  const count = await db('api_keys').where({ id: keyId }).whereNull('revoked_at').update({ revoked_at: now });
-  verifiedKeysOf(db).forget(keyId);
-  return count > 0;
+  verifiedKeysOf(store).forget(keyId);
+  const revoked = await store.keys.revoke(keyId, now);
+  verifiedKeysOf(store).forget(keyId);
+  return revoked;
 }
 
 function parsePermissions(text: string): Permission[] {

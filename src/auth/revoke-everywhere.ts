@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { dbKind, type Db } from '../store/db.ts';
+import type { Store } from '../store/port.ts';
 import { revokeKey } from './api-keys.ts';
 import { VERIFIED_KEY_TTL_MS, verifiedKeysOf } from './verified-keys.ts';
 
@@ -10,20 +10,20 @@ const ANNOUNCEMENT_TIMEOUT_MS = 5000;
  * Revokes a key and returns once every instance of the service refuses it; false when no active
  * key has this id.
  *
- * SQLite: every process checks on each request whether another one wrote to the file since it
+ * Without one (SQLite): every process checks on each request whether another one wrote to the file since it
  * verified a key (auth/api-keys.ts), so a revocation is refused everywhere as soon as it commits.
- * Postgres: instances keep verified keys, and forget one when its change is announced on the
+ * With a change channel (Postgres): instances keep verified keys, and forget one when its change is announced on the
  * key channel (migration 005). The announcement reaches every listening instance at the same
  * commit, so once this instance hears its own, the others have theirs too. An instance whose
  * channel is down keeps a key at most VERIFIED_KEY_TTL_MS: waiting that long as well covers it.
  * A revocation is rare and an admin's act: a second of latency buys "refused everywhere when
  * the call answers".
  */
-export async function revokeKeyEverywhere(db: Db, keyId: string, now: number): Promise<boolean> {
-  if (dbKind(db) !== 'postgres') return revokeKey(db, keyId, now);
-  const keys = verifiedKeysOf(db);
+export async function revokeKeyEverywhere(store: Store, keyId: string, now: number): Promise<boolean> {
+  if (!store.listenForChanges) return revokeKey(store, keyId, now);
+  const keys = verifiedKeysOf(store);
   const heard = keys.live ? keys.untilHeard(keyId, ANNOUNCEMENT_TIMEOUT_MS) : Promise.resolve(false);
-  const revoked = await revokeKey(db, keyId, now);
+  const revoked = await revokeKey(store, keyId, now);
   if (!revoked) return false;
   await Promise.all([heard, sleep(VERIFIED_KEY_TTL_MS)]);
   return true;

@@ -1,13 +1,11 @@
 import { existsSync } from 'node:fs';
 import { DEFAULT_DATABASE_URL } from '../config.ts';
-import { databaseKind, sqliteFilePath } from '../store/db.ts';
+import { sqliteFileOf } from '../store/open-store.ts';
 
 /** A database URL fit to print: no password, no query string (which may carry one). */
 export function displayedDatabaseUrl(url: string): string {
-  if (databaseKind(url) === 'sqlite') {
-    const file = sqliteFilePath(url);
-    return file === ':memory:' ? url : `sqlite:${file}`;
-  }
+  const file = sqliteFileOf(url);
+  if (file !== undefined) return file === ':memory:' ? url : `sqlite:${file}`;
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = '***';
@@ -25,9 +23,8 @@ export function displayedDatabaseUrl(url: string): string {
  * empty one there and work on it, as if the real one were empty.
  */
 export function missingDatabaseProblem(url: string, fromEnvironment: boolean): string | undefined {
-  if (databaseKind(url) !== 'sqlite') return undefined;
-  const file = sqliteFilePath(url);
-  if (file === ':memory:' || existsSync(file)) return undefined;
+  const file = sqliteFileOf(url);
+  if (file === undefined || file === ':memory:' || existsSync(file)) return undefined;
   const source = fromEnvironment ? 'DATABASE_URL points there' : `DATABASE_URL is not set: the default is ${DEFAULT_DATABASE_URL}, relative to the current folder`;
   return (
     `no database at ${file} (${source}). ` +

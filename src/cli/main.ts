@@ -11,9 +11,8 @@ import { pruneExpired } from '../retention-schedule.ts';
 import { startServer } from '../server.ts';
 import { createServices } from '../services.ts';
 import { systemClock } from '../clock.ts';
-import { openDatabase, type Db } from '../store/db.ts';
-import { migrateLatest } from '../store/migrate.ts';
-import { createWorkspace, findWorkspace, listWorkspaces } from '../store/workspaces.ts';
+import { openStore } from '../store/open-store.ts';
+import type { Store } from '../store/port.ts';
 import { packageFile } from '../paths.ts';
 import { displayedDatabaseUrl, missingDatabaseProblem } from './database-choice.ts';
 
@@ -32,19 +31,19 @@ function announceDatabase(url: string): void {
  * closes it. Only a command told it may create the database runs on a SQLite file that does not
  * exist yet (database-choice.ts).
  */
-async function withDatabase<T>(work: (db: Db) => Promise<T>, options: { migrate?: boolean; mayCreate?: boolean } = {}): Promise<T> {
+async function withDatabase<T>(work: (store: Store) => Promise<T>, options: { migrate?: boolean; mayCreate?: boolean } = {}): Promise<T> {
   const { databaseUrl } = loadConfig();
   announceDatabase(databaseUrl);
   if (!options.mayCreate) {
     const problem = missingDatabaseProblem(databaseUrl, Boolean(process.env.DATABASE_URL));
     if (problem) throw new CliError(problem);
   }
-  const db = openDatabase(databaseUrl, { queryTimeoutMs: 0 });
+  const store = openStore(databaseUrl, { queryTimeoutMs: 0 });
   try {
-    if (options.migrate ?? true) await migrateLatest(db);
-    return await work(db);
+    if (options.migrate ?? true) await store.migrate();
+    return await work(store);
   } finally {
-    await db.destroy();
+    await store.close();
   }
 }
 
@@ -104,8 +103,8 @@ program
   .command('migrate')
   .description('apply pending database migrations')
   .action(() =>
-    withDatabase(async (db) => {
-      const applied = await migrateLatest(db);
+    withDatabase(async (store) => {
+      const applied = await store.migrate();
       console.error(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
     }, { migrate: false, mayCreate: true }),
   );
@@ -114,9 +113,9 @@ program
   .command('prune')
   .description('delete events older than RETENTION_DAYS now, in bounded batches (the server also does it on a schedule)')
   .action(() =>
-    withDatabase(async (db) => {
+    withDatabase(async (store) => {
       const config = loadConfig();
-      const services = await createServices(db, config);
+      const services = await createServices(store, config);
       const results = await pruneExpired(services, config);
       const deleted = results.reduce((n, r) => n + r.deleted, 0);
       console.log(JSON.stringify({ retention_days: config.retentionDays, deleted, workspaces: results.filter((r) => r.deleted > 0) }, null, 2));
@@ -127,8 +126,8 @@ program
   .command('demo')
   .description('seed a demo workspace with realistic mail events; prints its id and keys')
   .action(() =>
-    withDatabase(async (db) => {
-      const demo = await seedDemoWorkspace(db, systemClock);
+    withDatabase(async (store) => {
+      const demo = await seedDemoWorkspace(store, systemClock);
       console.log(
         JSON.stringify({ workspace_id: demo.workspaceId, read_key: demo.readKey, write_key: demo.writeKey, admin_key: demo.adminKey, events: demo.eventCount }, null, 2),
       );
@@ -142,9 +141,9 @@ workspace
   .requiredOption('--name <name>', 'display name')
   .option('--verified', 'mark the workspace as verified', false)
   .action((options: { name: string; verified: boolean }) =>
-    withDatabase(async (db) => {
+    withDatabase(async (store) => {
       if (!options.name.trim()) throw new CliError('--name must not be empty');
-      const created = await createWorkspace(db, options.name.trim(), options.verified, Date.now());
+      const created = await store.createWorkspace(options.name.trim(), options.verified, Date.now());
       console.log(created.id);
     }),
   );
@@ -153,8 +152,8 @@ workspace
   .command('list')
   .description('list the workspaces as JSON: id, name, verified, created_at')
   .action(() =>
-    withDatabase(async (db) => {
-      console.log(JSON.stringify(await listWorkspaces(db), null, 2));
+    withDatabase(async (store) => {
+      console.log(JSON.stringify(await store.listWorkspaces(), null, 2));
     }),
   );
 
@@ -167,10 +166,10 @@ key
   .option('--mailboxes <list>', 'restrict the key to these mailboxes (comma-separated mbx_… ids)', parseMailboxes)
   .option('--label <text>', `a note to recognise the key by (at most ${MAX_LABEL_LENGTH} characters)`, parseLabel)
   .action((options: { workspace: string; permissions: Permission[]; mailboxes?: string[]; label?: string }) =>
-    withDatabase(async (db) => {
-      if (!(await findWorkspace(db, options.workspace))) throw new CliError(`no workspace ${options.workspace}`);
+    withDatabase(async (store) => {
+      if (!(await store.findWorkspace(options.workspace))) throw new CliError(`no workspace ${options.workspace}`);
       const created = await createKey(
-        db,
+        store,
         { workspaceId: options.workspace, permissions: options.permissions, mailboxes: options.mailboxes ?? null, label: options.label },
         Date.now(),
       );
@@ -183,9 +182,9 @@ key
   .description("list a workspace's keys (never their secrets)")
   .requiredOption('--workspace <id>', 'workspace id (ws_…)')
   .action((options: { workspace: string }) =>
-    withDatabase(async (db) => {
-      if (!(await findWorkspace(db, options.workspace))) throw new CliError(`no workspace ${options.workspace}`);
-      console.log(JSON.stringify(await listKeys(db, options.workspace), null, 2));
+    withDatabase(async (store) => {
+      if (!(await store.findWorkspace(options.workspace))) throw new CliError(`no workspace ${options.workspace}`);
+      console.log(JSON.stringify(await listKeys(store, options.workspace), null, 2));
     }),
   );
 key
@@ -193,11 +192,11 @@ key
   .description('revoke a key, named by its id (key_…) or by the key itself (efk_…); takes effect at once')
   .argument('<key>', 'the key id shown by "key create" or "key list", or the key')
   .action((given: string) =>
-    withDatabase(async (db) => {
+    withDatabase(async (store) => {
       // Named by the key itself: only its id is used, and printed; the secret never is.
       const keyId = given.startsWith('efk_') ? keyIdOf(given) : given;
       if (!keyId) throw new CliError('that is not a well-formed key (efk_…) or key id (key_…)');
-      if (!(await revokeKeyEverywhere(db, keyId, Date.now()))) throw new CliError(`no active key ${keyId}`);
+      if (!(await revokeKeyEverywhere(store, keyId, Date.now()))) throw new CliError(`no active key ${keyId}`);
       console.error(`revoked ${keyId}`);
     }),
   );

@@ -1,5 +1,5 @@
 import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
-import { databaseKind, sqliteFilePath } from '../store/db.ts';
+import { sqliteFileOf } from '../store/open-store.ts';
 
 /** The demo workspace's keys in full: kept only for the demo database that `serve --seed-demo` created. */
 export interface DemoKeys {
@@ -16,9 +16,8 @@ export interface DemoKeys {
  * demo keys are printed at the first start only (undefined here).
  */
 export function demoKeysPath(databaseUrl: string): string | undefined {
-  if (databaseKind(databaseUrl) !== 'sqlite') return undefined;
-  const file = sqliteFilePath(databaseUrl);
-  return file === ':memory:' ? undefined : `${file}.demo-keys.json`;
+  const file = sqliteFileOf(databaseUrl);
+  return file === undefined || file === ':memory:' ? undefined : `${file}.demo-keys.json`;
 }
 
 export function saveDemoKeys(path: string, keys: DemoKeys): void {

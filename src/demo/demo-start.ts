@@ -1,7 +1,6 @@
 import { authenticate } from '../auth/api-keys.ts';
 import type { Clock } from '../clock.ts';
-import type { Db } from '../store/db.ts';
-import { countWorkspaces } from '../store/workspaces.ts';
+import type { Store } from '../store/port.ts';
 import { demoKeysPath, loadDemoKeys, saveDemoKeys, type DemoKeys } from './demo-keys-file.ts';
 import { seedDemoWorkspace } from './seed.ts';
 
@@ -19,10 +18,10 @@ export interface DemoAtStart {
  * start of that database, finds them again and checks each still works (one revoked since is not
  * printed, and said so).
  */
-export async function demoAtStart(db: Db, clock: Clock, databaseUrl: string): Promise<DemoAtStart> {
+export async function demoAtStart(store: Store, clock: Clock, databaseUrl: string): Promise<DemoAtStart> {
   const path = demoKeysPath(databaseUrl);
-  if ((await countWorkspaces(db)) === 0) {
-    const demo = await seedDemoWorkspace(db, clock);
+  if ((await store.countWorkspaces()) === 0) {
+    const demo = await seedDemoWorkspace(store, clock);
     const notes = [`Demo workspace ${demo.workspaceId} seeded with ${demo.eventCount} mail events.`];
     if (path) {
       saveDemoKeys(path, demo);
@@ -39,7 +38,7 @@ export async function demoAtStart(db: Db, clock: Clock, databaseUrl: string): Pr
   const exports = [];
   const notes = [`Demo workspace ${kept.workspaceId}, keys from ${path}:`];
   for (const { name, key } of exportsOf(kept)) {
-    const principal = await authenticate(db, key);
+    const principal = await authenticate(store, key);
     if (principal?.workspaceId === kept.workspaceId) exports.push({ name, key });
     else notes.push(`${name} no longer works (revoked): not printed.`);
   }

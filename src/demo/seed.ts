@@ -2,8 +2,7 @@ import type { EmitEventRequest } from '../../generated/types.ts';
 import { createKey } from '../auth/api-keys.ts';
 import type { Clock } from '../clock.ts';
 import { publish } from '../library.ts';
-import type { Db } from '../store/db.ts';
-import { createWorkspace } from '../store/workspaces.ts';
+import type { Store } from '../store/port.ts';
 import type { DemoKeys } from './demo-keys-file.ts';
 import { demoTraffic } from './traffic.ts';
 
@@ -16,13 +15,14 @@ export interface DemoWorkspace extends DemoKeys {
  * a key per use: read, write (read too, to see what it wrote) and admin (every permission, so it
  * can create keys of each kind and manage webhooks).
  */
-export async function seedDemoWorkspace(db: Db, clock: Clock, eventCount = 300): Promise<DemoWorkspace> {
+export async function seedDemoWorkspace(store: Store, clock: Clock, eventCount = 300): Promise<DemoWorkspace> {
   const now = clock.now();
-  const workspace = await createWorkspace(db, 'Démo — Atelier Lumière', false, now.getTime());
+  const workspace = await store.createWorkspace('Démo — Atelier Lumière', false, now.getTime());
   const events: EmitEventRequest[] = demoTraffic(eventCount, now);
-  await db.transaction((trx) => publish(trx, workspace.id, events, clock));
+  // Through the library, as the mail service's own code would publish.
+  await store.knex.transaction((trx) => publish(trx, workspace.id, events, clock));
   const key = async (permissions: Array<'read' | 'write' | 'admin'>, label: string) =>
-    (await createKey(db, { workspaceId: workspace.id, permissions, mailboxes: null, label }, now.getTime())).key;
+    (await createKey(store, { workspaceId: workspace.id, permissions, mailboxes: null, label }, now.getTime())).key;
   return {
     workspaceId: workspace.id,
     readKey: await key(['read'], 'demo read'),

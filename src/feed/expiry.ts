@@ -1,14 +1,12 @@
 import { MIN_RETENTION_DAYS } from '../config.ts';
 import { invalidArgument } from '../errors.ts';
-import type { Db } from '../store/db.ts';
-import type { StoredPage } from '../store/feed-page.ts';
-import { prunedThrough, prunedThroughMailboxes } from '../store/retention.ts';
+import type { Store, StoredPage } from '../store/port.ts';
 
 /**
  * Refuses a cursor some of whose following events (those visible with `mailboxes`) were pruned:
  * never serve a page with a silent hole. Call it after reading: watermarks only rise, so if none
  * passes the cursor now, none had when the page was read. (Or with the watermark the page itself
- * brought, read in its own snapshot: restricted pages on Postgres, store/events.ts.)
+ * brought, read in its own snapshot: restricted pages on Postgres, postgres/page.ts.)
  *
  * An unrestricted page that holds the event right after the cursor proves it whole without a
  * query: pruning deletes a prefix of the feed and raises the watermark in the same transaction,
@@ -17,13 +15,13 @@ import { prunedThrough, prunedThroughMailboxes } from '../store/retention.ts';
  * means they are exactly afterSeq + 1 … afterSeq + count. (A restricted key's seqs are not
  * consecutive, and an empty page proves nothing: those ask the watermark.)
  *
- * A page read ahead of its request (store/read-ahead.ts, up to 2 s before) proves only what was
+ * A page read ahead of its request (store/common/read-ahead.ts, up to 2 s before) proves only what was
  * there then, unless its events are too young for any prune: no process prunes an event younger
  * than MIN_RETENTION_DAYS (config.ts refuses less), so one stored after `nowMs` minus that, less a
  * day for clocks that disagree, is still there. An older page read ahead asks the watermark.
  */
 export async function assertCursorNotExpired(
-  db: Db,
+  store: Pick<Store, 'prunedThrough' | 'prunedThroughMailboxes'>,
   workspaceId: string,
   mailboxes: readonly string[] | null,
   afterSeq: number,
@@ -34,7 +32,7 @@ export async function assertCursorNotExpired(
   if (mailboxes === null && current && page.count > 0 && page.lastSeq === afterSeq + page.count) return;
   // A restricted page read on Postgres brought its mailboxes' watermark, from its own snapshot.
   const pruned =
-    (current ? page.prunedThrough : undefined) ?? (mailboxes === null ? await prunedThrough(db, workspaceId) : await prunedThroughMailboxes(db, workspaceId, mailboxes));
+    (current ? page.prunedThrough : undefined) ?? (mailboxes === null ? await store.prunedThrough(workspaceId) : await store.prunedThroughMailboxes(workspaceId, mailboxes));
   if (pruned > afterSeq) {
     throw invalidArgument('after has expired: events after this cursor are past the retention period and were deleted; restart without "after" to read from the oldest retained event');
   }

@@ -1,23 +1,18 @@
 import type { EmitEventRequest } from '../../generated/types.ts';
 import type { Clock } from '../clock.ts';
 import { ApiError } from '../errors.ts';
-import { dbKind, type Db } from '../store/db.ts';
-import type { NewEvent } from '../store/events.ts';
-import { inSqliteWriteTransaction } from '../store/sqlite-append.ts';
-import { retryingTransient } from '../store/write-transaction.ts';
+import { retryingTransient, type NewEvent, type Store } from '../store/port.ts';
 import { appendFailure } from './append-failure.ts';
 import type { FeedHeads } from './heads.ts';
 import type { RecentEvents } from './recent-events.ts';
-import { appendPrepared, appendPreparedOn, prepareEvent, type Appended } from './publish.ts';
+import { appendPrepared, prepareEvent, type Appended } from './publish.ts';
 import type { PublishedEvent } from './published-event.ts';
 
 /** The most events one shared transaction takes; the rest wait for the next one. */
 export const GROUP_COMMIT_MAX_EVENTS = 256;
-/** On Postgres a second transaction (over other workspaces) may run while one commits: its statements overlap the first one's WAL flush. */
-export const POSTGRES_TRANSACTIONS_IN_FLIGHT = 2;
 /**
- * On Postgres, how many workspaces found locked by another transaction may each have a statement
- * waiting for its counter row at once (each holds a pooled connection while it waits), besides
+ * Where appends may skip a locked workspace (Postgres), how many workspaces found locked by
+ * another transaction may each have a statement waiting for its counter row at once (each holds a pooled connection while it waits), besides
  * the shared transactions.
  */
 export const POSTGRES_LOCKED_WORKSPACES_WAITING = 2;
@@ -50,23 +45,23 @@ interface Pending {
  * so one client's successive emits keep their order (concurrent emits have none to keep).
  *
  * Transactions take events of every workspace, not one lane per workspace: a batch over many
- * workspaces is still a handful of statements (appendPrepared), so this beat a lane per workspace
- * committing in parallel on Postgres (about 1,200 against 650 events/s from 16 clients into 100
- * workspaces: bench/README.md). SQLite has a single writer: one transaction at a time. On Postgres
- * two may be in flight, over different workspaces: a workspace's events wait while a statement of
+ * workspaces is still a handful of statements (appendPrepared), which does more per round trip than
+ * a lane per workspace committing in parallel. A single writer (SQLite) takes one transaction at
+ * a time; where the store allows more (Store.appends.concurrent: Postgres) they run over
+ * different workspaces: a workspace's events wait while a statement of
  * this process carries some of its own (for SAME_WORKSPACE_PATIENCE_MS at most), so the process
  * does not contend with itself for a counter row.
  *
  * One workspace never holds back another (Postgres). Another transaction may hold a workspace's
  * counter row: an application's transaction that published with the library and has not committed
  * yet, or another instance's statement. The shared statement skips such a row instead of waiting
- * for it (FOR UPDATE SKIP LOCKED, store/pg-append.ts) and appends everything else; the skipped
+ * for it (FOR UPDATE SKIP LOCKED, store/postgres/append.ts) and appends everything else; the skipped
  * workspace's events, and those that arrive for it afterwards, then go to a lane of their own that
- * waits for its row (up to lock_timeout, store/db.ts) on a connection of its own, outside the two
+ * waits for its row (up to lock_timeout) on a connection of its own, outside the two
  * shared slots, a statement at a time and in arrival order, until the lane is empty and the
  * workspace is back in the shared transactions. Skipping takes and waits for nothing, and a lane
  * waits for one row and holds no other, so counter rows are still taken in workspace order
- * (appendEvents), here and across instances, and never deadlock.
+ * (store/common/events.ts), here and across instances, and never deadlock.
  */
 export class GroupCommit {
   #waiting: Pending[] = [];
@@ -80,16 +75,17 @@ export class GroupCommit {
   /** Lanes with a statement in flight (one at a time per lane). */
   readonly #lanesRunning = new Set<string>();
   readonly #maxInFlight: number;
-  readonly #postgres: boolean;
+  /** Several statements in flight (Store.appends.concurrent > 1): a workspace waits for its own. */
+  readonly #overlapping: boolean;
 
   constructor(
-    private readonly db: Db,
+    private readonly store: Store,
     private readonly clock: Clock,
     private readonly heads?: FeedHeads,
     private readonly recent?: RecentEvents,
   ) {
-    this.#postgres = dbKind(db) === 'postgres';
-    this.#maxInFlight = this.#postgres ? POSTGRES_TRANSACTIONS_IN_FLIGHT : 1;
+    this.#maxInFlight = store.appends.concurrent;
+    this.#overlapping = this.#maxInFlight > 1;
   }
 
   /** Appends one event to a workspace's feed once its transaction commits. */
@@ -121,12 +117,12 @@ export class GroupCommit {
 
   async #run(): Promise<void> {
     if (this.#inFlight >= this.#maxInFlight) return;
-    // SQLite commits one transaction at a time: no statement of its own in flight to wait for.
+    // One statement at a time (a single writer): no statement of its own in flight to wait for.
     const now = performance.now();
-    const batch = this.#postgres ? this.#take(this.#waiting, (pending) => this.#patient(pending, now)) : this.#take(this.#waiting, () => true);
-    if (this.#postgres && this.#waiting.length > 0) this.#kickAfterPatience();
+    const batch = this.#overlapping ? this.#take(this.#waiting, (pending) => this.#patient(pending, now)) : this.#take(this.#waiting, () => true);
+    if (this.#overlapping && this.#waiting.length > 0) this.#kickAfterPatience();
     if (batch.length === 0) return;
-    const workspaces = this.#postgres ? new Set(batch.map((pending) => pending.workspaceId)) : new Set<string>();
+    const workspaces = this.#overlapping ? new Set(batch.map((pending) => pending.workspaceId)) : new Set<string>();
     for (const workspaceId of workspaces) {
       const shared = this.#shared.get(workspaceId);
       this.#shared.set(workspaceId, { statements: (shared?.statements ?? 0) + 1, sinceMs: shared?.sinceMs ?? now });
@@ -190,14 +186,9 @@ export class GroupCommit {
     const appends = [...groups].map(([workspaceId, group]) => ({ workspaceId, events: group.map((p) => p.event) }));
     let result: Appended;
     try {
-      // Postgres: the append is one statement, atomic alone (store/pg-append.ts), so no BEGIN and
-      // COMMIT around it: two round trips fewer. SQLite: one synchronous transaction on the
-      // writing connection (store/sqlite-append.ts), without a knex transaction.
-      result = await retryingTransient(() =>
-        this.#postgres
-          ? appendPrepared(this.db, appends, storedAt, { skipLocked: true })
-          : inSqliteWriteTransaction(this.db, (conn) => appendPreparedOn(conn, appends, storedAt)),
-      );
+      // Atomic alone, in each adapter's cheapest way (Postgres: one statement, no BEGIN and COMMIT;
+      // SQLite: one synchronous transaction on the writing connection).
+      result = await retryingTransient(() => appendPrepared(this.store, appends, storedAt, { skipLocked: this.store.appends.skipLocked }));
     } catch (err) {
       for (const pending of batch) pending.reject(appendFailure(err, pending.event.id));
       return;
@@ -233,7 +224,7 @@ export class GroupCommit {
     try {
       const events = batch.map((pending) => pending.event);
       const storedAt = this.clock.now().getTime();
-      const result = await retryingTransient(() => appendPrepared(this.db, [{ workspaceId, events }], storedAt));
+      const result = await retryingTransient(() => appendPrepared(this.store, [{ workspaceId, events }], storedAt));
       this.#answer(new Map([[workspaceId, batch]]), result);
     } catch (err) {
       for (const pending of batch) pending.reject(appendFailure(err, pending.event.id));

@@ -1,5 +1,5 @@
 import type { components } from '../../generated/types.ts';
-import type { StoredPage } from '../store/feed-page.ts';
+import type { StoredPage } from '../store/port.ts';
 
 type EventEnvelope = components['schemas']['EventEnvelope'];
 

@@ -3,11 +3,8 @@ import type { EmitEventRequest } from '../../generated/types.ts';
 import { utcMillisecondsOf } from '../contract/date-time.ts';
 import { ApiError, invalidArgument } from '../errors.ts';
 import { newEventId } from '../ids.ts';
-import { dbKind, type Db } from '../store/db.ts';
-import { appendEvents, findByIds, inWorkspaceOrder, type NewEvent, type StoredIdRow, type WorkspaceAppend } from '../store/events.ts';
-import { connectionOf, sqliteAppendEvents, sqliteStoredByIds } from '../store/sqlite-append.ts';
-import type { SqliteConnection } from '../store/sqlite-connection.ts';
-import { OutcomeUnknown, provesRollback } from '../store/write-outcome.ts';
+import { appendInTransaction } from '../store/open-store.ts';
+import type { AppendOptions, FirstSeqs, NewEvent, SortOutStored, Store, StoredIdRow, WorkspaceAppend } from '../store/port.ts';
 import type { PublishedEvent } from './published-event.ts';
 import { sameEvent } from './same-event.ts';
 
@@ -32,7 +29,7 @@ export async function publishInTransaction(
   }
   const {
     outcomes: [outcomes],
-  } = await appendPrepared(trx, [{ workspaceId, events: prepared }], now.getTime());
+  } = await appendSortedOut([{ workspaceId, events: prepared }], (sortOut) => appendInTransaction(trx, [{ workspaceId, events: prepared }], now.getTime(), sortOut));
   const failed = outcomes!.find((outcome) => outcome instanceof ApiError);
   if (failed) throw failed;
   return outcomes as PublishedEvent[];
@@ -53,48 +50,29 @@ export interface Appended {
  * Appends prepared events to workspaces' feeds, in order within each workspace (ids distinct per
  * workspace). An event whose client-supplied id is already stored comes back as that stored event
  * when it is the same event (an idempotent replay, feed/same-event.ts) and as an invalid_argument
- * error otherwise; the others are appended. One answer per event, in the shape of `appends`. Whatever the number of
- * workspaces, it is two statements on Postgres: stored ids (only when the client gave ids) and the
- * append (counters, events, webhook deliveries); `exec` may be the database itself there: only the
- * last statement writes, and it is atomic on its own. On SQLite `exec` is a transaction, whose
- * connection runs appendPreparedOn.
- *
- * Outside a transaction on Postgres, the append statement commits by itself, so when it fails in a
- * way that does not prove it rolled back (the connection lost, the client's query timeout: the
- * commit may have happened), this throws OutcomeUnknown (store/write-outcome.ts).
- * `skipLocked` (Postgres) skips the workspaces whose counter row another transaction holds
- * instead of waiting for them (Appended.skipped).
+ * error otherwise; the others are appended. One answer per event, in the shape of `appends`.
+ * Outside a transaction, an append that may or may not have committed throws OutcomeUnknown
+ * (store/common/write-outcome.ts). `skipLocked` (Store.appends.skipLocked) skips the workspaces
+ * whose counter row another transaction holds instead of waiting for them (Appended.skipped).
  */
-export async function appendPrepared(exec: Knex | Knex.Transaction, appends: WorkspaceAppend[], storedAt: number, options: { skipLocked?: boolean } = {}): Promise<Appended> {
-  if (dbKind(exec as Db) === 'sqlite') {
-    if (!(exec as Knex.Transaction).isTransaction) throw new Error('appendPrepared on SQLite runs in a transaction');
-    return appendPreparedOn(await connectionOf(exec as Knex.Transaction), appends, storedAt);
-  }
-  const stored = await findByIds(exec, idsToLookUp(appends));
-  const { outcomes, fresh } = sortOut(appends, stored);
-  if (fresh.length === 0) return { outcomes, appended: [], skipped: [] };
-  const commitsAlone = !(exec as Knex.Transaction).isTransaction;
-  const firstSeqs = await appendEvents(exec, fresh, storedAt, options).catch((err: unknown) => {
-    throw commitsAlone && !provesRollback(err) ? new OutcomeUnknown(err) : err;
-  });
+export function appendPrepared(store: Store, appends: WorkspaceAppend[], storedAt: number, options: AppendOptions = {}): Promise<Appended> {
+  return appendSortedOut(appends, (sortOut) => store.append(appends, storedAt, sortOut, options));
+}
+
+/** Runs `append` with this module's rule for stored ids, and answers each event of `appends`. */
+async function appendSortedOut(appends: WorkspaceAppend[], append: (sortOut: SortOutStored) => Promise<FirstSeqs>): Promise<Appended> {
+  // The rule runs inside the append's transaction, once per attempt: the outcomes are the last attempt's.
+  let sorted: ReturnType<typeof sortOut> = { outcomes: appends.map(() => []), fresh: [] };
+  const firstSeqs = await append((stored) => (sorted = sortOut(appends, stored)).fresh);
+  const { outcomes, fresh } = sorted;
   const appended = fresh.filter(({ workspaceId }) => firstSeqs.has(workspaceId));
   const skipped = fresh.filter(({ workspaceId }) => !firstSeqs.has(workspaceId)).map(({ workspaceId }) => workspaceId);
   return { outcomes, appended: appendedAt(appended, firstSeqs), skipped };
 }
 
-/** appendPrepared on SQLite, synchronously, inside a transaction open on `conn` (store/sqlite-append.ts). */
-export function appendPreparedOn(conn: SqliteConnection, appends: WorkspaceAppend[], storedAt: number): Appended {
-  const { outcomes, fresh } = sortOut(appends, sqliteStoredByIds(conn, idsToLookUp(appends)));
-  return { outcomes, appended: appendedAt(fresh, fresh.length > 0 ? sqliteAppendEvents(conn, inWorkspaceOrder(fresh), storedAt) : new Map()), skipped: [] };
-}
-
 /** The appended events with the first seq each workspace's run took. */
 const appendedAt = (fresh: WorkspaceAppend[], firstSeqs: Map<string, number>): Appended['appended'] =>
   fresh.map(({ workspaceId, events }) => ({ workspaceId, firstSeq: firstSeqs.get(workspaceId)!, events }));
-
-/** The client-supplied ids of these events (generated ones cannot be stored yet). */
-const idsToLookUp = (appends: WorkspaceAppend[]) =>
-  appends.map(({ workspaceId, events }) => ({ workspaceId, ids: events.filter((event) => event.clientId !== null).map((event) => event.id) }));
 
 /** Each event's answer given what is stored under its id, and the events still to append. */
 function sortOut(appends: WorkspaceAppend[], storedRows: StoredIdRow[]): { outcomes: Appended['outcomes']; fresh: WorkspaceAppend[] } {

@@ -1,5 +1,5 @@
 import { PAGE_MAX_BYTES } from '../limits/page-bytes.ts';
-import type { StoredPage } from '../store/feed-page.ts';
+import type { StoredPage } from '../store/port.ts';
 
 /** A page from memory: whole as it is, or only if nothing was committed past `wholeIfNothingAfter`. */
 export interface RecentPage {

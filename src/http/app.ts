@@ -51,7 +51,7 @@ function siteApp(services: AppServices, log: Logger): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  app.use(siteRouter(services.db));
+  app.use(siteRouter(services.store));
   app.use(viewRouter());
   app.use(mcpRouter(services, log));
   // Anything else: the contract's error body, not express's HTML page.

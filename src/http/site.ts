@@ -6,7 +6,7 @@ import getSwaggerUiPath from 'swagger-ui-dist/absolute-path.js';
 import { specText, specYamlPath } from '../contract/spec.ts';
 import { serviceVersion } from '../operations/version.ts';
 import { packageFile } from '../paths.ts';
-import type { Db } from '../store/db.ts';
+import type { Store } from '../store/port.ts';
 
 const READINESS_TIMEOUT_MS = 1500;
 /**
@@ -37,7 +37,7 @@ const DOCS_INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '
 const CONFORMANCE_KIT = packageFile('dist/kit/event-feed-conformance.tgz');
 
 /** The contract, its reference page (bundled from node_modules, no CDN), health probes, the version and the conformance kit. */
-export function siteRouter(db: Db): Router {
+export function siteRouter(store: Store): Router {
   const router = Router();
   const yaml = readFileSync(specYamlPath, 'utf8');
 
@@ -61,7 +61,7 @@ export function siteRouter(db: Db): Router {
 
   router.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   router.get('/version', (_req, res) => void res.json(serviceVersion()));
-  const readiness = sharedReadiness(db);
+  const readiness = sharedReadiness(store);
   router.get('/readyz', async (_req, res) => {
     if (await readiness()) res.json({ status: 'ready' });
     else res.status(503).json({ status: 'not ready', reason: 'database unreachable' });
@@ -75,11 +75,11 @@ export function siteRouter(db: Db): Router {
  * one would take the instance out), so it must cost nothing per call. A probe answers quickly: an
  * unreachable database is "not ready" after a short wait, without waiting for the query timeout.
  */
-function sharedReadiness(db: Db): () => Promise<boolean> {
+function sharedReadiness(store: Store): () => Promise<boolean> {
   let last: { startedMs: number; settled: boolean; ready: Promise<boolean> } | undefined;
   const check = async () => {
     try {
-      await Promise.race([db.raw('select 1'), setTimeout(READINESS_TIMEOUT_MS).then(() => Promise.reject(new Error('timeout')))]);
+      await Promise.race([store.ping(), setTimeout(READINESS_TIMEOUT_MS).then(() => Promise.reject(new Error('timeout')))]);
       return true;
     } catch {
       return false;

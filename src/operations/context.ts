@@ -8,12 +8,12 @@ import type { FeedHeads } from '../feed/heads.ts';
 import type { RecentEvents } from '../feed/recent-events.ts';
 import type { MemoryBudget } from '../limits/memory-budget.ts';
 import type { RateLimiter } from '../limits/rate-limiter.ts';
-import type { Db } from '../store/db.ts';
+import type { Store } from '../store/port.ts';
 import type { TargetPolicy } from '../webhooks/target-policy.ts';
 
 /** What every operation may use; built once per process. */
 export interface Services {
-  db: Db;
+  store: Store;
   cursors: CursorCodec;
   clock: Clock;
   /** The feeds' heads as far as this process knows them: polls at the head answered without a query. */

@@ -1,8 +1,6 @@
 import type { CreateKeyRequest, CreateKeyResponse } from '../../generated/types.ts';
-import { countActiveKeys, createKey, findKey } from '../auth/api-keys.ts';
+import { keyView, newKey } from '../auth/api-keys.ts';
 import { forbidden, invalidArgument } from '../errors.ts';
-import { dbKind } from '../store/db.ts';
-import { writeTransaction } from '../store/write-transaction.ts';
 import { requirePermission, type OperationContext } from './context.ts';
 
 /** A key-creation flood stops here: each key is a row kept until revoked, and a secret to keep track of. */
@@ -25,14 +23,14 @@ export async function createApiKey(ctx: OperationContext, input: CreateKeyReques
   const { workspaceId } = principal;
   const now = ctx.clock.now().getTime();
 
-  return writeTransaction(ctx.db, async (trx) => {
-    // Creations in one workspace take turns so the count holds until the insert commits
-    // (SQLite's write transactions are serialized already): see set_webhook.
-    if (dbKind(ctx.db) === 'postgres') await trx('workspaces').where({ id: workspaceId }).forUpdate().first('id');
-    if ((await countActiveKeys(trx, workspaceId)) >= MAX_ACTIVE_KEYS_PER_WORKSPACE) {
+  return ctx.store.write(async (tx) => {
+    // Creations in one workspace take turns so the count holds until the insert commits: see set_webhook.
+    await tx.lockWorkspace(workspaceId);
+    if ((await tx.countActiveKeys(workspaceId)) >= MAX_ACTIVE_KEYS_PER_WORKSPACE) {
       throw invalidArgument(`a workspace has at most ${MAX_ACTIVE_KEYS_PER_WORKSPACE} active keys: revoke one (revoke_key) before creating another`);
     }
-    const created = await createKey(trx, { workspaceId, permissions: input.permissions, mailboxes: input.mailboxes ?? null, label: input.label }, now);
-    return { api_key: (await findKey(trx, workspaceId, created.id))!, key: created.key };
+    const created = newKey({ workspaceId, permissions: input.permissions, mailboxes: input.mailboxes ?? null, label: input.label }, now);
+    await tx.insertKey(created.row);
+    return { api_key: keyView((await tx.findKey(workspaceId, created.id))!), key: created.key };
   });
 }

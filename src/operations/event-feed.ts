@@ -2,8 +2,7 @@ import type { EventFeedRequest } from '../../generated/types.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { assertCursorNotExpired } from '../feed/expiry.ts';
 import type { FeedPage } from '../feed/page.ts';
-import { isWhole, readPage, type StoredPage } from '../store/feed-page.ts';
-import { prunedThrough } from '../store/retention.ts';
+import { isWhole, type StoredPage } from '../store/port.ts';
 import { requirePermission, type OperationContext } from './context.ts';
 
 export const DEFAULT_LIMIT = 100;
@@ -20,7 +19,7 @@ export interface FeedView {
  * Works whether or not the workspace is verified (the feed never looks at it).
  */
 export async function eventFeed(
-  ctx: Pick<OperationContext, 'db' | 'cursors' | 'principal' | 'heads' | 'recent'> & { clock?: Clock },
+  ctx: Pick<OperationContext, 'store' | 'cursors' | 'principal' | 'heads' | 'recent'> & { clock?: Clock },
   input: EventFeedRequest,
   view: FeedView = {},
 ): Promise<FeedPage> {
@@ -46,11 +45,11 @@ export async function eventFeed(
 
   const mark = ctx.heads.mark();
   const startedAt = ctx.heads.now();
-  const page = await readPage(ctx.db, { workspaceId, afterSeq, limit, mailboxes, withFacts });
+  const page = await ctx.store.readPage({ workspaceId, afterSeq, limit, mailboxes, withFacts });
   // Refused if retention removed events after the cursor (feed/expiry.ts); past this, an empty
   // page means nothing is after the cursor.
   // Retention prunes by the service's clock (retention-schedule.ts): the age of a page read ahead is judged by it too.
-  await assertCursorNotExpired(ctx.db, workspaceId, mailboxes, afterSeq, page, (ctx.clock ?? systemClock).now().getTime());
+  await assertCursorNotExpired(ctx.store, workspaceId, mailboxes, afterSeq, page, (ctx.clock ?? systemClock).now().getTime());
   // A short unrestricted page, read now and holding every seq after the cursor, saw the workspace's head.
   if (mailboxes === null && !page.prefetched && !isWhole(page, limit) && (page.lastSeq ?? afterSeq) === afterSeq + page.count) {
     ctx.heads.learn(workspaceId, page.lastSeq ?? afterSeq, mark, startedAt);
@@ -68,15 +67,15 @@ const FIRST_PAGE_ATTEMPTS = 3;
  * reading its watermark and reading the page (then the page starts later, or is empty because the
  * whole range it looked at is gone): the watermark is read again and the page with it.
  */
-async function fromOldest(ctx: Pick<OperationContext, 'db' | 'cursors' | 'principal' | 'heads'>, limit: number, withFacts: boolean): Promise<FeedPage> {
+async function fromOldest(ctx: Pick<OperationContext, 'store' | 'cursors' | 'principal' | 'heads'>, limit: number, withFacts: boolean): Promise<FeedPage> {
   const { workspaceId, mailboxes } = ctx.principal;
   for (let attempt = 1; ; attempt++) {
     const mark = ctx.heads.mark();
     const startedAt = ctx.heads.now();
-    const afterSeq = await prunedThrough(ctx.db, workspaceId);
-    const page = await readPage(ctx.db, { workspaceId, afterSeq, limit, mailboxes, withFacts });
+    const afterSeq = await ctx.store.prunedThrough(workspaceId);
+    const page = await ctx.store.readPage({ workspaceId, afterSeq, limit, mailboxes, withFacts });
     const startsAtOldest =
-      mailboxes !== null || page.count === 0 ? (await prunedThrough(ctx.db, workspaceId)) === afterSeq : page.lastSeq === afterSeq + page.count;
+      mailboxes !== null || page.count === 0 ? (await ctx.store.prunedThrough(workspaceId)) === afterSeq : page.lastSeq === afterSeq + page.count;
     if (startsAtOldest && mailboxes === null && !isWhole(page, limit)) ctx.heads.learn(workspaceId, page.lastSeq ?? afterSeq, mark, startedAt);
     if (startsAtOldest || attempt === FIRST_PAGE_ATTEMPTS) {
       return { events: page, next_cursor: ctx.cursors.encode(workspaceId, page.lastSeq ?? afterSeq) };

@@ -2,10 +2,9 @@ import type { ListEventsRequest } from '../../generated/types.ts';
 import type { Principal } from '../auth/principal.ts';
 import { ceilMs, compareInstants, parseInstant } from '../contract/date-time.ts';
 import { forbidden, invalidArgument } from '../errors.ts';
-import { matchingTypes } from '../feed/type-filter.ts';
+import { matchingTypes } from '../contract/type-filter.ts';
 import { PageTokenCodec } from '../feed/page-token.ts';
 import { PAGE_MAX_BYTES } from '../limits/page-bytes.ts';
-import { searchEvents } from '../store/event-search.ts';
 import { requirePermission, type OperationContext } from './context.ts';
 
 export const DEFAULT_LIST_LIMIT = 100;
@@ -64,7 +63,7 @@ export async function listEvents(ctx: OperationContext, input: ListEventsRequest
   const tokens = new PageTokenCodec(ctx.cursors);
   const beforeSeq = input.page_token === undefined ? null : tokens.decode(workspaceId, input.page_token, filters);
 
-  const page = await searchEvents(ctx.db, { workspaceId, types, mailboxes, occurredFromMs, occurredBeforeMs, beforeSeq, limit, maxBytes: PAGE_MAX_BYTES });
+  const page = await ctx.store.searchEvents({ workspaceId, types, mailboxes, occurredFromMs, occurredBeforeMs, beforeSeq, limit, maxBytes: PAGE_MAX_BYTES });
   return {
     bytes: page.bytes,
     count: page.count,

@@ -1,5 +1,5 @@
 import type { ApiKey, ListKeysRequest, ListKeysResponse } from '../../generated/types.ts';
-import { keysAfter } from '../auth/api-keys.ts';
+import { keyView } from '../auth/api-keys.ts';
 import { invalidArgument } from '../errors.ts';
 import { requirePermission, type OperationContext } from './context.ts';
 import { withinCallerScope } from './key-scope.ts';
@@ -20,7 +20,7 @@ export async function listApiKeys(ctx: OperationContext, input: ListKeysRequest)
   if (input.page_token !== undefined && !PAGE_TOKEN.test(input.page_token)) {
     throw invalidArgument('page_token is not valid: pass next_page_token as list_keys returned it');
   }
-  const read = (afterId: string | undefined, count: number) => keysAfter(ctx.db, principal.workspaceId, { afterId, includeRevoked, limit: count });
+  const read = (afterId: string | undefined, count: number) => ctx.store.keys.after(principal.workspaceId, { afterId, includeRevoked, limit: count }).then((rows) => rows.map(keyView));
 
   if (principal.mailboxes === null) {
     const rows = await read(input.page_token, limit + 1);

@@ -1,11 +1,7 @@
 import type { RedeliverWebhookRequest, RedeliverWebhookResponse } from '../../generated/types.ts';
 import { ApiError, invalidArgument } from '../errors.ts';
 import { assertCursorNotExpired } from '../feed/expiry.ts';
-import { matchesTypes } from '../feed/type-filter.ts';
-import { dbKind } from '../store/db.ts';
-import { prunedThrough } from '../store/retention.ts';
-import { writeTransaction } from '../store/write-transaction.ts';
-import { findEndpoint, pendingCountUpTo, queueDeliveries } from '../webhooks/store.ts';
+import { matchesTypes } from '../contract/type-filter.ts';
 import { requireWorkspaceAdmin, type OperationContext } from './context.ts';
 
 /** The quota when the service is not told otherwise (WEBHOOK_REDELIVER_MAX_PENDING). */
@@ -23,26 +19,20 @@ const QUOTA_RETRY_AFTER_SECONDS = 60;
 export async function redeliverWebhook(ctx: OperationContext, input: RedeliverWebhookRequest): Promise<RedeliverWebhookResponse> {
   requireWorkspaceAdmin(ctx.principal);
   const { workspaceId } = ctx.principal;
-  const endpoint = await findEndpoint(ctx.db, workspaceId, input.url);
+  const endpoint = await ctx.store.webhooks.findEndpoint(workspaceId, input.url);
   if (!endpoint) throw invalidArgument('no webhook endpoint has this url in this workspace');
-  const afterSeq = input.after === undefined ? await prunedThrough(ctx.db, workspaceId) : ctx.cursors.decode(workspaceId, input.after);
+  const afterSeq = input.after === undefined ? await ctx.store.prunedThrough(workspaceId) : ctx.cursors.decode(workspaceId, input.after);
   const maxPending = ctx.webhookRedeliverMaxPending ?? DEFAULT_REDELIVER_MAX_PENDING;
   const now = ctx.clock.now().getTime();
   const types = JSON.parse(endpoint.event_types) as string[];
 
-  const events: Array<{ seq: number; id: string; type: string }> = await ctx.db('events')
-    .select('seq', 'id', 'type')
-    .where('workspace_id', workspaceId)
-    .andWhere('seq', '>', afterSeq)
-    .orderBy('seq')
-    .limit(input.limit ?? 1000);
-  if (input.after !== undefined) await assertCursorNotExpired(ctx.db, workspaceId, null, afterSeq);
+  const events = await ctx.store.eventsAfter(workspaceId, afterSeq, input.limit ?? 1000);
+  if (input.after !== undefined) await assertCursorNotExpired(ctx.store, workspaceId, null, afterSeq);
 
-  const { scheduled, lastSeq } = await writeTransaction(ctx.db, async (trx) => {
-    // One redelivery at a time per endpoint (SQLite's write lock does it there), so that calls
-    // racing each other cannot together go past the quota.
-    if (dbKind(ctx.db) === 'postgres') await trx('webhook_endpoints').where({ id: endpoint.id }).forUpdate().first('id');
-    const room = maxPending - (await pendingCountUpTo(trx, endpoint.id, maxPending));
+  const { scheduled, lastSeq } = await ctx.store.write(async (tx) => {
+    // One redelivery at a time per endpoint, so that calls racing each other cannot together go past the quota.
+    await tx.lockEndpoint(endpoint.id);
+    const room = maxPending - (await tx.pendingCountUpTo(endpoint.id, maxPending));
     if (room <= 0) {
       throw new ApiError(
         'rate_limited',
@@ -54,7 +44,7 @@ export async function redeliverWebhook(ctx: OperationContext, input: RedeliverWe
     const matching = events.filter((event) => matchesTypes(types, event.type));
     // Past the room left, stop: the cursor answered then points after the last event taken.
     const taken = matching.length > room ? matching.slice(0, room) : matching;
-    const queued = await queueDeliveries(trx, endpoint.id, workspaceId, taken, now);
+    const queued = await tx.queueDeliveries(endpoint.id, workspaceId, taken, now);
     const through = matching.length > room ? Number(taken.at(-1)!.seq) : events.length ? Number(events.at(-1)!.seq) : undefined;
     return { scheduled: queued, lastSeq: through };
   });

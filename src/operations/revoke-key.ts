@@ -1,5 +1,5 @@
 import type { RevokeKeyRequest, RevokeKeyResponse } from '../../generated/types.ts';
-import { findKey } from '../auth/api-keys.ts';
+import { keyView } from '../auth/api-keys.ts';
 import { revokeKeyEverywhere } from '../auth/revoke-everywhere.ts';
 import { forbidden, invalidArgument } from '../errors.ts';
 import { requirePermission, type OperationContext } from './context.ts';
@@ -11,10 +11,11 @@ export async function revokeApiKey(ctx: OperationContext, input: RevokeKeyReques
   requirePermission(principal, 'admin');
   const { workspaceId } = principal;
   // A key of another workspace is answered like one that does not exist.
-  const key = await findKey(ctx.db, workspaceId, input.id);
+  const stored = await ctx.store.keys.find(workspaceId, input.id);
+  const key = stored && keyView(stored);
   if (!key) throw invalidArgument(`no key ${input.id} in this workspace`);
   if (!withinCallerScope(principal, key)) throw forbidden('a key restricted to mailboxes revokes only keys restricted within its mailboxes');
   if (key.revoked_at !== null) return { api_key: key, outcome: 'already_revoked' };
-  const revoked = await revokeKeyEverywhere(ctx.db, key.id, ctx.clock.now().getTime());
-  return { api_key: (await findKey(ctx.db, workspaceId, key.id))!, outcome: revoked ? 'revoked' : 'already_revoked' };
+  const revoked = await revokeKeyEverywhere(ctx.store, key.id, ctx.clock.now().getTime());
+  return { api_key: keyView((await ctx.store.keys.find(workspaceId, key.id))!), outcome: revoked ? 'revoked' : 'already_revoked' };
 }

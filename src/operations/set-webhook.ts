@@ -1,10 +1,9 @@
 import type { SetWebhookRequest, SetWebhookResponse } from '../../generated/types.ts';
 import { invalidArgument } from '../errors.ts';
 import { newWebhookEndpointId } from '../ids.ts';
-import { dbKind } from '../store/db.ts';
-import { writeTransaction } from '../store/write-transaction.ts';
+import type { EndpointRow } from '../store/port.ts';
 import { newSigningSecret } from '../webhooks/signature.ts';
-import { endpointView, findEndpoint, type EndpointRow } from '../webhooks/store.ts';
+import { endpointView } from '../webhooks/endpoint-view.ts';
 import { urlProblem } from '../webhooks/target-policy.ts';
 import { requireWorkspaceAdmin, type OperationContext } from './context.ts';
 
@@ -16,11 +15,11 @@ export async function setWebhook(ctx: OperationContext, input: SetWebhookRequest
   const { workspaceId } = ctx.principal;
   const now = ctx.clock.now().getTime();
 
-  return writeTransaction(ctx.db, async (trx) => {
-    const existing = await findEndpoint(trx, workspaceId, input.url);
+  return ctx.store.write(async (tx) => {
+    const existing = await tx.findEndpoint(workspaceId, input.url);
     if (input.remove) {
       if (!existing) throw invalidArgument('no webhook endpoint has this url in this workspace');
-      await trx('webhook_endpoints').where({ id: existing.id }).del();
+      await tx.removeEndpoint(existing.id);
       return { endpoint: endpointView(existing), outcome: 'removed' };
     }
     const problem = urlProblem(input.url, ctx.webhookPolicy ?? { allowInsecure: false });
@@ -29,10 +28,8 @@ export async function setWebhook(ctx: OperationContext, input: SetWebhookRequest
     if (!existing) {
       // Creations in one workspace take turns, so the count below stays true until the insert
       // commits (under READ COMMITTED two creations would each count 19 and both insert).
-      // SQLite's write transactions are serialized already.
-      if (dbKind(ctx.db) === 'postgres') await trx('workspaces').where({ id: workspaceId }).forUpdate().first('id');
-      const counted = await trx('webhook_endpoints').count({ n: '*' }).where({ workspace_id: workspaceId }).first();
-      if (Number(counted?.n ?? 0) >= MAX_ENDPOINTS_PER_WORKSPACE) throw invalidArgument(`a workspace has at most ${MAX_ENDPOINTS_PER_WORKSPACE} webhook endpoints`);
+      await tx.lockWorkspace(workspaceId);
+      if ((await tx.countEndpoints(workspaceId)) >= MAX_ENDPOINTS_PER_WORKSPACE) throw invalidArgument(`a workspace has at most ${MAX_ENDPOINTS_PER_WORKSPACE} webhook endpoints`);
       const row: EndpointRow = {
         id: newWebhookEndpointId(),
         workspace_id: workspaceId,
@@ -44,7 +41,7 @@ export async function setWebhook(ctx: OperationContext, input: SetWebhookRequest
         created_at: now,
         updated_at: now,
       };
-      await trx('webhook_endpoints').insert(row);
+      await tx.insertEndpoint(row);
       return { endpoint: endpointView(row, true), outcome: 'created' };
     }
 
@@ -55,7 +52,7 @@ export async function setWebhook(ctx: OperationContext, input: SetWebhookRequest
       if (input.enabled) changes.disabled_reason = null;
     }
     if (input.rotate_secret) changes.secret = newSigningSecret();
-    await trx('webhook_endpoints').where({ id: existing.id }).update(changes);
+    await tx.updateEndpoint(existing.id, changes);
     return { endpoint: endpointView({ ...existing, ...changes }, Boolean(input.rotate_secret)), outcome: 'updated' };
   });
 }

@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
-import type { Db } from '../store/db.ts';
+import type { Store } from '../store/port.ts';
 import { nextDelayMs } from './retry-schedule.ts';
 import type { WebhookSender } from './send.ts';
-import { dueDeliveries, leaseEndpoints, recordAttempt, releaseLease, renewLease, type EndpointRow } from './store.ts';
+import type { EndpointRow } from '../store/port.ts';
 
 /*
  * Slots given back are filled together, by one lease statement, at most this often: its cost is
@@ -54,7 +54,7 @@ export class WebhookDispatcher {
   #stopped = false;
 
   constructor(
-    readonly db: Db,
+    readonly store: Store,
     readonly sender: WebhookSender,
     readonly clock: Clock,
     readonly log: Logger,
@@ -103,7 +103,7 @@ export class WebhookDispatcher {
         const free = this.options.slots - this.#slots.size;
         if (free <= 0 || this.#stopped) return;
         const started = performance.now();
-        const endpoints = await leaseEndpoints(this.db, {
+        const endpoints = await this.store.webhooks.leaseEndpoints({
           owner: this.#owner,
           now: this.clock.now().getTime(),
           leaseMs: this.options.leaseMs,
@@ -133,29 +133,29 @@ export class WebhookDispatcher {
     // After a failure, the endpoint's other deliveries wait an interval instead of following at once.
     let pauseUntil: number | null = null;
     try {
-      const due = await dueDeliveries(this.db, endpoint.id, this.clock.now().getTime(), this.options.deliveriesPerLease);
+      const due = await this.store.webhooks.dueDeliveries(endpoint.id, this.clock.now().getTime(), this.options.deliveriesPerLease);
       for (const delivery of due) {
         if (performance.now() - leased >= this.options.leaseBudgetMs) return;
         const startedAt = this.clock.now().getTime();
-        if (!(await renewLease(this.db, endpoint.id, this.#owner, startedAt + this.options.leaseMs))) return;
+        if (!(await this.store.webhooks.renewLease(endpoint.id, this.#owner, startedAt + this.options.leaseMs))) return;
         if (delivery.envelope === null) {
-          await recordAttempt(this.db, { delivery, startedAt, status: null, latencyMs: 0, error: 'the event is past retention', outcome: 'failed', nextAttemptAt: null });
+          await this.store.webhooks.recordAttempt({ delivery, startedAt, status: null, latencyMs: 0, error: 'the event is past retention', outcome: 'failed', nextAttemptAt: null });
           continue;
         }
         const result = await this.sender.send({ url: endpoint.url, secret: endpoint.secret, eventId: delivery.event_id, body: delivery.envelope }, Math.floor(startedAt / 1000));
         this.#attempts++;
         const ended = this.clock.now().getTime();
         if (result.error === null) {
-          await recordAttempt(this.db, { delivery, startedAt, ...result, outcome: 'delivered', nextAttemptAt: null });
+          await this.store.webhooks.recordAttempt({ delivery, startedAt, ...result, outcome: 'delivered', nextAttemptAt: null });
           continue;
         }
         if (result.status === 410) {
-          await recordAttempt(this.db, { delivery, startedAt, ...result, outcome: 'disabled', nextAttemptAt: null });
+          await this.store.webhooks.recordAttempt({ delivery, startedAt, ...result, outcome: 'disabled', nextAttemptAt: null });
           return;
         }
         const honoured = result.status === 429 || result.status === 503 ? result.retryAfter : undefined;
         const delay = nextDelayMs(delivery.attempts + 1, honoured, ended);
-        await recordAttempt(this.db, {
+        await this.store.webhooks.recordAttempt({
           delivery,
           startedAt,
           ...result,
@@ -169,7 +169,7 @@ export class WebhookDispatcher {
       this.log.error(safeErrorFields(err), 'webhooks: sending to an endpoint failed; it is taken up again later');
       pauseUntil = this.clock.now().getTime() + this.options.intervalMs;
     } finally {
-      await releaseLease(this.db, endpoint.id, this.#owner, pauseUntil).catch(() => {});
+      await this.store.webhooks.releaseLease(endpoint.id, this.#owner, pauseUntil).catch(() => {});
     }
   }
 }

@@ -1,8 +1,9 @@
-import { sqliteReaderOf, type Db } from '../../src/store/db.ts';
+import type { Knex as Db } from 'knex';
+import { sqliteReaderOf } from '../../src/store/sqlite/adapter.ts';
 
 /**
  * How many times a database handle's pool handed out a connection while `work` ran: every
- * statement takes one, whether through knex or the page reader (store/pg-page.ts).
+ * statement takes one, whether through knex or the page reader (postgres/page.ts).
  */
 export async function checkoutsDuring(db: Db, work: () => Promise<unknown>): Promise<number> {
   const client = db.client as { acquireConnection(): Promise<unknown> };
@@ -20,7 +21,7 @@ export async function checkoutsDuring(db: Db, work: () => Promise<unknown>): Pro
   return count;
 }
 
-/** How many statements matching `pattern` a SQLite handle's read connection (store/db.ts) prepared to run while `work` ran. */
+/** How many statements matching `pattern` a SQLite handle's read connection (SqliteReader) prepared to run while `work` ran. */
 export async function sqliteReadsDuring(db: Db, pattern: RegExp, work: () => Promise<unknown>): Promise<number> {
   // Every read on that connection prepares its statement first (a cached one comes back at once).
   const conn = sqliteReaderOf(db)!.connection();

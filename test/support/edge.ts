@@ -1,5 +1,6 @@
 import http from 'node:http';
-import { sqliteReaderOf, type Db } from '../../src/store/db.ts';
+import type { Knex as Db } from 'knex';
+import { sqliteReaderOf } from '../../src/store/sqlite/adapter.ts';
 import { sampleEvent } from './contract.ts';
 
 export interface EdgeAnswer {

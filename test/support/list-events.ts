@@ -4,9 +4,8 @@
  */
 import { CursorCodec } from '../../src/feed/cursor.ts';
 import { PageTokenCodec } from '../../src/feed/page-token.ts';
-import { matchingTypes } from '../../src/feed/type-filter.ts';
-import type { Db } from '../../src/store/db.ts';
-import { sharedCursorSecret } from '../../src/store/settings.ts';
+import { matchingTypes } from '../../src/contract/type-filter.ts';
+import type { Store } from '../../src/store/port.ts';
 import { sampleEvent } from './contract.ts';
 
 /**
@@ -55,8 +54,8 @@ export interface ListFilters {
  * looking. Bound to the filters as list-events.ts binds them (normalized types, sorted mailboxes,
  * times in whole milliseconds rounded up).
  */
-export async function tokenPosition(db: Db, workspaceId: string, token: string, filters: ListFilters): Promise<number> {
-  const tokens = new PageTokenCodec(new CursorCodec(await sharedCursorSecret(db)));
+export async function tokenPosition(store: Store, workspaceId: string, token: string, filters: ListFilters): Promise<number> {
+  const tokens = new PageTokenCodec(new CursorCodec(await store.sharedCursorSecret()));
   const ms = (time: string | undefined) => (time === undefined ? null : Math.ceil(Date.parse(time)));
   const text = JSON.stringify({
     types: filters.types === undefined ? null : matchingTypes(filters.types),

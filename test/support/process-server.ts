@@ -9,9 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { shippedLaunch } from '../../bench/processes.ts';
 import { createKey } from '../../src/auth/api-keys.ts';
 import type { Permission } from '../../src/auth/principal.ts';
-import { openDatabase } from '../../src/store/db.ts';
-import { migrateLatest } from '../../src/store/migrate.ts';
-import { createWorkspace } from '../../src/store/workspaces.ts';
+import { openStore } from '../../src/store/open-store.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -32,17 +30,17 @@ export async function provision(
   databaseUrl: string,
   keys: Record<string, { permissions: Permission[]; mailboxes?: string[] | null }>,
 ): Promise<{ workspaceId: string; keys: Record<string, string> }> {
-  const db = openDatabase(databaseUrl);
+  const store = openStore(databaseUrl);
   try {
-    await migrateLatest(db);
-    const { id: workspaceId } = await createWorkspace(db, 'Reliability workspace', true, Date.now());
+    await store.migrate();
+    const { id: workspaceId } = await store.createWorkspace('Reliability workspace', true, Date.now());
     const made: Record<string, string> = {};
     for (const [name, spec] of Object.entries(keys)) {
-      made[name] = (await createKey(db, { workspaceId, permissions: spec.permissions, mailboxes: spec.mailboxes ?? null }, Date.now())).key;
+      made[name] = (await createKey(store, { workspaceId, permissions: spec.permissions, mailboxes: spec.mailboxes ?? null }, Date.now())).key;
     }
     return { workspaceId, keys: made };
   } finally {
-    await db.destroy();
+    await store.close();
   }
 }
 

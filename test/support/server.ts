@@ -4,13 +4,16 @@ import { loadConfig } from '../../src/config.ts';
 import type { Clock } from '../../src/clock.ts';
 import { createLogger, type Logger } from '../../src/log.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
-import { openDatabase, type Db } from '../../src/store/db.ts';
-import { createWorkspace } from '../../src/store/workspaces.ts';
+import type { Knex } from 'knex';
+import { openStore } from '../../src/store/open-store.ts';
+import type { Store } from '../../src/store/port.ts';
 import type { TestDatabase } from './databases.ts';
 
 export interface TestServer extends RunningServer {
-  /** A second connection to the same database, for provisioning and for looking behind the API. */
-  db: Db;
+  /** A second handle on the same database, for provisioning and for looking behind the API. */
+  store: Store;
+  /** The same handle's knex, for SQL that looks behind the API. */
+  db: Knex;
   database: TestDatabase;
   workspace(options?: { verified?: boolean; name?: string }): Promise<string>;
   key(workspaceId: string, permissions: Permission[], mailboxes?: string[] | null): Promise<{ id: string; key: string }>;
@@ -27,14 +30,16 @@ export interface TestServer extends RunningServer {
 export async function startTestServer(database: TestDatabase, env: Record<string, string> = {}, options: { clock?: Clock; log?: Logger } = {}): Promise<TestServer> {
   const config = loadConfig({ DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'silent', RATE_LIMIT_PER_SECOND: '0', PRUNE_INTERVAL_SECONDS: '0', ...env });
   const running = await startServer(config, options.log ?? createLogger('silent'), { clock: options.clock });
-  const db = openDatabase(database.url);
+  const store = openStore(database.url);
+  const db = store.knex;
   return {
     ...running,
+    store,
     db,
     database,
     workspace: async (options = {}) =>
-      (await createWorkspace(db, options.name ?? 'Test workspace', options.verified ?? false, Date.now())).id,
-    key: (workspaceId, permissions, mailboxes = null) => createKey(db, { workspaceId, permissions, mailboxes }, Date.now()),
+      (await store.createWorkspace(options.name ?? 'Test workspace', options.verified ?? false, Date.now())).id,
+    key: (workspaceId, permissions, mailboxes = null) => createKey(store, { workspaceId, permissions, mailboxes }, Date.now()),
     post: async (path, body, key, headers = {}) => {
       const response = await fetch(running.url + path, {
         method: 'POST',
@@ -56,7 +61,7 @@ export async function startTestServer(database: TestDatabase, env: Record<string
     },
     stop: async () => {
       await running.close();
-      await db.destroy();
+      await store.close();
     },
   };
 }

@@ -1,20 +1,20 @@
 import { after, before } from 'node:test';
-import { migrateLatest, openDatabase } from '../../src/library.ts';
-import type { Db } from '../../src/store/db.ts';
+import { openStore } from '../../src/store/open-store.ts';
+import type { Store } from '../../src/store/port.ts';
 import type { TestDatabase } from './databases.ts';
 
 /** A migrated database for the enclosing suite: created and handed to `opened` before its tests, dropped after them. */
-export function suiteDatabase(create: () => Promise<TestDatabase>, opened: (db: Db) => void | Promise<void>): void {
+export function suiteDatabase(create: () => Promise<TestDatabase>, opened: (store: Store) => void | Promise<void>): void {
   let database: TestDatabase;
-  let db: Db;
+  let store: Store;
   before(async () => {
     database = await create();
-    db = openDatabase(database.url);
-    await migrateLatest(db);
-    await opened(db);
+    store = openStore(database.url);
+    await store.migrate();
+    await opened(store);
   });
   after(async () => {
-    await db.destroy();
+    await store.close();
     await database.drop();
   });
 }

@@ -1,4 +1,4 @@
-import type { StoredPage } from '../../store/feed-page.ts';
+import type { StoredPage } from '../../store/port.ts';
 import { frenchCount, timeBounds, typeBreakdown } from './french.ts';
 
 /**

@@ -1,5 +1,5 @@
 import type { EventType } from '../../../generated/types.ts';
-import type { EventFacts } from '../../store/feed-page.ts';
+import type { EventFacts } from '../../store/port.ts';
 
 /** How a person reads each event type, in French. */
 export const FRENCH_TYPE_LABELS: Record<EventType, string> = {

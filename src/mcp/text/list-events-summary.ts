@@ -1,5 +1,5 @@
 import type { ListEventsRequest } from '../../../generated/types.ts';
-import type { EventFacts } from '../../store/feed-page.ts';
+import type { EventFacts } from '../../store/port.ts';
 import { frenchCount, timeBounds, typeBreakdown } from './french.ts';
 
 /** What the text needs of a list_events page: how many events, their facts, the token to go on (null: the end). */

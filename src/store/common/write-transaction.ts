@@ -1,9 +1,3 @@
-import type { Knex } from 'knex';
-import { dbKind, type Db } from './db.ts';
-
-// A write that changes nothing: it makes SQLite take the database's write lock now.
-const TAKE_SQLITE_WRITE_LOCK = "UPDATE settings SET value = value WHERE key = ''";
-
 // Transient conflicts whose transaction rolled back whole, so running it again is safe:
 // SQLite writers of other processes (busy), Postgres serialization failures and deadlocks, and a
 // unique violation from a concurrent insert of the same client-supplied event id (the retry then
@@ -14,22 +8,6 @@ const ATTEMPTS = 5;
 export function isRetryable(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && (RETRYABLE.has(code) || code.startsWith('SQLITE_CONSTRAINT_UNIQUE'));
-}
-
-/**
- * Runs `work` in a transaction, again when it hit a transient conflict. On SQLite the write lock
- * is taken first: a transaction that reads and then writes would otherwise ask for it mid-way,
- * and SQLite refuses that upgrade at once when another process writes (SQLITE_BUSY without
- * waiting busy_timeout). Taking it up front waits for it like any other lock.
- */
-export async function writeTransaction<T>(db: Db, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
-  const sqlite = dbKind(db) === 'sqlite';
-  return retryingTransient(() =>
-    db.transaction(async (trx) => {
-      if (sqlite) await trx.raw(TAKE_SQLITE_WRITE_LOCK);
-      return work(trx);
-    }),
-  );
 }
 
 /** Runs `attempt` again (after a short random pause) while it fails with a transient conflict, up to ATTEMPTS times. */

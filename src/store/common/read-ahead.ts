@@ -1,4 +1,4 @@
-import type { PageQuery, StoredPage } from './feed-page.ts';
+import type { PageQuery, StoredPage } from '../port.ts';
 
 const KEPT = 8;
 const TTL_MS = 2000;
@@ -14,7 +14,7 @@ interface Pending {
 const keyOf = (q: PageQuery) => `${q.workspaceId} ${q.afterSeq} ${q.limit} ${q.withFacts ? 'f' : ''} ${q.mailboxes === null ? '*' : q.mailboxes.join(',')}`;
 
 /**
- * Read-ahead for readers catching up: after a whole page (store/feed-page.ts, isWhole), the next
+ * Read-ahead for readers catching up: after a whole page (port.ts, isWhole), the next
  * one (same key scope, same limit, after the last seq) is read as soon as the event loop is free,
  * i.e. while this page is on its way to the client and the client parses it; the reader's next
  * call then takes it instead of reading. A reader that catches up sequentially alternates with its

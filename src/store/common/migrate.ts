@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { dbKind, type Db } from './db.ts';
+
 import * as initial from './migrations/001_initial.ts';
 import * as retention from './migrations/002_retention.ts';
 import * as webhooksAndSearch from './migrations/003_webhooks_and_search.ts';
@@ -27,24 +27,8 @@ export const migrationSource: Knex.MigrationSource<string> = {
   getMigration: async (name) => migrations[name]!,
 };
 
-// Arbitrary, fixed: the advisory lock every event-feed instance takes around migrations.
-const MIGRATION_LOCK = 0x65766e74;
-
-/**
- * Applies pending migrations; returns the names applied. Safe when several instances start at
- * once: knex's own lock is taken only after it creates its bookkeeping tables, which races on a
- * fresh database, so on Postgres the whole run is serialized by an advisory lock. (SQLite's
- * single writer needs no help: its one pooled connection is used by knex itself.)
- */
-export async function migrateLatest(db: Db): Promise<string[]> {
-  if (dbKind(db) === 'sqlite') return runMigrations(db);
-  return db.transaction(async (trx) => {
-    await trx.raw('select pg_advisory_xact_lock(?)', [MIGRATION_LOCK]);
-    return runMigrations(db);
-  });
-}
-
-async function runMigrations(db: Db): Promise<string[]> {
+/** Applies pending migrations with knex's migrator; returns the names applied (callers serialize instances: Adapter.migrate). */
+export async function runMigrations(db: Knex): Promise<string[]> {
   const [, applied] = (await db.migrate.latest({ migrationSource })) as [number, string[]];
   return applied;
 }

@@ -1,5 +1,5 @@
-import type { SqliteConnection } from './sqlite-connection.ts';
-import type { PageQuery, StoredPage } from './feed-page.ts';
+import type { PageQuery, StoredPage } from '../port.ts';
+import type { SqliteConnection } from './connection.ts';
 
 /*
  * A feed page read on SQLite, synchronously, on one connection, inside one read transaction (a

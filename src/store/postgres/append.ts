@@ -1,14 +1,50 @@
-import type { WorkspaceAppend } from './events.ts';
-import type { PgStatement } from './sql.ts';
+import type { Knex } from 'knex';
+import { findByIds, idsToLookUp, inWorkspaceOrder } from '../common/events.ts';
+import { preparedRows, type PgStatement } from '../common/sql.ts';
+import { OutcomeUnknown, provesRollback } from '../common/write-outcome.ts';
+import type { AppendOptions, FirstSeqs, SortOutStored, WorkspaceAppend } from '../port.ts';
+
+/**
+ * Store.append on Postgres: two statements whatever the number of workspaces, the stored ids (only
+ * when the client gave ids) and the append (counters, events, webhook deliveries, the heads'
+ * notification on `notifyChannel`). Outside a transaction the append commits by itself, so when
+ * it fails in a way that does not prove it rolled back (the connection lost, the client's query
+ * timeout: the commit may have happened) this throws OutcomeUnknown (common/write-outcome.ts).
+ * With skipLocked, the workspaces whose counter row another transaction holds are left out of the
+ * answer: none of their events was appended.
+ */
+export async function appendOnPostgres(
+  db: Knex,
+  notifyChannel: string,
+  appends: WorkspaceAppend[],
+  storedAt: number,
+  sortOut: SortOutStored,
+  { trx, skipLocked }: AppendOptions,
+): Promise<FirstSeqs> {
+  const exec = trx ?? db;
+  const fresh = sortOut(await findByIds(exec, idsToLookUp(appends)));
+  const firstSeqs: FirstSeqs = new Map();
+  if (fresh.length === 0) return firstSeqs;
+  const sorted = inWorkspaceOrder(fresh);
+  const rows = await preparedRows<{ workspace_id: string; last_seq: number; k: number }>(exec, pgAppendStatement(sorted, storedAt, notifyChannel, skipLocked)).catch(
+    (err: unknown) => {
+      throw !trx && !provesRollback(err) ? new OutcomeUnknown(err) : err;
+    },
+  );
+  for (const row of rows) firstSeqs.set(row.workspace_id, Number(row.last_seq) - Number(row.k) + 1);
+  if (skipLocked) return firstSeqs;
+  for (const { workspaceId } of sorted) if (!firstSeqs.has(workspaceId)) throw new Error(`workspace ${workspaceId} has no feed counter`);
+  return firstSeqs;
+}
 
 /**
  * An append on Postgres as one statement: move the workspaces' counters, insert their events at
  * the seqs that gives, write the webhook deliveries those events owe to their workspaces' enabled
  * endpoints (the outbox) and notify the new heads. One round trip instead of five, and, being one
  * statement, atomic even outside a transaction, which lets the group commit run it without BEGIN
- * and COMMIT (bench/README.md in git history, changes 12 and 13).
+ * and COMMIT.
  *
- * The ordering argument of appendEvents holds unchanged: the counter rows are locked (in workspace
+ * The ordering argument of common/events.ts holds unchanged: the counter rows are locked (in workspace
  * order) by the statement's first step and kept until it commits, so seqs are handed out in commit
  * order. All parts of a statement run on one snapshot, but the UPDATE of a row that another
  * transaction changed meanwhile waits for it and then works on the committed row (READ COMMITTED's
@@ -20,14 +56,14 @@ import type { PgStatement } from './sql.ts';
  * where waiting for their rows holds back no other workspace (feed/group-commit.ts). Skipping takes
  * nothing and waits for nothing, so it leaves the ordering argument and the lock order as they are.
  * Without it (the library, inside the caller's transaction, and the group commit's lane for a
- * workspace found locked), the statement waits for each row, up to lock_timeout (store/db.ts).
+ * workspace found locked), the statement waits for each row, up to lock_timeout (postgres/connection.ts).
  *
  * The events travel as one array per column, so the text is the same for every batch (one for a
  * single workspace, one for several; each waiting or skipping) and is prepared once per
  * connection: Postgres planned the old text, whose VALUES list followed the batch's shape, on
- * every run, which was about half of its CPU per event (bench/README.md in git history, change 22).
+ * every run, which was about half of its CPU per event.
  */
-export function pgAppendStatement(sorted: WorkspaceAppend[], storedAt: number, notifyChannel: string, skipLocked = false): PgStatement {
+function pgAppendStatement(sorted: WorkspaceAppend[], storedAt: number, notifyChannel: string, skipLocked = false): PgStatement {
   const single = sorted.length === 1;
   const columns: [string[], number[], string[], string[], (string | null)[], number[], string[]] = [[], [], [], [], [], [], []];
   const [workspaceIds, ords, ids, types, mailboxIds, occurredAts, envelopes] = columns;
@@ -84,7 +120,7 @@ const BUMPS = {
 /**
  * The four statements (one workspace or several, waiting or skipping) per channel, each under a
  * name of its own. The channel is part of the text rather than a value: as a value ($12) it cost
- * 10-12 % of ingestion into one workspace in two paired runs (bench/README.md in git history, change 22).
+ * a measurable share of ingestion into one workspace.
  */
 const statements = new Map<string, { name: string; text: string }>();
 function statementFor(single: boolean, skipLocked: boolean, notifyChannel: string): { name: string; text: string } {
@@ -114,7 +150,7 @@ function statementText(bump: string, notifyChannel: string): string {
   )`;
   // The deliveries owed: one per (enabled endpoint of the event's workspace, event of a type it
   // takes). Filters are exact types or prefixes ending in `.*`, [] takes every type: the rule of
-  // matchesTypes (feed/type-filter.ts), which SQLite applies in process; the webhook tests hold
+  // matchesTypes (contract/type-filter.ts), which SQLite applies in process; the webhook tests hold
   // both to it. Emitted types are the contract's, so a prefix matches exactly what it expands to.
   const deliveries = `, outbox AS (
     INSERT INTO webhook_deliveries (endpoint_id, workspace_id, event_seq, event_id, attempts, next_attempt_at, created_at)

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Db } from './db.ts';
+
 import {
   factsOfCandidates,
   factsOfListed,
@@ -13,7 +13,7 @@ import {
   type SearchFilters,
   type Statement,
 } from './event-search-plans.ts';
-import { searchSession, type PageRead } from './event-search-read.ts';
+import type { PageRead, SearchSession } from './search-session.ts';
 
 export { MERGE_MAX, SCAN_MAX, WINDOW_MAX } from './event-search-plans.ts';
 
@@ -51,10 +51,9 @@ const EMPTY: SearchPage = { bytes: Buffer.alloc(0), count: 0, types: [], occurre
  * The matching events below the keyset, newest first (descending seq), within `limit` and
  * `maxBytes`; each call's work is bounded whatever the workspace holds (store/event-search-plans.ts).
  */
-export async function searchEvents(db: Db | Knex.Transaction, q: SearchQuery): Promise<SearchPage> {
+export async function searchEvents(session: SearchSession, q: SearchQuery): Promise<SearchPage> {
   if (q.limit < 1 || q.types?.length === 0 || q.mailboxes?.length === 0) return EMPTY;
   if (q.occurredFromMs !== null && q.occurredBeforeMs !== null && q.occurredFromMs >= q.occurredBeforeMs) return EMPTY;
-  const session = searchSession(db);
   const d = session.dialect;
   // One more than a page: whether it exists says if there is an older page, without another statement.
   const take = q.limit + 1;

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type { Knex } from 'knex';
-import type { StoredPage } from './feed-page.ts';
+import { PAGE_MAX_BYTES } from '../../limits/page-bytes.ts';
+import type { PageQuery, StoredPage } from '../port.ts';
 
 /*
  * A feed page read on Postgres straight into bytes. pg decodes every field of every row into a
@@ -57,7 +58,7 @@ function pageQueryClass() {
     }
     /**
      * Columns: seq, envelope (text format), stored_at, and when asked, type and occurred_at_ms; a
-     * null seq carries the retention watermark instead (store/feed-page.ts).
+     * null seq carries the retention watermark instead (pgPageStatement below).
      */
     handleDataRow(message: { fields: [string | null, string | null, string | null, string?, string?] }): void {
       const [seq, envelope, storedAt, type, occurredAtMs] = message.fields;
@@ -110,7 +111,7 @@ export interface PgPageStatement {
 /**
  * Runs a page statement on a connection of knex's pool and returns the envelopes joined by commas,
  * as one buffer, stopping before the row that would take it past `maxBytes` (rows after it still
- * arrive, and are dropped as they do: the statements bound how many, store/feed-page.ts).
+ * arrive, and are dropped as they do: the statements bound how many, pgPageStatement below).
  */
 export async function readPgPage(db: Knex, statement: PgPageStatement, maxBytes: number, withFacts = false): Promise<StoredPage> {
   const Query = pageQueryClass();
@@ -129,7 +130,7 @@ export async function readPgPage(db: Knex, statement: PgPageStatement, maxBytes:
   const connection = (await db.client.acquireConnection()) as PgClient;
   try {
     await new Promise<void>((resolve, reject) => {
-      // The callback as last argument: the pool's timeout guard (store/db.ts) wraps it.
+      // The callback as last argument: the pool's timeout guard (postgres/connection.ts) wraps it.
       connection.query(new Query({ ...statement, values: [...statement.values] }, sink), (err) => (err ? reject(err) : resolve()));
     });
   } finally {
@@ -148,3 +149,49 @@ export async function readPgPage(db: Knex, statement: PgPageStatement, maxBytes:
 
 /** knex's own `?` → `$n` rewriting, as knex.raw does it. */
 export const positional = (db: Knex, sql: string): string => (db.client as unknown as { positionBindings(sql: string): string }).positionBindings(sql);
+
+/*
+ * The Postgres statements, prepared once per connection. Both are bounded whatever plan the
+ * planner picks, so a table it has no statistics for (never analyzed: it then guesses a few hundred
+ * rows and may pick a bitmap scan plus a sort) cannot turn a page into a sort of the rest of the feed:
+ * - the whole feed: seqs have no holes, so the range afterSeq < seq ≤ afterSeq + limit holds at
+ *   most `limit` rows;
+ * - a restricted key: per mailbox, the first `limit` seqs after the cursor from the
+ *   (workspace, mailbox, seq) index, merged (Merge Append: it reads about `limit` entries in all),
+ *   with the mailboxes' retention watermark in the same snapshot, as a row whose seq is null.
+ */
+// Columns after seq and envelope: stored_at (for the age of a page read ahead), then the facts when asked.
+const FACT_COLUMNS = (alias: string) => `, ${alias}type, ${alias}occurred_at_ms`;
+
+/** Exported for its test (the plans it gets on a table without statistics). */
+export function pgPageStatement(q: PageQuery): PgPageStatement {
+  const withFacts = q.withFacts === true;
+  if (q.mailboxes === null) {
+    return {
+      name: `event_feed_page${withFacts ? '_facts' : ''}`,
+      text: `SELECT seq, envelope, stored_at${withFacts ? FACT_COLUMNS('') : ''} FROM events
+              WHERE workspace_id = $1 AND seq > $2::bigint AND seq <= $2::bigint + $3::int ORDER BY seq LIMIT $3::int`,
+      values: [q.workspaceId, q.afterSeq, q.limit],
+    };
+  }
+  const mailboxes = [...new Set(q.mailboxes)];
+  const perMailbox = mailboxes
+    .map((_, i) => `SELECT seq FROM (SELECT seq FROM events WHERE workspace_id = $1 AND mailbox_id = ($4::text[])[${i + 1}] AND seq > $2::bigint ORDER BY seq LIMIT $3::int) m${i}`)
+    .join(' UNION ALL ');
+  return {
+    name: `event_feed_page_${mailboxes.length}mbx${withFacts ? '_facts' : ''}`,
+    text: `SELECT seq, envelope, stored_at${withFacts ? FACT_COLUMNS('') : ''} FROM (
+             SELECT NULL::bigint AS seq,
+                    (SELECT MAX(pruned_through) FROM feed_retention_mailboxes WHERE workspace_id = $1 AND mailbox_id = ANY($4::text[]))::text AS envelope,
+                    NULL::bigint AS stored_at${withFacts ? ', NULL::text AS type, NULL::bigint AS occurred_at_ms' : ''}
+             UNION ALL
+             (SELECT e.seq, e.envelope, e.stored_at${withFacts ? FACT_COLUMNS('e.') : ''}
+                FROM (${perMailbox} ORDER BY seq LIMIT $3::int) picked
+                JOIN events e ON e.workspace_id = $1 AND e.seq = picked.seq)
+           ) page ORDER BY seq NULLS FIRST`,
+    values: [q.workspaceId, q.afterSeq, q.limit, mailboxes],
+  };
+}
+
+/** One page of the feed, read now (common/feed-page.ts adds the read-ahead). */
+export const queryPostgresPage = (db: Knex, q: PageQuery): Promise<StoredPage> => readPgPage(db, pgPageStatement(q), PAGE_MAX_BYTES, q.withFacts === true);

@@ -1,11 +1,6 @@
-import type { Db } from './db.ts';
-import { newWorkspaceId } from '../ids.ts';
-
-export interface Workspace {
-  id: string;
-  name: string;
-  verified: boolean;
-}
+import type { Knex as Db } from 'knex';
+import { newWorkspaceId } from '../../ids.ts';
+import type { Workspace } from '../port.ts';
 
 export async function createWorkspace(db: Db, name: string, verified: boolean, now: number): Promise<Workspace> {
   const workspace = { id: newWorkspaceId(), name, verified };

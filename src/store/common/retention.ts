@@ -1,21 +1,25 @@
 import type { Knex } from 'knex';
-import { dbKind, type Db } from './db.ts';
-import { placeholders, readRows } from './sql.ts';
-import { pruneAttempts, pruneDeliveries } from '../webhooks/pruning.ts';
+import type { PruneResult } from '../port.ts';
+import type { Adapter } from './adapter.ts';
+import { placeholders, queryRows } from './sql.ts';
+import { pruneAttempts, pruneDeliveries } from './webhook-pruning.ts';
 
-type Reader = Db | Knex.Transaction;
+type Db = Knex;
+/** Rows of a small read (Adapter.readRows, or a transaction's own). */
+type ReadRows = <T>(sql: string, bindings: readonly Knex.Value[]) => Promise<T[]>;
+const inTransaction = (trx: Knex.Transaction): ReadRows => (sql, bindings) => queryRows(trx, sql, bindings);
 
 /** The highest seq pruned from a workspace's feed (0 when nothing was): every seq up to it is gone. */
-export async function prunedThrough(db: Reader, workspaceId: string): Promise<number> {
-  const [row] = await readRows<{ pruned_through: number }>(db, 'SELECT pruned_through FROM feed_retention WHERE workspace_id = ?', [workspaceId]);
+export async function prunedThrough(readRows: ReadRows, workspaceId: string): Promise<number> {
+  const [row] = await readRows<{ pruned_through: number }>('SELECT pruned_through FROM feed_retention WHERE workspace_id = ?', [workspaceId]);
   return Number(row?.pruned_through ?? 0);
 }
 
 /** The highest seq pruned among these mailboxes' events: what a restricted key may have missed. */
-export async function prunedThroughMailboxes(db: Reader, workspaceId: string, mailboxes: readonly string[]): Promise<number> {
+export async function prunedThroughMailboxes(readRows: ReadRows, workspaceId: string, mailboxes: readonly string[]): Promise<number> {
   if (mailboxes.length === 0) return 0;
   const { sql, bindings } = mailboxesWatermark(workspaceId, mailboxes);
-  const [row] = await readRows<{ through: number | null }>(db, sql, bindings);
+  const [row] = await readRows<{ through: number | null }>(sql, bindings);
   return Number(row?.through ?? 0);
 }
 
@@ -27,23 +31,17 @@ export function mailboxesWatermark(workspaceId: string, mailboxes: readonly stri
   };
 }
 
-export interface PruneResult {
-  workspaceId: string;
-  deleted: number;
-  prunedThrough: number;
-}
-
 /**
  * Deletes a workspace's events stored before `cutoffMs`, oldest first, in batches of `batchSize`,
  * each in its own short transaction, so writers and readers are never held up for long. Only a
  * prefix of the feed is ever deleted, and the watermarks move in the same transaction as the rows,
  * so "pruned through N" always means "every seq ≤ N is gone and every seq > N is still there".
  */
-export async function pruneWorkspace(db: Db, workspaceId: string, cutoffMs: number, batchSize: number): Promise<PruneResult> {
+export async function pruneWorkspace(db: Db, greatest: Adapter['sql']['greatest'], workspaceId: string, cutoffMs: number, batchSize: number): Promise<PruneResult> {
   let deleted = 0;
   for (;;) {
     const batch = await db.transaction(async (trx) => {
-      const from = await prunedThrough(trx, workspaceId);
+      const from = await prunedThrough(inTransaction(trx), workspaceId);
       const rows: Array<{ seq: number; mailbox_id: string | null; stored_at: number }> = await trx('events')
         .select('seq', 'mailbox_id', 'stored_at')
         .where('workspace_id', workspaceId)
@@ -54,11 +52,11 @@ export async function pruneWorkspace(db: Db, workspaceId: string, cutoffMs: numb
       if (expired.length === 0) return { count: 0, through: from, full: false };
       const through = Number(expired.at(-1)!.seq);
       await trx('events').where('workspace_id', workspaceId).andWhere('seq', '>', from).andWhere('seq', '<=', through).del();
-      await raiseWatermark(trx, 'feed_retention', { workspace_id: workspaceId }, ['workspace_id'], through);
+      await raiseWatermark(trx, greatest, 'feed_retention', { workspace_id: workspaceId }, ['workspace_id'], through);
       const perMailbox = new Map<string, number>();
       for (const row of expired) if (row.mailbox_id !== null) perMailbox.set(row.mailbox_id, Number(row.seq));
       for (const [mailbox, seq] of perMailbox) {
-        await raiseWatermark(trx, 'feed_retention_mailboxes', { workspace_id: workspaceId, mailbox_id: mailbox }, ['workspace_id', 'mailbox_id'], seq);
+        await raiseWatermark(trx, greatest, 'feed_retention_mailboxes', { workspace_id: workspaceId, mailbox_id: mailbox }, ['workspace_id', 'mailbox_id'], seq);
       }
       return { count: expired.length, through, full: expired.length === batchSize };
     });
@@ -68,10 +66,10 @@ export async function pruneWorkspace(db: Db, workspaceId: string, cutoffMs: numb
 }
 
 /** Prunes every workspace; returns what was deleted where. */
-export async function pruneAll(db: Db, cutoffMs: number, batchSize: number): Promise<PruneResult[]> {
+export async function pruneAll(db: Db, greatest: Adapter['sql']['greatest'], cutoffMs: number, batchSize: number): Promise<PruneResult[]> {
   const workspaces: Array<{ id: string }> = await db('workspaces').select('id').orderBy('id');
   const results: PruneResult[] = [];
-  for (const { id } of workspaces) results.push(await pruneWorkspace(db, id, cutoffMs, batchSize));
+  for (const { id } of workspaces) results.push(await pruneWorkspace(db, greatest, id, cutoffMs, batchSize));
   // The webhook deliveries of pruned events go with them; the attempt history is bounded by age and per endpoint.
   for (const result of results) await pruneDeliveries(db, result.workspaceId, result.prunedThrough, batchSize);
   await pruneAttempts(db, cutoffMs, batchSize);
@@ -84,8 +82,7 @@ const firstNotBefore = (rows: Array<{ stored_at: number }>, cutoffMs: number) =>
 };
 
 /** Upserts a watermark, never lowering it (two pruners may race; the higher one wins). */
-async function raiseWatermark(trx: Knex.Transaction, table: string, key: Record<string, string>, conflict: string[], seq: number) {
-  const greatest = dbKind(trx as unknown as Db) === 'postgres' ? 'GREATEST' : 'MAX';
+async function raiseWatermark(trx: Knex.Transaction, greatest: string, table: string, key: Record<string, string>, conflict: string[], seq: number) {
   await trx(table)
     .insert({ ...key, pruned_through: seq })
     .onConflict(conflict)

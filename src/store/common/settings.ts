@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Db } from './db.ts';
+import type { Knex as Db } from 'knex';
 
 const CURSOR_SECRET = 'cursor_secret';
 

@@ -1,13 +1,13 @@
 import Database from 'better-sqlite3';
 import { Worker } from 'node:worker_threads';
-import { packageFile } from '../paths.ts';
+import { packageFile } from '../../paths.ts';
 
 export type SqliteConnection = Database.Database;
 
 const PREPARED_STATEMENTS_KEPT = 256;
 // Each connection's page cache, in KiB (negative: SQLite counts it in KiB). better-sqlite3 sets
 // 16 MB where SQLite's own default is 2 MB; the operating system caches the file anyway. 15-17 MB
-// less RSS for the server at 1,000,000 events, and no slower (bench/README.md in git history, change 21).
+// less RSS for the server at 1,000,000 events, and no slower (measured: bench/README.md's method).
 const PAGE_CACHE_KIB = -2000;
 
 /** Settings of every connection to the file: knex's writer and the reader below. */
@@ -127,7 +127,7 @@ export class WalCheckpointer {
   ) {}
 
   start(): void {
-    const worker = new Worker(packageFile('src/store/checkpoint-worker.cjs'), {
+    const worker = new Worker(packageFile('src/store/sqlite/checkpoint-worker.cjs'), {
       workerData: { filename: this.filename },
       // It holds one statement's worth of data: keep its heap small.
       resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 },

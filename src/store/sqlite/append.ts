@@ -1,14 +1,14 @@
 import type { Knex } from 'knex';
-import { deliveriesOwed } from '../webhooks/store.ts';
-import type { Db } from './db.ts';
-import type { StoredIdRow, WorkspaceAppend } from './events.ts';
-import type { SqliteConnection } from './sqlite-connection.ts';
+import { idsToLookUp, inWorkspaceOrder } from '../common/events.ts';
+import { deliveriesOwed } from '../common/outbox.ts';
+import type { FirstSeqs, SortOutStored, StoredIdRow, WorkspaceAppend } from '../port.ts';
+import type { SqliteConnection } from './connection.ts';
 
 /*
  * The SQLite append, run synchronously on the writing connection. better-sqlite3 is synchronous
  * anyway; going through knex added, per group commit, a transaction object (knex defines ~100
  * properties on each: 12 % of everything the server allocated while tailing) and a query builder
- * or raw query per statement, all garbage (bench/README.md in git history, change 20). Statements are the
+ * or raw query per statement, all garbage (measured with bench/README.md's method). Statements are the
  * connection's prepared ones (configureSqlite keeps them).
  */
 const STORED_BY_ID = 'SELECT workspace_id, id, envelope FROM events WHERE workspace_id = ? AND id = ?';
@@ -25,7 +25,7 @@ const INSERT_DELIVERY =
  * IMMEDIATE takes the write lock first, waiting for other processes' writers (busy_timeout), so a
  * transaction that reads before it writes is never refused the lock half-way. A throw rolls back.
  */
-export async function inSqliteWriteTransaction<T>(db: Db, work: (conn: SqliteConnection) => T): Promise<T> {
+export async function inSqliteWriteTransaction<T>(db: Knex, work: (conn: SqliteConnection) => T): Promise<T> {
   const client = db.client as { acquireConnection(): Promise<SqliteConnection>; releaseConnection(conn: SqliteConnection): Promise<unknown> };
   const conn = await client.acquireConnection();
   try {
@@ -38,6 +38,15 @@ export async function inSqliteWriteTransaction<T>(db: Db, work: (conn: SqliteCon
 /** The connection a knex transaction on SQLite runs on (its client lends only that one). */
 export async function connectionOf(trx: Knex.Transaction): Promise<SqliteConnection> {
   return (await (trx.client as { acquireConnection(): Promise<SqliteConnection> }).acquireConnection()) as SqliteConnection;
+}
+
+/**
+ * Store.append on SQLite, synchronously, inside a transaction open on `conn`: the stored ids
+ * looked up, `sortOut` told, the rest appended. Nothing else runs on the connection meanwhile.
+ */
+export function appendOnSqlite(conn: SqliteConnection, appends: WorkspaceAppend[], storedAt: number, sortOut: SortOutStored): FirstSeqs {
+  const fresh = sortOut(sqliteStoredByIds(conn, idsToLookUp(appends)));
+  return fresh.length > 0 ? sqliteAppendEvents(conn, inWorkspaceOrder(fresh), storedAt) : new Map();
 }
 
 /** The stored events among these client-supplied ids (idempotency), by the (workspace_id, id) unique index. */
@@ -54,7 +63,7 @@ export function sqliteStoredByIds(conn: SqliteConnection, wanted: Array<{ worksp
 }
 
 /**
- * appendEvents on SQLite (store/events.ts gives the ordering argument): inside the caller's
+ * The append on SQLite (common/events.ts gives the ordering argument): inside the caller's
  * transaction, each workspace's counter moved, its events inserted at the seqs that gives, and
  * the webhook deliveries they owe written with them. `sorted` is in workspace order.
  */

@@ -1,4 +1,4 @@
-import { loadSpec } from '../contract/spec.ts';
+import { loadSpec } from './spec.ts';
 
 // The event types of the contract (EventType's enum): what `mail.*` expands to.
 const EVENT_TYPES: readonly string[] = loadSpec().components.schemas.EventType.enum;

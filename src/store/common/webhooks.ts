@@ -1,78 +1,18 @@
 import type { Knex } from 'knex';
-import type { WebhookAttempt, WebhookEndpoint } from '../../generated/types.ts';
-import { matchesTypes } from '../feed/type-filter.ts';
-import { dbKind, type Db } from '../store/db.ts';
-import { queryRows } from '../store/sql.ts';
-import { secretHint } from './signature.ts';
+import type { WebhookAttempt } from '../../../generated/types.ts';
+import type { AttemptRecord, DueDelivery, EndpointRow, LeaseRequest } from '../port.ts';
+import type { Adapter } from './adapter.ts';
+import { queryRows } from './sql.ts';
 
-type Reader = Db | Knex.Transaction;
-
-export interface EndpointRow {
-  id: string;
-  workspace_id: string;
-  url: string;
-  event_types: string;
-  enabled: boolean | number;
-  disabled_reason: string | null;
-  secret: string;
-  created_at: number;
-  updated_at: number;
-}
-
+type Db = Knex;
+type Reader = Knex | Knex.Transaction;
 const iso = (ms: number | string) => new Date(Number(ms)).toISOString();
-
-/** The contract's view of an endpoint; the secret in full only when asked (creation, rotation). */
-export function endpointView(row: EndpointRow, withSecret = false): WebhookEndpoint {
-  return {
-    id: row.id,
-    url: row.url,
-    event_types: JSON.parse(row.event_types) as WebhookEndpoint['event_types'],
-    enabled: Boolean(row.enabled),
-    disabled_reason: row.disabled_reason,
-    ...(withSecret ? { secret: row.secret } : {}),
-    secret_hint: secretHint(row.secret),
-    created_at: iso(row.created_at),
-    updated_at: iso(row.updated_at),
-  };
-}
 
 export const findEndpoint = (db: Reader, workspaceId: string, url: string): Promise<EndpointRow | undefined> =>
   db('webhook_endpoints').where({ workspace_id: workspaceId, url }).first();
 
 export const listEndpoints = (db: Reader, workspaceId: string): Promise<EndpointRow[]> =>
   db('webhook_endpoints').where({ workspace_id: workspaceId }).orderBy('created_at').orderBy('id');
-
-/** A webhook delivery written with the event it delivers, in the same transaction (the outbox). */
-export interface OutboxRow {
-  endpointId: string;
-  workspaceId: string;
-  eventId: string;
-}
-
-/**
- * The deliveries these new events owe, one per (enabled endpoint of their workspace, matching
- * event): the outbox rows appendEvents writes with the events on SQLite, so an event is delivered
- * if and only if it is in the feed. (On Postgres the append statement applies the same rule in
- * SQL: store/pg-append.ts.)
- */
-export function deliveriesOwed(endpoints: Array<Pick<EndpointRow, 'id' | 'workspace_id' | 'event_types'>>, events: Array<{ workspaceId: string; id: string; type: string }>): OutboxRow[] {
-  return endpoints.flatMap((endpoint) => {
-    const types = JSON.parse(endpoint.event_types) as string[];
-    return events
-      .filter((event) => event.workspaceId === endpoint.workspace_id && matchesTypes(types, event.type))
-      .map((event) => ({ endpointId: endpoint.id, workspaceId: endpoint.workspace_id, eventId: event.id }));
-  });
-}
-
-export interface LeaseRequest {
-  owner: string;
-  now: number;
-  leaseMs: number;
-  /** Free slots: the most endpoints to lease. */
-  max: number;
-  /** The most endpoints of one workspace this owner may hold at once. */
-  perWorkspace: number;
-}
 
 /*
  * Which endpoints to lease, fairly. Every enabled endpoint with no live lease and a delivery due
@@ -112,16 +52,15 @@ const PICK_ENDPOINTS = `
  * then keeps an endpoint to one instance while it sends, so no attempt goes out twice. A crashed
  * instance's lease simply runs out.
  */
-export async function leaseEndpoints(db: Db, request: LeaseRequest): Promise<EndpointRow[]> {
+export async function leaseEndpoints(db: Db, sql: Adapter['sql'], request: LeaseRequest): Promise<EndpointRow[]> {
   const { owner, now, leaseMs, max, perWorkspace } = request;
-  const skipLocked = dbKind(db) === 'postgres' ? 'FOR UPDATE SKIP LOCKED' : '';
   const result = await db.raw(
     `UPDATE webhook_endpoints SET lease_owner = ?, lease_until = ?, last_leased_at = ?
       WHERE id IN (
         SELECT e.id FROM webhook_endpoints e
          WHERE e.id IN (SELECT id FROM (${PICK_ENDPOINTS}) picked)
            AND e.enabled = ? AND (e.lease_until IS NULL OR e.lease_until < ?)
-         ${skipLocked})
+         ${sql.skipLocked})
       RETURNING id, workspace_id, url, event_types, enabled, disabled_reason, secret, created_at, updated_at`,
     [owner, now + leaseMs, now, owner, now, true, now, now, perWorkspace, max, true, now],
   );
@@ -141,43 +80,23 @@ export async function releaseLease(db: Db, endpointId: string, owner: string, pa
   await db('webhook_endpoints').where({ id: endpointId, lease_owner: owner }).update({ lease_owner: null, lease_until: pauseUntil });
 }
 
-export interface DueDelivery {
-  id: number;
-  endpoint_id: string;
-  workspace_id: string;
-  event_seq: number;
-  event_id: string;
-  attempts: number;
-  envelope: string | null;
-}
-
 /**
  * An endpoint's due deliveries, oldest event first, with the stored envelope text (null if pruned).
  * Read in the (endpoint_id, event_seq) index's order, so a lease reads `max` rows whatever the
  * backlog. SQLite would rather range over (endpoint_id, next_attempt_at) and sort every due row
  * (tens of milliseconds of a blocked event loop for a backlog of 100,000): the unary `+` keeps it
- * from using next_attempt_at for the search.
+ * from using next_attempt_at for the search (Adapter.sql.notIndexed).
  */
-export async function dueDeliveries(db: Db, endpointId: string, now: number, max: number): Promise<DueDelivery[]> {
+export async function dueDeliveries(db: Db, sql: Adapter['sql'], endpointId: string, now: number, max: number): Promise<DueDelivery[]> {
   return db('webhook_deliveries as d')
     .leftJoin('events as e', function () {
       this.on('e.workspace_id', '=', 'd.workspace_id').andOn('e.seq', '=', 'd.event_seq');
     })
     .select('d.id', 'd.endpoint_id', 'd.workspace_id', 'd.event_seq', 'd.event_id', 'd.attempts', 'e.envelope')
     .where('d.endpoint_id', endpointId)
-    .andWhereRaw(`${dbKind(db) === 'sqlite' ? '+' : ''}d.next_attempt_at <= ?`, [now])
+    .andWhereRaw(`${sql.notIndexed}d.next_attempt_at <= ?`, [now])
     .orderBy('d.event_seq')
     .limit(max);
-}
-
-export interface AttemptRecord {
-  delivery: DueDelivery;
-  startedAt: number;
-  status: number | null;
-  latencyMs: number;
-  error: string | null;
-  outcome: WebhookAttempt['outcome'];
-  nextAttemptAt: number | null;
 }
 
 /** Records an attempt and moves its delivery on (done, rescheduled or dropped), in one transaction. */

@@ -1,3 +1,5 @@
+import { LOCK_TIMEOUT_MS, STATEMENT_TIMEOUT_MS } from './timeouts.ts';
+
 /**
  * What a failed write tells about its outcome. A Postgres statement sent outside a transaction
  * commits by itself once it completes: when the answer is lost (the connection dropped, or the
@@ -18,7 +20,7 @@ export class OutcomeUnknown extends Error {
 /**
  * Whether `err` proves that a write statement rolled back: Postgres answered it with an error
  * (severity ERROR: the statement failed, so its transaction aborted; lock_timeout and
- * statement_timeout end this way, see store/db.ts), or the statement was never sent (no
+ * statement_timeout end this way, see postgres/connection.ts), or the statement was never sent (no
  * connection could be had: the pool's wait ran out, or connecting failed). A FATAL (the server
  * ended the session, e.g. pg_terminate_backend) or no answer at all proves nothing: the commit
  * may have gone through first.
@@ -38,3 +40,20 @@ export const sqlState = (err: unknown): string | undefined => {
 export const LOCK_NOT_AVAILABLE = '55P03';
 /** statement_timeout ran out (or the statement was cancelled). */
 export const QUERY_CANCELED = '57014';
+
+/** Why a write that proves it rolled back failed, in words for the client (the database's own error stays in the log). */
+export function notStoredBecause(err: unknown): string {
+  const { code, name } = (err ?? {}) as { code?: unknown; name?: unknown };
+  if (String(code).startsWith('SQLITE_BUSY')) return 'another process held the database for too long';
+  if (name === 'KnexTimeoutError') return 'no database connection was free in time';
+  switch (sqlState(err)) {
+    case LOCK_NOT_AVAILABLE:
+      return `another transaction held the workspace's feed for more than ${LOCK_TIMEOUT_MS / 1000} s`;
+    case QUERY_CANCELED:
+      return `the database did not finish the write within ${STATEMENT_TIMEOUT_MS / 1000} s`;
+    case undefined:
+      return 'the database could not be reached, or did not take the write';
+    default:
+      return 'the database refused the write';
+  }
+}

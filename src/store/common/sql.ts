@@ -1,5 +1,4 @@
 import type { Knex } from 'knex';
-import { sqliteReaderOf, type Db } from './db.ts';
 
 /**
  * Rows of a fixed statement of a hot path, given as SQL text with `?` placeholders (knex turns
@@ -7,7 +6,7 @@ import { sqliteReaderOf, type Db } from './db.ts';
  * small one (~20 µs each here, bench/README.md); the requests that make up most of the traffic
  * (authenticate, read a page, append) use these instead.
  */
-export async function queryRows<T>(db: Db | Knex.Transaction, sql: string, bindings: readonly Knex.Value[]): Promise<T[]> {
+export async function queryRows<T>(db: Knex | Knex.Transaction, sql: string, bindings: readonly Knex.Value[]): Promise<T[]> {
   const result = await db.raw(sql, bindings as Knex.Value[]);
   // knex.raw answers differently per driver: pg gives { rows }, better-sqlite3 the rows themselves.
   return (Array.isArray(result) ? result : result.rows) as T[];
@@ -29,15 +28,6 @@ export interface PgStatement {
 export async function preparedRows<T>(exec: Knex | Knex.Transaction, statement: PgStatement): Promise<T[]> {
   const result = await exec.raw(statement.text).options({ name: statement.name, values: statement.values });
   return result.rows as T[];
-}
-
-/**
- * Rows of a fixed read statement (same form as queryRows). Outside a transaction on SQLite it runs
- * on the read connection, which never waits behind a write transaction (see SqliteReader).
- */
-export async function readRows<T>(db: Db | Knex.Transaction, sql: string, bindings: readonly Knex.Value[]): Promise<T[]> {
-  const reader = sqliteReaderOf(db);
-  return reader ? reader.rows<T>(sql, bindings) : queryRows<T>(db, sql, bindings);
 }
 
 /** `?, ?, …`: the placeholders of an IN list of `count` values. */

@@ -1,4 +1,4 @@
-import type { Db } from '../store/db.ts';
+import type { Knex as Db } from 'knex';
 
 /** Attempts kept per endpoint (list_webhooks shows the 20 most recent; the rest is history for operators). */
 export const ATTEMPTS_KEPT_PER_ENDPOINT = 1000;

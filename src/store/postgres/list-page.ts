@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Knex } from 'knex';
+import type { PageRead } from '../common/search-session.ts';
 
 /*
  * A list_events page read on Postgres straight into bytes, as store/pg-page.ts reads a feed page:
@@ -16,18 +17,8 @@ interface PgQueryClass {
   new (config: { text: string; values?: unknown[] }): object;
 }
 
-/** What a list page collects while its rows arrive. */
-export interface PgListPage {
-  /** The envelopes, in row order, joined by commas. */
-  bytes: Buffer;
-  count: number;
-  types: string[];
-  occurredAtMs: number[];
-  /** Seq of the last row; undefined when there is none. */
-  lastSeq: number | undefined;
-  /** The candidates the statement found, returned or not (0 without rows). */
-  found: number;
-}
+/** What a list page collects while its rows arrive (its `found`: the candidates the statement found, returned or not). */
+export type PgListPage = PageRead;
 
 interface Sink {
   scratch: Buffer;
@@ -93,7 +84,7 @@ export async function readPgListPage(db: Knex | Knex.Transaction, text: string):
   const connection = (await db.client.acquireConnection()) as PgClient;
   try {
     await new Promise<void>((resolve, reject) => {
-      // The callback as last argument: the pool's timeout guard (store/db.ts) wraps it.
+      // The callback as last argument: the pool's timeout guard (postgres/connection.ts) wraps it.
       connection.query(new Query({ text }, sink), (err) => (err ? reject(err) : resolve()));
     });
   } finally {

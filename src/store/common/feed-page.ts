@@ -1,0 +1,19 @@
+import { isWhole, type PageQuery, type StoredPage } from '../port.ts';
+import { ReadAhead } from './read-ahead.ts';
+
+/**
+ * One page of the feed by keyset: seq > afterSeq, in seq order, at most `limit` events and at most
+ * PAGE_MAX_BYTES of them (always at least one). The work is bounded by the page, whatever the
+ * workspace holds and whatever the database's statistics say (each adapter's page.ts). A reader
+ * catching up gets the next page read ahead (common/read-ahead.ts).
+ */
+export function pageReader(queryPage: (q: PageQuery) => Promise<StoredPage>): (q: PageQuery) => Promise<StoredPage> {
+  const read = (q: PageQuery): Promise<StoredPage> =>
+    q.mailboxes !== null && q.mailboxes.length === 0 ? Promise.resolve({ bytes: Buffer.alloc(0), count: 0, lastSeq: undefined, cutAtByteCap: false }) : queryPage(q);
+  const ahead = new ReadAhead(read);
+  return async (q) => {
+    const page = (await ahead.take(q)) ?? (await read(q));
+    if (isWhole(page, q.limit) && q.limit > 1) ahead.schedule({ ...q, afterSeq: page.lastSeq! });
+    return page;
+  };
+}

@@ -1,0 +1,103 @@
+import type { Knex } from 'knex';
+import type { KeyRow, Store, WriteTx } from '../port.ts';
+import type { Adapter } from './adapter.ts';
+import { searchEvents } from './event-search.ts';
+import { eventsAfter, readPageRows } from './events.ts';
+import { pageReader } from './feed-page.ts';
+import { countActiveKeys, findKey, insertKey, keysAfter, listKeys, revokeKey, SELECT_KEY } from './keys.ts';
+import { pruneAll, prunedThrough, prunedThroughMailboxes } from './retention.ts';
+import { sharedCursorSecret } from './settings.ts';
+import {
+  dueDeliveries,
+  findEndpoint,
+  leaseEndpoints,
+  listEndpoints,
+  pendingCount,
+  pendingCountUpTo,
+  queueDeliveries,
+  recentAttempts,
+  recordAttempt,
+  releaseLease,
+  renewLease,
+} from './webhooks.ts';
+import { countWorkspaces, createWorkspace, findWorkspace, listWorkspaces } from './workspaces.ts';
+import { retryingTransient } from './write-transaction.ts';
+
+/** The Store of one database: the common code over its adapter (store/sqlite/, store/postgres/). */
+export function createStore(adapter: Adapter): Store {
+  const { knex, readRows, sql } = adapter;
+  const readPage = pageReader((q) => adapter.queryPage(q));
+  return {
+    description: adapter.description,
+    knex,
+    appends: adapter.appends,
+    ...(adapter.othersWritesVersion ? { othersWritesVersion: adapter.othersWritesVersion } : {}),
+    ...(adapter.listenForChanges ? { listenForChanges: adapter.listenForChanges } : {}),
+
+    append: (appends, storedAt, sortOut, options = {}) => adapter.append(appends, storedAt, sortOut, options),
+    readPage,
+    readPageRows: (q) => readPageRows(readRows, q),
+    searchEvents: (q) => searchEvents(adapter.searchSession(), q),
+    eventsAfter: (workspaceId, afterSeq, limit) => eventsAfter(knex, workspaceId, afterSeq, limit),
+
+    prunedThrough: (workspaceId) => prunedThrough(readRows, workspaceId),
+    prunedThroughMailboxes: (workspaceId, mailboxes) => prunedThroughMailboxes(readRows, workspaceId, mailboxes),
+    pruneAll: (cutoffMs, batchSize) => pruneAll(knex, sql.greatest, cutoffMs, batchSize),
+
+    write: (work) =>
+      retryingTransient(() =>
+        knex.transaction(async (trx) => {
+          await adapter.beginWrite(trx);
+          return work(writeTx(adapter, trx));
+        }),
+      ),
+
+    createWorkspace: (name, verified, now) => createWorkspace(knex, name, verified, now),
+    findWorkspace: (id) => findWorkspace(knex, id),
+    countWorkspaces: () => countWorkspaces(knex),
+    listWorkspaces: () => listWorkspaces(knex),
+
+    keys: {
+      byId: async (keyId) => (await readRows<KeyRow>(SELECT_KEY, [keyId]))[0],
+      insert: (row) => insertKey(knex, row),
+      list: (workspaceId) => listKeys(knex, workspaceId),
+      after: (workspaceId, options) => keysAfter(knex, workspaceId, options),
+      find: (workspaceId, keyId) => findKey(knex, workspaceId, keyId),
+      revoke: (keyId, now) => revokeKey(knex, keyId, now),
+    },
+
+    webhooks: {
+      findEndpoint: (workspaceId, url) => findEndpoint(knex, workspaceId, url),
+      listEndpoints: (workspaceId) => listEndpoints(knex, workspaceId),
+      leaseEndpoints: (request) => leaseEndpoints(knex, sql, request),
+      renewLease: (endpointId, owner, until) => renewLease(knex, endpointId, owner, until),
+      releaseLease: (endpointId, owner, pauseUntil) => releaseLease(knex, endpointId, owner, pauseUntil),
+      dueDeliveries: (endpointId, now, max) => dueDeliveries(knex, sql, endpointId, now, max),
+      recordAttempt: (record) => recordAttempt(knex, record),
+      pendingCount: (endpointId) => pendingCount(knex, endpointId),
+      recentAttempts: (endpointId, max) => recentAttempts(knex, endpointId, max),
+    },
+
+    ping: async () => void (await knex.raw('select 1')),
+    sharedCursorSecret: () => sharedCursorSecret(knex),
+    migrate: () => adapter.migrate(),
+    close: () => adapter.close(),
+  };
+}
+
+function writeTx(adapter: Adapter, trx: Knex.Transaction): WriteTx {
+  return {
+    lockWorkspace: (workspaceId) => adapter.lockRow(trx, 'workspaces', workspaceId),
+    lockEndpoint: (endpointId) => adapter.lockRow(trx, 'webhook_endpoints', endpointId),
+    findEndpoint: (workspaceId, url) => findEndpoint(trx, workspaceId, url),
+    countEndpoints: async (workspaceId) => Number((await trx('webhook_endpoints').count({ n: '*' }).where({ workspace_id: workspaceId }).first())?.n ?? 0),
+    insertEndpoint: async (row) => void (await trx('webhook_endpoints').insert(row)),
+    updateEndpoint: async (id, changes) => void (await trx('webhook_endpoints').where({ id }).update(changes)),
+    removeEndpoint: async (id) => void (await trx('webhook_endpoints').where({ id }).del()),
+    pendingCountUpTo: (endpointId, max) => pendingCountUpTo(trx, endpointId, max),
+    queueDeliveries: (endpointId, workspaceId, events, now) => queueDeliveries(trx, endpointId, workspaceId, events, now),
+    countActiveKeys: (workspaceId) => countActiveKeys(trx, workspaceId),
+    insertKey: (row) => insertKey(trx, row),
+    findKey: (workspaceId, keyId) => findKey(trx, workspaceId, keyId),
+  };
+}

@@ -1,0 +1,317 @@
+/**
+ * The storage port: everything the service asks of its database, and the types it speaks in.
+ * `openStore` (store/open-store.ts) builds one from DATABASE_URL; store/sqlite/ and
+ * store/postgres/ are its adapters, store/common/ what they share. Nothing outside src/store/
+ * sees SQL, a driver or which database is behind it: where the databases differ in what they can
+ * do, the port says so as a capability (`othersWritesVersion`, `listenForChanges`, `appends`).
+ */
+import type { Knex } from 'knex';
+import type { WebhookAttempt } from '../../generated/types.ts';
+import type { Logger } from '../log.ts';
+import type { ChangeEvents } from './change-events.ts';
+import type { SearchPage, SearchQuery } from './common/event-search.ts';
+
+export type { ChangeEvents } from './change-events.ts';
+export type { SearchPage, SearchQuery } from './common/event-search.ts';
+export { MERGE_MAX, SCAN_MAX, WINDOW_MAX } from './common/event-search-plans.ts';
+export { notStoredBecause, OutcomeUnknown, provesRollback } from './common/write-outcome.ts';
+export { LOCK_TIMEOUT_MS, STATEMENT_TIMEOUT_MS } from './common/timeouts.ts';
+export { retryingTransient } from './common/write-transaction.ts';
+
+/** An event ready to append: its envelope is final JSON text. */
+export interface NewEvent {
+  id: string;
+  type: string;
+  mailboxId: string | null;
+  occurredAtMs: number;
+  envelope: string;
+  /**
+   * Set when the client supplied the id (so a retry may find it stored: feed/same-event.ts), with
+   * whether it gave occurred_at; null when the server generated the id.
+   */
+  clientId: { occurredAtGiven: boolean } | null;
+}
+
+/** One workspace's share of an append: its events, in the order they take in its feed. */
+export interface WorkspaceAppend {
+  workspaceId: string;
+  events: NewEvent[];
+}
+
+/** A stored event found by its client-supplied id: what an idempotent replay or a conflict is told from. */
+export interface StoredIdRow {
+  workspace_id: string;
+  id: string;
+  envelope: string;
+}
+
+/**
+ * Given the events already stored under the appends' client-supplied ids, the appends still to
+ * make (the caller's rule: feed/publish.ts). Called once per append, inside its transaction.
+ */
+export type SortOutStored = (stored: StoredIdRow[]) => WorkspaceAppend[];
+
+/** Per workspace appended to, the seq of its first new event. Workspaces skipped as locked are absent. */
+export type FirstSeqs = Map<string, number>;
+
+export interface AppendOptions {
+  /** Append inside this transaction of the caller's (the library's publish); otherwise atomically alone. */
+  trx?: Knex.Transaction;
+  /** Leave out the workspaces whose counter row another transaction holds, instead of waiting (`appends.skipLocked`). */
+  skipLocked?: boolean;
+}
+
+export interface PageQuery {
+  workspaceId: string;
+  afterSeq: number;
+  limit: number;
+  /** null: every event; otherwise only events of these mailboxes (events without a mailbox excluded). */
+  mailboxes: readonly string[] | null;
+  /** Also return each event's type and occurred_at (for a text about the page, without parsing it). */
+  withFacts?: boolean;
+}
+
+/** What a person is told of a page's events without parsing them: per event, in page order. */
+export interface EventFacts {
+  types: string[];
+  /** occurred_at in epoch milliseconds (NaN for an event stored before the column existed). */
+  occurredAtMs: number[];
+}
+
+/**
+ * A page of the feed as stored: the envelopes' JSON text in seq order, joined by commas, as one
+ * UTF-8 buffer. Nothing is parsed: the bytes go to the client as they were stored.
+ */
+export interface StoredPage {
+  /** `envelope,envelope,…` (empty when the page is). */
+  bytes: Buffer;
+  count: number;
+  /** Seq of the page's last event; undefined when the page is empty. */
+  lastSeq: number | undefined;
+  /**
+   * The page stopped before `limit` events because the next one would have taken it past the
+   * byte cap: more events follow now, although the page is short.
+   */
+  cutAtByteCap: boolean;
+  /**
+   * For a restricted key's page on Postgres: the retention watermark of its mailboxes, read in the
+   * page's own snapshot (feed/expiry.ts), which saves a round trip per page.
+   */
+  prunedThrough?: number;
+  facts?: EventFacts;
+  /** The earliest stored_at (epoch ms) among the page's events; undefined when the page is empty. */
+  oldestStoredAtMs?: number;
+  /**
+   * Read ahead of its request (store/common/read-ahead.ts): unless its events are too recent for
+   * any prune (feed/expiry.ts), it proves nothing about what retention removed since.
+   */
+  prefetched?: boolean;
+}
+
+/** Whether no later read can give this page more events: it holds `limit` events, or stopped at the byte cap. */
+export const isWhole = (page: StoredPage, limit: number): boolean => page.count === limit || page.cutAtByteCap;
+
+export interface StoredEvent {
+  seq: number;
+  envelope: string;
+}
+
+export interface Workspace {
+  id: string;
+  name: string;
+  verified: boolean;
+}
+
+export interface PruneResult {
+  workspaceId: string;
+  deleted: number;
+  prunedThrough: number;
+}
+
+/** An API key as stored: what authentication checks a token against. */
+export interface KeyRow {
+  id: string;
+  workspace_id: string;
+  secret_sha256: string;
+  permissions: string;
+  mailboxes: string | null;
+  revoked_at: number | null;
+}
+
+/** A key as listed: everything but its secret's hash. */
+export interface KeyListRow {
+  id: string;
+  workspace_id: string;
+  /** Comma-separated. */
+  permissions: string;
+  /** JSON array, or null: every mailbox. */
+  mailboxes: string | null;
+  label: string | null;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export interface NewKeyRow {
+  id: string;
+  workspace_id: string;
+  secret_sha256: string;
+  permissions: string;
+  mailboxes: string | null;
+  label: string | null;
+  created_at: number;
+}
+
+export interface EndpointRow {
+  id: string;
+  workspace_id: string;
+  url: string;
+  /** JSON array of type patterns; empty: every type. */
+  event_types: string;
+  enabled: boolean | number;
+  disabled_reason: string | null;
+  secret: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface LeaseRequest {
+  owner: string;
+  now: number;
+  leaseMs: number;
+  /** Free slots: the most endpoints to lease. */
+  max: number;
+  /** The most endpoints of one workspace this owner may hold at once. */
+  perWorkspace: number;
+}
+
+export interface DueDelivery {
+  id: number;
+  endpoint_id: string;
+  workspace_id: string;
+  event_seq: number;
+  event_id: string;
+  attempts: number;
+  envelope: string | null;
+}
+
+export interface AttemptRecord {
+  delivery: DueDelivery;
+  startedAt: number;
+  status: number | null;
+  latencyMs: number;
+  error: string | null;
+  outcome: WebhookAttempt['outcome'];
+  nextAttemptAt: number | null;
+}
+
+/** Listens for changes (ChangeEvents) until stopped. */
+export interface ChangeListener {
+  stop(): Promise<void>;
+}
+
+/** The writes that read before they write, in one transaction (Store.write): an operation's rule runs between them. */
+export interface WriteTx {
+  /** Until this transaction ends, other such writes of the workspace wait (a count stays true until the insert commits). */
+  lockWorkspace(workspaceId: string): Promise<void>;
+  /** Until this transaction ends, other such writes for the endpoint wait. */
+  lockEndpoint(endpointId: string): Promise<void>;
+  findEndpoint(workspaceId: string, url: string): Promise<EndpointRow | undefined>;
+  countEndpoints(workspaceId: string): Promise<number>;
+  insertEndpoint(row: EndpointRow): Promise<void>;
+  updateEndpoint(id: string, changes: Partial<EndpointRow>): Promise<void>;
+  removeEndpoint(id: string): Promise<void>;
+  /** An endpoint's pending deliveries, counted up to `max`. */
+  pendingCountUpTo(endpointId: string, max: number): Promise<number>;
+  /** Queues these events for one endpoint, due now, skipping those already pending for it; how many were queued. */
+  queueDeliveries(endpointId: string, workspaceId: string, events: Array<{ seq: number; id: string }>, now: number): Promise<number>;
+  countActiveKeys(workspaceId: string): Promise<number>;
+  insertKey(row: NewKeyRow): Promise<void>;
+  findKey(workspaceId: string, keyId: string): Promise<KeyListRow | undefined>;
+}
+
+export interface Store {
+  /** Which database, for people: "SQLite (data/event-feed.sqlite)", "Postgres". */
+  readonly description: string;
+  /**
+   * SQLite: a value that changes whenever another process committed to the file since this one
+   * last looked (its own commits leave it alone); undefined when it cannot be told now. Absent
+   * where a change channel tells instead (`listenForChanges`).
+   */
+  readonly othersWritesVersion?: () => string | undefined;
+  /**
+   * Postgres: tells `events` of every commit's new head and every key changed, by every instance
+   * (store/postgres/changes.ts). Absent where nothing else writes without this process knowing.
+   */
+  readonly listenForChanges?: (events: ChangeEvents, log: Logger, options?: { pingIntervalMs?: number; pingTimeoutMs?: number }) => ChangeListener;
+  /**
+   * How appends may share the database: `concurrent` statements in flight at once (1: a single
+   * writer), and whether one may skip the workspaces another transaction holds (AppendOptions.skipLocked).
+   */
+  readonly appends: { concurrent: number; skipLocked: boolean };
+
+  /**
+   * Appends events (in workspace order, every writer's lock order) with the webhook deliveries
+   * they owe (the outbox); `sortOut` first drops those already stored under their client id.
+   * See store/common/events.ts for why this leaves no gap a reader could skip.
+   */
+  append(appends: WorkspaceAppend[], storedAt: number, sortOut: SortOutStored, options?: AppendOptions): Promise<FirstSeqs>;
+  /** One page of the feed by keyset: seq > afterSeq, in seq order, bounded by `limit` and the page byte cap. */
+  readPage(q: PageQuery): Promise<StoredPage>;
+  /** The same events as rows, one per event, with its seq, no byte cap: for readers that need events apart (tools, tests). */
+  readPageRows(q: PageQuery): Promise<StoredEvent[]>;
+  /** list_events: the matching events below a keyset, newest first, each call's work bounded. */
+  searchEvents(q: SearchQuery): Promise<SearchPage>;
+  /** Seq, id and type of up to `limit` events after `afterSeq` (redeliver_webhook). */
+  eventsAfter(workspaceId: string, afterSeq: number, limit: number): Promise<Array<{ seq: number; id: string; type: string }>>;
+
+  /** The highest seq pruned from a workspace's feed (0 when nothing was): every seq up to it is gone. */
+  prunedThrough(workspaceId: string): Promise<number>;
+  /** The highest seq pruned among these mailboxes' events: what a restricted key may have missed. */
+  prunedThroughMailboxes(workspaceId: string, mailboxes: readonly string[]): Promise<number>;
+  /** Deletes every workspace's events stored before `cutoffMs`, in short batches, and what webhooks held of them. */
+  pruneAll(cutoffMs: number, batchSize: number): Promise<PruneResult[]>;
+
+  /** Reads, then writes, in one transaction, run again on a transient conflict. */
+  write<T>(work: (tx: WriteTx) => Promise<T>): Promise<T>;
+
+  createWorkspace(name: string, verified: boolean, now: number): Promise<Workspace>;
+  findWorkspace(id: string): Promise<Workspace | undefined>;
+  countWorkspaces(): Promise<number>;
+  listWorkspaces(): Promise<Array<Workspace & { created_at: string }>>;
+
+  keys: {
+    /** The key row a token names, revoked or not. */
+    byId(keyId: string): Promise<KeyRow | undefined>;
+    insert(row: NewKeyRow): Promise<void>;
+    /** Every key of a workspace, oldest first. */
+    list(workspaceId: string): Promise<KeyListRow[]>;
+    /** Up to `limit` keys of a workspace after the key id `afterId`, in id (creation) order. */
+    after(workspaceId: string, options: { afterId?: string; includeRevoked: boolean; limit: number }): Promise<KeyListRow[]>;
+    find(workspaceId: string, keyId: string): Promise<KeyListRow | undefined>;
+    /** Marks a key revoked; false when no active key has this id. */
+    revoke(keyId: string, now: number): Promise<boolean>;
+  };
+
+  webhooks: {
+    findEndpoint(workspaceId: string, url: string): Promise<EndpointRow | undefined>;
+    listEndpoints(workspaceId: string): Promise<EndpointRow[]>;
+    /** Leases up to `max` endpoints with deliveries due and no live lease, fairly across workspaces. */
+    leaseEndpoints(request: LeaseRequest): Promise<EndpointRow[]>;
+    renewLease(endpointId: string, owner: string, until: number): Promise<boolean>;
+    releaseLease(endpointId: string, owner: string, pauseUntil?: number | null): Promise<void>;
+    dueDeliveries(endpointId: string, now: number, max: number): Promise<DueDelivery[]>;
+    recordAttempt(record: AttemptRecord): Promise<void>;
+    pendingCount(endpointId: string): Promise<number>;
+    recentAttempts(endpointId: string, max?: number): Promise<WebhookAttempt[]>;
+  };
+
+  /** Resolves once the database answers a trivial statement (readiness). */
+  ping(): Promise<void>;
+  /** The cursor secret every instance on this database shares (created by the first to ask). */
+  sharedCursorSecret(): Promise<string>;
+  /** Applies pending migrations; returns the names applied. Safe when several instances start at once. */
+  migrate(): Promise<string[]>;
+  /** The knex handle underneath, for the library's users (their own transactions) and for tools. */
+  readonly knex: Knex;
+  close(): Promise<void>;
+}

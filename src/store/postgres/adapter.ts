@@ -1,0 +1,50 @@
+import type { Knex } from 'knex';
+import type { Adapter } from '../common/adapter.ts';
+import { runMigrations } from '../common/migrate.ts';
+import { queryRows } from '../common/sql.ts';
+import { appendOnPostgres } from './append.ts';
+import { HEADS_CHANNEL, listenForChanges } from './changes.ts';
+import { openPostgresKnex } from './connection.ts';
+import { queryPostgresPage } from './page.ts';
+import { postgresSearchSession } from './search.ts';
+
+// Arbitrary, fixed: the advisory lock every event-feed instance takes around migrations.
+const MIGRATION_LOCK = 0x65766e74;
+
+/**
+ * Applies pending migrations. knex's own lock is taken only after it creates its bookkeeping
+ * tables, which races on a fresh database: the whole run is serialized by an advisory lock, so
+ * instances starting at once are safe.
+ */
+export function migratePostgres(knex: Knex): Promise<string[]> {
+  return knex.transaction(async (trx) => {
+    await trx.raw('select pg_advisory_xact_lock(?)', [MIGRATION_LOCK]);
+    return runMigrations(knex);
+  });
+}
+
+/**
+ * Postgres: a pool of connections, several instances sharing the database. Each instance hears
+ * the others' commits and key changes on a channel of its own (postgres/changes.ts).
+ */
+export function postgresAdapter(url: string, options: { queryTimeoutMs?: number } = {}): Adapter {
+  const knex: Knex = openPostgresKnex(url, options);
+  return {
+    description: 'Postgres',
+    knex,
+    // A second shared statement may run while one commits (its statements overlap the first one's
+    // WAL flush); one may skip a workspace another transaction holds (FOR UPDATE SKIP LOCKED).
+    appends: { concurrent: 2, skipLocked: true },
+    listenForChanges: (events, log, listenOptions) => listenForChanges(url, events, log, listenOptions),
+    append: (appends, storedAt, sortOut, appendOptions) => appendOnPostgres(knex, HEADS_CHANNEL, appends, storedAt, sortOut, appendOptions),
+    queryPage: (q) => queryPostgresPage(knex, q),
+    searchSession: () => postgresSearchSession(knex),
+    readRows: (sql, bindings) => queryRows(knex, sql, bindings),
+    beginWrite: async () => {},
+    // Under READ COMMITTED two transactions could each read a count and both insert: they take turns on the row.
+    lockRow: async (trx, table, id) => void (await trx(table).where({ id }).forUpdate().first('id')),
+    sql: { greatest: 'GREATEST', skipLocked: 'FOR UPDATE SKIP LOCKED', notIndexed: '' },
+    migrate: () => migratePostgres(knex),
+    close: () => knex.destroy(),
+  };
+}
