@@ -90,7 +90,7 @@ export async function authenticate(store: Store, token: string): Promise<Princip
 /**
  * Where verified keys are kept, if they may be used for this request. On Postgres a lookup is a
  * round trip: keys are kept as auth/verified-keys.ts says. On SQLite a lookup is an in-process
- * read (~30 µs, a tenth of a tailing poll's cost), and a revocation by another process (the CLI)
+ * read (a tenth of a tailing poll's cost), and a revocation by another process (the CLI)
  * must take effect at once: keys are kept only while no other process has written to the file
  * since, checked on every request (which makes it a channel that is always up: HEARD_KEY_TTL_MS;
  * in this process every revocation goes through revokeKey, which forgets the key); when that

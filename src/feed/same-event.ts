@@ -21,7 +21,7 @@ import type { EventEnvelope } from '../../generated/types.ts';
  */
 export function sameEvent(storedEnvelope: string, retryEnvelope: string, retryGaveOccurredAt: boolean): boolean {
   // The usual retry (the same request again, or the event as the feed returned it) builds the very
-  // same text: no parsing then (28 µs for a 0.5 KB event, 0.9 ms for 31 KB, measured).
+  // same text: no parsing then (parsing grows with the event's size).
   if (storedEnvelope === retryEnvelope) return true;
   const stored = JSON.parse(storedEnvelope) as EventEnvelope;
   const retry = JSON.parse(retryEnvelope) as EventEnvelope;

@@ -40,7 +40,24 @@ export const WINDOW_MAX = 1_000;
 /** Up to this many mailboxes are merged key by key; past it, the bounded scan. */
 export const MERGE_MAX = 32;
 
-export type Dialect = 'sqlite' | 'postgres';
+/**
+ * Where the list_events statements differ per database: each adapter's search.ts gives its own
+ * (SQLite names its indexes and keeps filters off them with a unary plus; Postgres pins its plans
+ * instead, search.ts).
+ */
+export interface Dialect {
+  /** After `FROM events`: the index the statement must use, or nothing. */
+  indexed(index: 'seq' | 'type' | 'mailbox_id' | 'occurred'): string;
+  /** Before a text column in a condition: keeps the condition from being taken as an index constraint, or nothing. */
+  notIndexed: string;
+  /** The facts' columns: seq, type, occurred_at_ms, size (and the envelope where it can stay unread until kept). */
+  factColumns: string;
+  /** The row of each seq `seq` of the preceding source (`e`), one index probe each, the seqs driving. */
+  lookup(seq: string): string;
+  /** A list of seqs as a table `p(seq, i)` in list order, from one binding (so the text never changes). */
+  seqList: string;
+  seqListBinding(seqs: readonly number[]): string;
+}
 export type Binding = string | number;
 
 export interface Statement {
@@ -73,21 +90,12 @@ export function planKind(f: SearchFilters): PlanKind {
   return 'scan';
 }
 
-const SQLITE_INDEX = {
-  seq: 'events_workspace_seq_filters',
-  type: 'events_workspace_type_seq',
-  mailbox_id: 'events_workspace_mailbox_seq',
-  occurred: 'events_workspace_occurred_seq',
-} as const;
-
-const indexed = (d: Dialect, index: keyof typeof SQLITE_INDEX) => (d === 'sqlite' ? ` INDEXED BY ${SQLITE_INDEX[index]}` : '');
-
 /**
  * 'range': the `take` newest seqs below `beforeSeq`, or below the head (read in the statement),
  * by their exact range.
  */
 export function rangeCandidates(d: Dialect, f: SearchFilters, beforeSeq: number | null, take: number): Statement {
-  const from = `SELECT seq FROM events${indexed(d, 'seq')} WHERE workspace_id = ?`;
+  const from = `SELECT seq FROM events${d.indexed('seq')} WHERE workspace_id = ?`;
   if (beforeSeq !== null) return { sql: `${from} AND seq < ? AND seq >= ? ORDER BY seq DESC LIMIT ?`, bindings: [f.workspaceId, beforeSeq, beforeSeq - take, take] };
   // Closed on both sides, like every range here, though no seq lies above the head.
   const head = '(SELECT last_seq FROM feed_counters WHERE workspace_id = ?)';
@@ -102,7 +110,7 @@ export function keyedCandidates(d: Dialect, f: SearchFilters, beforeSeq: number 
   const [key, values] = f.types === null ? (['mailbox_id', f.mailboxes!] as const) : (['type', f.types] as const);
   const below = beforeSeq === null ? '' : ' AND seq < ?';
   const perKey = values
-    .map((_, i) => `SELECT seq FROM (SELECT seq FROM events${indexed(d, key)} WHERE workspace_id = ? AND ${key} = ?${below} ORDER BY seq DESC LIMIT ?) k${i}`)
+    .map((_, i) => `SELECT seq FROM (SELECT seq FROM events${d.indexed(key)} WHERE workspace_id = ? AND ${key} = ?${below} ORDER BY seq DESC LIMIT ?) k${i}`)
     .join(' UNION ALL ');
   return {
     sql: `SELECT seq FROM (${perKey}) keyed ORDER BY seq DESC LIMIT ?`,
@@ -114,7 +122,7 @@ export function keyedCandidates(d: Dialect, f: SearchFilters, beforeSeq: number 
 export function scanCandidates(d: Dialect, f: SearchFilters, hi: number, from: number, take: number): Statement {
   const rest = checks(d, f);
   return {
-    sql: `SELECT seq FROM events${indexed(d, 'seq')} WHERE workspace_id = ? AND seq < ? AND seq >= ?${rest.sql} ORDER BY seq DESC LIMIT ?`,
+    sql: `SELECT seq FROM events${d.indexed('seq')} WHERE workspace_id = ? AND seq < ? AND seq >= ?${rest.sql} ORDER BY seq DESC LIMIT ?`,
     bindings: [f.workspaceId, hi, from, ...rest.bindings, take],
   };
 }
@@ -125,7 +133,7 @@ export function scanCandidates(d: Dialect, f: SearchFilters, hi: number, from: n
  * no unary plus on text, and its plan is pinned otherwise.
  */
 function checks(d: Dialect, f: SearchFilters, prefix = ''): Statement {
-  const plus = d === 'sqlite' ? '+' : '';
+  const plus = d.notIndexed;
   const parts: string[] = [];
   const bindings: Binding[] = [];
   if (f.types !== null) {
@@ -163,7 +171,7 @@ export function timeWindowProbe(d: Dialect, f: SearchFilters): Statement {
     bindings.push(f.occurredBeforeMs);
   }
   return {
-    sql: `SELECT seq FROM events${indexed(d, 'occurred')} WHERE workspace_id = ? AND ${parts.join(' AND ')} ORDER BY occurred_at_ms LIMIT ?`,
+    sql: `SELECT seq FROM events${d.indexed('occurred')} WHERE workspace_id = ? AND ${parts.join(' AND ')} ORDER BY occurred_at_ms LIMIT ?`,
     bindings: [...bindings, WINDOW_MAX + 1],
   };
 }
@@ -184,7 +192,7 @@ export interface FactRow {
 export function factsOfCandidates(d: Dialect, workspaceId: string, candidates: Statement): Statement {
   const source = `(${candidates.sql}) p`;
   return {
-    sql: `SELECT ${factColumns(d)} FROM ${source} ${lookup(d, 'p.seq')} ORDER BY p.seq DESC`,
+    sql: `SELECT ${d.factColumns} FROM ${source} ${d.lookup('p.seq')} ORDER BY p.seq DESC`,
     bindings: [...candidates.bindings, workspaceId],
   };
 }
@@ -197,59 +205,8 @@ export function factsOfListed(d: Dialect, f: SearchFilters, seqs: readonly numbe
   const rest = checks(d, { ...f, occurredFromMs: null, occurredBeforeMs: null }, 'e.');
   const where = rest.sql === '' ? '' : ` WHERE ${rest.sql.slice(' AND '.length)}`;
   return {
-    sql: `SELECT ${factColumns(d)} FROM ${seqList(d)} ${lookup(d, 'p.seq')}${where} ORDER BY p.seq DESC LIMIT ?`,
-    bindings: [seqListBinding(d, seqs), f.workspaceId, ...rest.bindings, take],
-  };
-}
-
-// Postgres also passes the envelope along: a large one stays a TOAST pointer, read only if the page keeps it.
-const factColumns = (d: Dialect) => (d === 'sqlite' ? 'e.seq, e.type, e.occurred_at_ms, octet_length(e.envelope) AS size' : 'p.seq, e.type, e.occurred_at_ms, e.size, e.envelope');
-
-/**
- * The row of each seq `p.seq` of the preceding source, one index probe each, the seqs driving.
- * SQLite: CROSS JOIN keeps the seqs as the outer loop; the filters index gives type, mailbox and
- * occurred_at without the row. Postgres: a LATERAL subquery that cannot be flattened into a join
- * (OFFSET 0), which Postgres would otherwise be free to turn around into a scan of the events.
- */
-function lookup(d: Dialect, seq: string): string {
-  if (d === 'sqlite') return `CROSS JOIN events e${indexed(d, 'seq')} ON e.workspace_id = ? AND e.seq = ${seq}`;
-  return `CROSS JOIN LATERAL (SELECT type, mailbox_id, occurred_at_ms, octet_length(envelope) AS size, envelope FROM events WHERE workspace_id = ? AND seq = ${seq} OFFSET 0) e`;
-}
-
-/** A list of seqs as a table `p(seq)` in list order, from one binding (so the text never changes). */
-const seqList = (d: Dialect) => (d === 'sqlite' ? '(SELECT value AS seq, key AS i FROM json_each(?)) p' : 'unnest(?::bigint[]) WITH ORDINALITY p(seq, i)');
-const seqListBinding = (d: Dialect, seqs: readonly number[]) => (d === 'sqlite' ? JSON.stringify(seqs) : `{${seqs.join(',')}}`);
-
-/**
- * SQLite: the envelopes of the listed seqs, in list order, aggregated by the database into one
- * blob, with the seqs alongside in the same aggregate step (so in the same order, which the caller
- * checks; `ordered` asks for the order explicitly, which costs a sort).
- */
-export function sqliteEnvelopes(workspaceId: string, seqs: readonly number[], ordered = false): Statement {
-  const by = ordered ? ' ORDER BY p.i' : '';
-  return {
-    sql: `SELECT CAST(group_concat(e.envelope, ','${by}) AS BLOB) AS events, group_concat(e.seq, ','${by}) AS seqs FROM ${seqList('sqlite')} CROSS JOIN events e ON e.workspace_id = ? AND e.seq = p.seq`,
-    bindings: [seqListBinding('sqlite', seqs), workspaceId],
-  };
-}
-
-/**
- * Postgres: the whole page in one statement, from the facts of its candidates: the byte cap
- * applied by the database on the running sum of the envelopes' lengths (the first event always
- * kept); an envelope past it is never sent, nor read when it is large (it stays a TOAST pointer).
- * Rows: seq, type, occurred_at_ms, found (the candidates, kept or not), envelope; newest first.
- */
-export function postgresPage(facts: Statement, limit: number, maxBytes: number): Statement {
-  return {
-    sql: `SELECT c.seq, c.type, c.occurred_at_ms, c.found, c.envelope FROM (
-        SELECT f.seq, f.type, f.occurred_at_ms, f.envelope, count(*) OVER () AS found,
-               row_number() OVER w AS n, sum(f.size + 1) OVER w - 1 AS bytes
-          FROM (${facts.sql}) f
-        WINDOW w AS (ORDER BY f.seq DESC ROWS UNBOUNDED PRECEDING)
-      ) c
-      WHERE c.n = 1 OR (c.n <= ? AND c.bytes <= ?)
-      ORDER BY c.seq DESC`,
-    bindings: [...facts.bindings, limit, maxBytes],
+    sql: `SELECT ${d.factColumns} FROM ${d.seqList} ${d.lookup('p.seq')}${where} ORDER BY p.seq DESC LIMIT ?`,
+    bindings: [d.seqListBinding(seqs), f.workspaceId, ...rest.bindings, take],
   };
 }
 

@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 /**
  * Rows of a fixed statement of a hot path, given as SQL text with `?` placeholders (knex turns
  * them into `$n` on Postgres). Building a query with knex's builder costs more than running a
- * small one (~20 µs each here, bench/README.md); the requests that make up most of the traffic
+ * small one; the requests that make up most of the traffic
  * (authenticate, read a page, append) use these instead.
  */
 export async function queryRows<T>(db: Knex | Knex.Transaction, sql: string, bindings: readonly Knex.Value[]): Promise<T[]> {

@@ -5,10 +5,9 @@ import type { PageQuery, StoredPage } from '../port.ts';
 
 /*
  * A feed page read on Postgres straight into bytes. pg decodes every field of every row into a
- * string and keeps the rows until the query ends; on a page of 500 that is ~1 MB of young objects
- * that outlive a scavenge or two, are promoted, and fill the old generation: under the service's
- * heap bounds, with a live heap the service's size, a page of 500 cost 3.1–4.0 ms of CPU, mostly
- * major GC, against 0.8–1.0 ms read this way (bench/README.md). Here each row's envelope is written
+ * string and keeps the rows until the query ends; on a page of 500 that is about a megabyte of
+ * young objects that outlive a scavenge or two, are promoted, and fill the old generation: under
+ * the service's heap bounds a page then cost several times its CPU in major GC. Here each row's envelope is written
  * into a scratch buffer as its DataRow message arrives, so its string dies at once, and the page is
  * copied out at its exact size at the end.
  */

@@ -1,9 +1,46 @@
 import type { Knex } from 'knex';
-import { feedBounds, postgresPage, type Statement } from '../common/event-search-plans.ts';
+import { feedBounds, type Dialect, type Statement } from '../common/event-search-plans.ts';
 import { boundsOf, type BoundsRow, type SearchSession } from '../common/search-session.ts';
 import { queryRows } from '../common/sql.ts';
 import { pgModule } from './connection.ts';
 import { readPgListPage } from './list-page.ts';
+
+/**
+ * Postgres's list_events SQL: no index hints (its plans are pinned instead: PINNED_PLANS below);
+ * the facts carry the envelope along, since a large one stays a TOAST pointer, read only if the
+ * page keeps it; each lookup is a LATERAL subquery that cannot be flattened into a join (OFFSET 0),
+ * which Postgres would otherwise be free to turn around into a scan of the events.
+ */
+const POSTGRES: Dialect = {
+  indexed: () => '',
+  // No unary plus on text in Postgres; its plans are pinned otherwise.
+  notIndexed: '',
+  factColumns: 'p.seq, e.type, e.occurred_at_ms, e.size, e.envelope',
+  lookup: (seq) =>
+    `CROSS JOIN LATERAL (SELECT type, mailbox_id, occurred_at_ms, octet_length(envelope) AS size, envelope FROM events WHERE workspace_id = ? AND seq = ${seq} OFFSET 0) e`,
+  seqList: 'unnest(?::bigint[]) WITH ORDINALITY p(seq, i)',
+  seqListBinding: (seqs) => `{${seqs.join(',')}}`,
+};
+
+/**
+ * The whole page in one statement, from the facts of its candidates: the byte cap applied by the
+ * database on the running sum of the envelopes' lengths (the first event always kept); an envelope
+ * past it is never sent, nor read when it is large (it stays a TOAST pointer).
+ * Rows: seq, type, occurred_at_ms, found (the candidates, kept or not), envelope; newest first.
+ */
+function postgresPage(facts: Statement, limit: number, maxBytes: number): Statement {
+  return {
+    sql: `SELECT c.seq, c.type, c.occurred_at_ms, c.found, c.envelope FROM (
+        SELECT f.seq, f.type, f.occurred_at_ms, f.envelope, count(*) OVER () AS found,
+               row_number() OVER w AS n, sum(f.size + 1) OVER w - 1 AS bytes
+          FROM (${facts.sql}) f
+        WINDOW w AS (ORDER BY f.seq DESC ROWS UNBOUNDED PRECEDING)
+      ) c
+      WHERE c.n = 1 OR (c.n <= ? AND c.bytes <= ?)
+      ORDER BY c.seq DESC`,
+    bindings: [...facts.bindings, limit, maxBytes],
+  };
+}
 
 /*
  * Postgres picks a plan per statement from its statistics, and a table filled faster than
@@ -23,7 +60,7 @@ const PINNED_PLANS = ['enable_seqscan', 'enable_bitmapscan', 'enable_sort', 'ena
 
 export function postgresSearchSession(db: Knex): SearchSession {
   return {
-    dialect: 'postgres',
+    dialect: POSTGRES,
     // Primary-key lookups: no plan to pin.
     bounds: async (workspaceId) => {
       const { sql, bindings } = feedBounds(workspaceId);

@@ -7,8 +7,8 @@ import type { SqliteConnection } from './connection.ts';
 /*
  * The SQLite append, run synchronously on the writing connection. better-sqlite3 is synchronous
  * anyway; going through knex added, per group commit, a transaction object (knex defines ~100
- * properties on each: 12 % of everything the server allocated while tailing) and a query builder
- * or raw query per statement, all garbage (measured with bench/README.md's method). Statements are the
+ * properties on each) and a query builder or raw query per statement, all garbage, a large share
+ * of what the server allocated while tailing. Statements are the
  * connection's prepared ones (configureSqlite keeps them).
  */
 const STORED_BY_ID = 'SELECT workspace_id, id, envelope FROM events WHERE workspace_id = ? AND id = ?';

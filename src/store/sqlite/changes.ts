@@ -3,7 +3,7 @@ import type { SqliteConnection } from './connection.ts';
 /**
  * SQLite has no change channel, but whether another process (the CLI, an application publishing
  * with the library) committed to the file is one pragma away: PRAGMA data_version changes with
- * every commit of another connection and never with the asking connection's own (5-10 µs).
+ * every commit of another connection and never with the asking connection's own, for a few microseconds.
  * Asked on the writing connection, so this process's commits leave it alone.
  */
 export class OthersWrites {

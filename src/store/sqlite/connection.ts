@@ -6,8 +6,8 @@ export type SqliteConnection = Database.Database;
 
 const PREPARED_STATEMENTS_KEPT = 256;
 // Each connection's page cache, in KiB (negative: SQLite counts it in KiB). better-sqlite3 sets
-// 16 MB where SQLite's own default is 2 MB; the operating system caches the file anyway. 15-17 MB
-// less RSS for the server at 1,000,000 events, and no slower (measured: bench/README.md's method).
+// 16 MB where SQLite's own default is 2 MB; the operating system caches the file anyway, so the
+// larger cache only costs the server memory.
 const PAGE_CACHE_KIB = -2000;
 
 /** Settings of every connection to the file: knex's writer and the reader below. */

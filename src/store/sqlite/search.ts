@@ -1,6 +1,41 @@
 import type { Knex } from 'knex';
-import { feedBounds, sqliteEnvelopes, type FactRow, type Statement } from '../common/event-search-plans.ts';
+import { feedBounds, type Dialect, type FactRow, type Statement } from '../common/event-search-plans.ts';
 import { boundsOf, isSubsequence, withinPage, type BoundsRow, type SearchSession } from '../common/search-session.ts';
+
+const INDEX = {
+  seq: 'events_workspace_seq_filters',
+  type: 'events_workspace_type_seq',
+  mailbox_id: 'events_workspace_mailbox_seq',
+  occurred: 'events_workspace_occurred_seq',
+} as const;
+
+/**
+ * SQLite's list_events SQL: every statement names its index (the planner's own choice was not
+ * bounded), a unary plus keeps the other filters off indexes, a candidate's envelope length is
+ * read from the record header without the envelope, and the seqs drive each lookup (CROSS JOIN
+ * keeps them as the outer loop; the filters index gives type, mailbox and occurred_at without the row).
+ */
+const SQLITE: Dialect = {
+  indexed: (index) => ` INDEXED BY ${INDEX[index]}`,
+  notIndexed: '+',
+  factColumns: 'e.seq, e.type, e.occurred_at_ms, octet_length(e.envelope) AS size',
+  lookup: (seq) => `CROSS JOIN events e INDEXED BY ${INDEX.seq} ON e.workspace_id = ? AND e.seq = ${seq}`,
+  seqList: '(SELECT value AS seq, key AS i FROM json_each(?)) p',
+  seqListBinding: (seqs) => JSON.stringify(seqs),
+};
+
+/**
+ * The envelopes of the listed seqs, in list order, aggregated by the database into one blob, with
+ * the seqs alongside in the same aggregate step (so in the same order, which the caller checks;
+ * `ordered` asks for the order explicitly, which costs a sort).
+ */
+function sqliteEnvelopes(workspaceId: string, seqs: readonly number[], ordered = false): Statement {
+  const by = ordered ? ' ORDER BY p.i' : '';
+  return {
+    sql: `SELECT CAST(group_concat(e.envelope, ','${by}) AS BLOB) AS events, group_concat(e.seq, ','${by}) AS seqs FROM ${SQLITE.seqList} CROSS JOIN events e ON e.workspace_id = ? AND e.seq = p.seq`,
+    bindings: [SQLITE.seqListBinding(seqs), workspaceId],
+  };
+}
 
 /*
  * SQLite runs in this process: a page is two statements, the facts of its candidates, then the
@@ -10,7 +45,7 @@ export function sqliteSearchSession(readRows: <T>(sql: string, bindings: readonl
   // On the read connection: never behind a write (SqliteReader).
   const rows = <T>(s: Statement) => readRows<T>(s.sql, s.bindings);
   return {
-    dialect: 'sqlite',
+    dialect: SQLITE,
     bounds: async (workspaceId) => boundsOf((await rows<BoundsRow>(feedBounds(workspaceId)))[0]),
     rows,
     page: async (workspaceId, factsStatement, limit, maxBytes) => {
