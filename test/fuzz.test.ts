@@ -14,7 +14,6 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { revokeKey } from '../src/auth/api-keys.ts';
 import { contractErrors, sampleEvent } from './support/contract.ts';
 import { sqliteDatabase, type TestDatabase } from './support/databases.ts';
 import {
@@ -230,7 +229,7 @@ describe('hostile input (fast-check, SQLite, one server)', () => {
     keys.noread = (await server.key(ws, ['write'])).key;
     keys.foreign = (await server.key(ws2, ['read'])).key;
     const revoked = await server.key(ws, ['read', 'write']);
-    await revokeKey(server.store, revoked.id, Date.now());
+    await server.revokeKey(revoked.id);
     keys.revoked = revoked.key;
     const foreignWriter = (await server.key(ws2, ['read', 'write'])).key;
     const ws3 = await server.workspace();

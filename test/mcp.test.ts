@@ -5,7 +5,6 @@ import { after, before, describe, it } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { mcpTools } from '../generated/mcp-tools.ts';
 import { publish } from '../src/library.ts';
-import { revokeKey } from '../src/auth/api-keys.ts';
 import { contractErrors, sampleEvent } from './support/contract.ts';
 import { databaseKinds } from './support/databases.ts';
 import { assertSaysTheContract, mcpClient, rawToolCall } from './support/mcp.ts';
@@ -85,7 +84,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
     it('refuses a missing or invalid key with 401 and WWW-Authenticate before any tool runs', async () => {
       const revoked = await server.key(workspace, ['read']);
-      await revokeKey(server.store, revoked.id, Date.now());
+      await server.revokeKey(revoked.id);
       for (const authorization of [undefined, 'Bearer nope', `Bearer ${revoked.key}`, `Basic ${readKey}`, `Bearer ${readKey} junk`]) {
         const response = await fetch(`${server.url}/mcp`, {
           method: 'POST',

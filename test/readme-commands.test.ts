@@ -5,7 +5,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { revokeKey } from '../src/auth/api-keys.ts';
 import { publish } from '../src/library.ts';
 import { sampleEvent } from './support/contract.ts';
 import { sqliteDatabase } from './support/databases.ts';
@@ -37,7 +36,7 @@ async function readerEnvironment(server: TestServer): Promise<Record<string, str
   const other = await server.workspace({ name: 'Autre espace', verified: true });
   const key = async (permissions: Array<'read' | 'write' | 'admin'>, mailboxes?: string[], ws = workspace) => (await server.key(ws, permissions, mailboxes)).key;
   const revoked = await server.key(workspace, ['read']);
-  await revokeKey(server.store, revoked.id, Date.now());
+  await server.revokeKey(revoked.id);
   const events = Array.from({ length: 30 }, (_, i) => sampleEvent(['mbx_ventes', 'mbx_autre', 'mbx_support'][i % 3], i));
   await server.db.transaction((trx) => publish(trx, workspace, events));
   return {

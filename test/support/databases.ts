@@ -22,9 +22,22 @@ let postgresReachable: Promise<boolean> | undefined;
 /** CI sets CI=true (or 1); CI=false or an empty value is a developer's machine. */
 export const underCi = () => ['true', '1'].includes((process.env.CI ?? '').toLowerCase());
 
-/** Whether Postgres tests run: always under CI (and fail loudly if it is down), else only when it answers. */
+/**
+ * `npm run test:unit` sets TEST_POSTGRES=off: the fast loop needs no database server, and leaves
+ * the Postgres suites to `npm test`, which runs them on both databases.
+ */
+const postgresLeftOut = () => process.env.TEST_POSTGRES === 'off';
+
+/**
+ * Whether Postgres tests run: not when left out (TEST_POSTGRES=off); else always under CI (and fail
+ * loudly if it is down), and only when it answers on a developer's machine.
+ */
 export async function postgresAvailable(): Promise<boolean> {
   postgresReachable ??= (async () => {
+    if (postgresLeftOut()) {
+      console.warn('\n*** TEST_POSTGRES=off (npm run test:unit): Postgres tests are SKIPPED here; npm test runs them ***\n');
+      return false;
+    }
     const admin = knexFactory({ client: 'pg', connection: { connectionString: ADMIN_URL, connectionTimeoutMillis: 2000 } });
     try {
       await admin.raw('select 1');

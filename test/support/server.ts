@@ -1,4 +1,4 @@
-import { createKey } from '../../src/auth/api-keys.ts';
+import { createKey, revokeKey } from '../../src/auth/api-keys.ts';
 import type { Permission } from '../../src/auth/principal.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { Clock } from '../../src/clock.ts';
@@ -17,6 +17,8 @@ export interface TestServer extends RunningServer {
   database: TestDatabase;
   workspace(options?: { verified?: boolean; name?: string }): Promise<string>;
   key(workspaceId: string, permissions: Permission[], mailboxes?: string[] | null): Promise<{ id: string; key: string }>;
+  /** Revokes a key in the database, behind the API (as keys are provisioned); false when no active key has this id. */
+  revokeKey(keyId: string): Promise<boolean>;
   post(path: string, body: unknown, key?: string, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; text: string; json: any }>;
   stop(): Promise<void>;
 }
@@ -40,6 +42,7 @@ export async function startTestServer(database: TestDatabase, env: Record<string
     workspace: async (options = {}) =>
       (await store.createWorkspace(options.name ?? 'Test workspace', options.verified ?? false, Date.now())).id,
     key: (workspaceId, permissions, mailboxes = null) => createKey(store, { workspaceId, permissions, mailboxes }, Date.now()),
+    revokeKey: (keyId) => revokeKey(store, keyId, Date.now()),
     post: async (path, body, key, headers = {}) => {
       const response = await fetch(running.url + path, {
         method: 'POST',

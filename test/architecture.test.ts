@@ -1,0 +1,124 @@
+/**
+ * The layout's rules (issue 20; ARCHITECTURE.md says why), checked on every run of
+ * `npm run test:unit` so that a change which wears a boundary down fails at once with the file and
+ * line that did it, rather than being found by the next review. Each rule lists every violation it
+ * finds, not only the first. The source is parsed (TypeScript's parser, no type-check), not
+ * searched with patterns, so comments that name `dbKind` or quote SQL are not taken for code.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type TS from 'typescript';
+import { importCycles } from './support/import-cycles.ts';
+import { importsOf, lineOf, nodesOf, parseSource, readSourceFiles, ts, type ImportEdge, type SourceFile } from './support/source-files.ts';
+
+const files = readSourceFiles('src');
+const edges = files.flatMap(importsOf);
+const inFolder = (path: string, folder: string) => path.startsWith(`src/${folder}/`);
+const outsideStore = files.filter((file) => !inFolder(file.path, 'store'));
+const showEdge = (edge: ImportEdge) => `${edge.from}:${edge.line} imports ${edge.typeOnly ? 'type(s) from ' : ''}${edge.to}`;
+
+function assertNone(violations: string[], rule: string): void {
+  assert.equal(violations.length, 0, `${rule}: ${violations.length} violation(s)\n  ${violations.join('\n  ')}`);
+}
+
+describe('architecture', () => {
+  // Once every rule passes, a scan that saw nothing would pass too: these two keep the checks honest.
+  test('the scan sees the source: it finds src/ files and their imports', () => {
+    assert.ok(files.some((file) => file.path === 'src/server.ts'), 'src/server.ts not found: the scan is looking in the wrong place');
+    assert.ok(edges.some((edge) => edge.from === 'src/server.ts'), 'no import found in src/server.ts: the import scan is broken');
+  });
+
+  test('the checks catch what they look for, and not a comment about it', () => {
+    const made = parseSource(
+      'src/feed/made-up.ts',
+      [
+        "import { dbKind } from '../store/db.ts';",
+        "import type { Page } from './page.ts';",
+        "export { x } from '../mcp/tools.ts';",
+        '// dbKind(db) and SELECT * FROM events, in a comment only',
+        "const rows = await db('events').where({ seq: 1 });",
+        "await trx.raw('vacuum');",
+        'const sql = `SELECT seq FROM events WHERE seq > ${after}`;',
+        "const label = 'Select the events to update';",
+        'if (dbKind(db) === "postgres") {}',
+      ].join('\n'),
+    );
+    assert.deepEqual(
+      importsOf(made).map(({ to, line, typeOnly }) => ({ to, line, typeOnly })),
+      [
+        { to: 'src/store/db.ts', line: 1, typeOnly: false },
+        { to: 'src/feed/page.ts', line: 2, typeOnly: true },
+        { to: 'src/mcp/tools.ts', line: 3, typeOnly: false },
+      ],
+    );
+    assert.deepEqual(linesWhere(made, (node) => ts.isIdentifier(node) && node.text === 'dbKind'), [1, 9]);
+    assert.deepEqual(sqlIn(made).map(({ line }) => line), [5, 6, 7]);
+    const edge = (from: string, to: string) => ({ from, to, line: 1, typeOnly: false });
+    const [cycle, ...more] = importCycles([edge('a', 'b'), edge('b', 'c'), edge('c', 'a'), edge('c', 'd'), edge('d', 'd')]);
+    assert.deepEqual(cycle?.example, ['a', 'b', 'c', 'a']);
+    assert.deepEqual(more.map((other) => other.files), [['d']], 'a file importing itself is a circle too');
+  });
+
+  test('no import circle anywhere in src/ (type-only imports count: they tie the design together too)', () => {
+    const violations = importCycles(edges).map(
+      (cycle) => `circle of ${cycle.files.length} file(s), e.g. ${cycle.example.join(' → ')}; its imports:\n      ${cycle.edges.map(showEdge).join('\n      ')}`,
+    );
+    assertNone(violations, 'import circles');
+  });
+
+  test('nothing under src/store/ imports from the layers above it', () => {
+    const above = ['feed', 'auth', 'webhooks', 'operations', 'http', 'mcp'];
+    const violations = edges.filter((edge) => inFolder(edge.from, 'store') && above.some((folder) => inFolder(edge.to, folder))).map(showEdge);
+    assertNone(violations, `src/store/ imports from src/{${above.join(',')}}/`);
+  });
+
+  test('src/http/ and src/mcp/ do not import each other', () => {
+    const violations = edges
+      .filter((edge) => (inFolder(edge.from, 'http') && inFolder(edge.to, 'mcp')) || (inFolder(edge.from, 'mcp') && inFolder(edge.to, 'http')))
+      .map(showEdge);
+    assertNone(violations, 'http/ ↔ mcp/ imports');
+  });
+
+  test('no `dbKind` outside src/store/: the database is chosen once, inside the store', () => {
+    const violations = outsideStore.flatMap((file) => linesWhere(file, (node) => ts.isIdentifier(node) && node.text === 'dbKind').map((line) => `${file.path}:${line}`));
+    assertNone(violations, '`dbKind` outside src/store/');
+  });
+
+  test('no SQL outside src/store/: no raw SQL, no knex table call, no SQL statement in a string', () => {
+    const violations = outsideStore.flatMap((file) => sqlIn(file).map(({ line, what }) => `${file.path}:${line} ${what}`));
+    assertNone(violations, 'SQL outside src/store/');
+  });
+});
+
+/** Distinct lines of the file holding a node that matches. */
+function linesWhere(file: SourceFile, matches: (node: TS.Node) => boolean): number[] {
+  const lines = new Set<number>();
+  for (const node of nodesOf(file)) if (matches(node)) lines.add(lineOf(file, node));
+  return [...lines].sort((a, b) => a - b);
+}
+
+/** The names a knex instance or transaction goes by in this code base, called with a table name: `db('api_keys')`. */
+const QUERY_BUILDERS = new Set(['knex', 'db', 'trx', 'tx', 'exec']);
+/** An SQL statement, not an English sentence that happens to use one of its words. */
+const SQL_STATEMENT = /\bSELECT\s|\bINSERT\s+INTO\b|\bUPDATE\s+\w+\s+SET\b|\bDELETE\s+FROM\b|\bFOR\s+UPDATE\b/;
+
+function sqlIn(file: SourceFile): Array<{ line: number; what: string }> {
+  const found = new Map<number, string>();
+  const note = (node: TS.Node, what: string) => {
+    const line = lineOf(file, node);
+    if (!found.has(line)) found.set(line, what);
+  };
+  for (const node of nodesOf(file)) {
+    if (ts.isCallExpression(node)) {
+      const callee = node.expression;
+      const name = ts.isIdentifier(callee) ? callee.text : ts.isPropertyAccessExpression(callee) ? callee.name.text : undefined;
+      if (ts.isPropertyAccessExpression(callee) && name !== undefined && /^raw$|Raw$/.test(name)) note(callee.name, `raw SQL: .${name}(…)`); // the method's own line, not the chain's first
+      else if (name !== undefined && QUERY_BUILDERS.has(name) && node.arguments[0] && ts.isStringLiteralLike(node.arguments[0])) {
+        note(node, `knex table call: ${name}('${node.arguments[0].text}')`);
+      }
+    } else if ((ts.isStringLiteralLike(node) || ts.isTemplateHead(node) || ts.isTemplateMiddle(node) || ts.isTemplateTail(node)) && SQL_STATEMENT.test(node.text)) {
+      note(node, `SQL in a string: ${JSON.stringify(node.text.trim().split('\n')[0]!.slice(0, 60))}`);
+    }
+  }
+  return [...found].sort(([a], [b]) => a - b).map(([line, what]) => ({ line, what }));
+}

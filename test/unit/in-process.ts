@@ -1,0 +1,20 @@
+import { loadHere } from './load-here.ts';
+
+// Modules called directly, no server: the rules of the layout, the contract, the feed, the store's
+// pages and keys (what qualifies: load-here.ts).
+await loadHere([
+  'architecture',
+  'contract-event-types',
+  'contract-examples',
+  'cursor',
+  'feed-page',
+  'feed-heads',
+  'recent-events',
+  'list-events-plans',
+  'migrations',
+  'api-key-cache',
+  'library',
+  'webhook-target-policy',
+  'client-address',
+  'conformance-rate-limits',
+]);
