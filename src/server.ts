@@ -13,7 +13,6 @@ import { WebhookDispatcher } from './webhooks/dispatcher.ts';
 import { WebhookSender } from './webhooks/send.ts';
 import { dbKind, openDatabase } from './store/db.ts';
 import { listenForHeads } from './store/head-listener.ts';
-import { verifiedKeysOf } from './auth/verified-keys.ts';
 import { migrateLatest } from './store/migrate.ts';
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -66,7 +65,7 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
   });
   webhooks.start();
   // Postgres tells every instance of each commit and key change; SQLite's reads cost no round trip to save.
-  const headListener = dbKind(db) === 'postgres' ? listenForHeads(config.databaseUrl, services.heads, verifiedKeysOf(db), log) : undefined;
+  const headListener = dbKind(db) === 'postgres' ? listenForHeads(config.databaseUrl, services.changes, log) : undefined;
 
   let closing: Promise<void> | undefined;
   const close = () =>

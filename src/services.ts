@@ -1,9 +1,9 @@
+import { ChangeWatch } from './change-watch.ts';
 import type { Config } from './config.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { RequestValidator } from './contract/request-validator.ts';
 import { CursorCodec } from './feed/cursor.ts';
 import { GroupCommit } from './feed/group-commit.ts';
-import { FeedHeads } from './feed/heads.ts';
 import { RecentEvents } from './feed/recent-events.ts';
 import type { AppServices } from './operations/context.ts';
 import { MemoryBudget } from './limits/memory-budget.ts';
@@ -24,18 +24,16 @@ export async function createServices(
   clock: Clock = systemClock,
 ): Promise<AppServices> {
   const secret = config.cursorSecret ?? (await sharedCursorSecret(db));
-  // Postgres: knows nothing until a channel opens it (server.ts starts one). SQLite: used while no
-  // other process writes to the file (a tailing poll's page read is most of its database time).
-  const heads = dbKind(db) === 'postgres' ? new FeedHeads() : new FeedHeads({ othersWrites: () => othersWritesVersion(db) });
+  const changes = watchChanges(db);
   // Ages by the clock retention prunes by.
   const recent = new RecentEvents(() => clock.now().getTime());
   return {
     db,
     cursors: new CursorCodec(secret),
     clock,
-    heads,
+    changes,
     recent,
-    groupCommit: new GroupCommit(db, clock, heads, recent),
+    groupCommit: new GroupCommit(db, clock, changes.heads, recent),
     requestValidator: new RequestValidator(),
     rateLimiter: new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst, undefined, {
       addressPerSecond: config.rateLimitPerAddressPerSecond,
@@ -48,4 +46,13 @@ export async function createServices(
     webhookPolicy: { allowInsecure: config.webhooksAllowInsecure },
     webhookRedeliverMaxPending: config.webhookRedeliverMaxPending,
   };
+}
+
+/**
+ * The change watch of a service on this database. Postgres: believes nothing until a channel opens
+ * it (server.ts starts one). SQLite: believes what it kept while no other process writes to the
+ * file (a tailing poll's page read is most of its database time, a key lookup a tenth of it).
+ */
+export function watchChanges(db: Db): ChangeWatch {
+  return dbKind(db) === 'postgres' ? new ChangeWatch() : new ChangeWatch({ othersWrites: () => othersWritesVersion(db) });
 }

@@ -14,7 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Knex } from 'knex';
 import type { EmitEventRequest } from '../generated/types.ts';
 import { CursorCodec } from '../src/feed/cursor.ts';
-import { FeedHeads } from '../src/feed/heads.ts';
+import { ChangeWatch } from '../src/change-watch.ts';
 import { pageEnvelopes } from '../src/feed/page.ts';
 import { publishInTransaction } from '../src/feed/publish.ts';
 import { migrateLatest, openDatabase } from '../src/library.ts';
@@ -65,7 +65,7 @@ const realScheme: Scheme = {
       {
         db,
         cursors: codec,
-        heads: new FeedHeads(),
+        changes: new ChangeWatch(),
         principal: { keyId: 'key_test', workspaceId, permissions: new Set(['read']), mailboxes: null },
       },
       cursor === undefined ? { limit: 100 } : { after: cursor, limit: 100 },

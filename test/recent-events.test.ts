@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
+import { ChannelTrust } from '../src/changes/channel-trust.ts';
 import { FeedHeads } from '../src/feed/heads.ts';
 import { RecentEvents, type RecentEvent } from '../src/feed/recent-events.ts';
 import { PAGE_MAX_BYTES } from '../src/limits/page-bytes.ts';
@@ -20,8 +21,9 @@ const text = (page: { bytes: Buffer } | undefined) => (page === undefined ? unde
 
 function fixture() {
   let t = 1000;
-  const heads = new FeedHeads({ now: () => t });
-  heads.open();
+  const trust = new ChannelTrust();
+  const heads = new FeedHeads(trust, { now: () => t });
+  trust.open();
   const recent = new RecentEvents(() => t);
   /** The page, if whole by what the heads know (the operation asks them the same after a round trip). */
   const whole = (ws: string, afterSeq: number, limit: number, mailboxes: string[] | null = null) => {
@@ -132,7 +134,7 @@ describe('recent events on Postgres', { skip: !(await postgresAvailable()) && 'P
     ({ key } = await a.key(ws, ['read', 'write']));
     ({ key: restricted } = await a.key(ws, ['read'], ['mbx_sales']));
     for (const server of [a, b]) await post(server, '/v1/event_feed', {}, key); // keys verified, channels opening
-    await until('channels open', () => a.services.heads.live && b.services.heads.live);
+    await until('channels open', () => a.services.changes.live && b.services.changes.live);
   });
   after(async () => {
     await a?.stop();

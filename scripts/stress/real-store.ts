@@ -1,8 +1,7 @@
 /** The store under test: the real append path (publishInTransaction) and the real read operation (eventFeed). */
 import type { Knex } from 'knex';
-import { verifiedKeysOf } from '../../src/auth/verified-keys.ts';
+import { ChangeWatch } from '../../src/change-watch.ts';
 import { CursorCodec } from '../../src/feed/cursor.ts';
-import { FeedHeads } from '../../src/feed/heads.ts';
 import { createLogger } from '../../src/log.ts';
 import { dbKind } from '../../src/store/db.ts';
 import { listenForHeads, type HeadListener } from '../../src/store/head-listener.ts';
@@ -15,16 +14,16 @@ const codec = new CursorCodec('stress-harness-secret-0123456789abcdef');
 
 // Each reader's database gets the heads a server has: on Postgres, told of every commit by their
 // own channel, so polls at the head are answered without a query, as in the service.
-const headsOf = new WeakMap<Knex, FeedHeads>();
+const changesOf = new WeakMap<Knex, ChangeWatch>();
 const listeners: HeadListener[] = [];
-function headsFor(db: Knex): FeedHeads {
-  let heads = headsOf.get(db);
-  if (!heads) {
-    headsOf.set(db, (heads = new FeedHeads()));
+function changesFor(db: Knex): ChangeWatch {
+  let changes = changesOf.get(db);
+  if (!changes) {
+    changesOf.set(db, (changes = new ChangeWatch()));
     const url = (db.client.config.connection as { connectionString?: string } | undefined)?.connectionString;
-    if (dbKind(db) === 'postgres' && url) listeners.push(listenForHeads(url, heads, verifiedKeysOf(db), createLogger('silent')));
+    if (dbKind(db) === 'postgres' && url) listeners.push(listenForHeads(url, changes, createLogger('silent')));
   }
-  return heads;
+  return changes;
 }
 
 export const realStore: FeedStore = {
@@ -36,7 +35,7 @@ export const realStore: FeedStore = {
   },
   async read(db, principal, after, limit) {
     const page = await eventFeed(
-      { db, cursors: codec, principal, heads: headsFor(db) },
+      { db, cursors: codec, principal, changes: changesFor(db) },
       after === undefined ? { limit } : { after, limit },
     );
     return { events: pageEnvelopes(page.events).map(seenFromEnvelope), nextCursor: page.next_cursor };

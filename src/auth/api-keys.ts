@@ -1,10 +1,10 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ApiKey } from '../../generated/types.ts';
 import { newKeyId } from '../ids.ts';
-import { dbKind, othersWritesVersion, type Db } from '../store/db.ts';
+import type { Db } from '../store/db.ts';
 import { readRows } from '../store/sql.ts';
 import { PERMISSIONS, type Permission, type Principal } from './principal.ts';
-import { verifiedKeysOf, type VerifiedKeys } from './verified-keys.ts';
+import type { VerifiedKeys } from './verified-keys.ts';
 
 // A key is `efk_<26-char key id>_<43-char secret>`; only the id and a hash of the secret are stored.
 const KEY_PATTERN = /^efk_([0-9A-HJKMNP-TV-Z]{26})_([A-Za-z0-9_-]{43})$/;
@@ -65,13 +65,16 @@ interface KeyRow {
 }
 const SELECT_KEY = 'SELECT id, workspace_id, secret_sha256, permissions, mailboxes, revoked_at FROM api_keys WHERE id = ?';
 
-/** The principal behind a bearer token, or undefined for a malformed, unknown or revoked key. */
-export async function authenticate(db: Db, token: string): Promise<Principal | undefined> {
+/**
+ * The principal behind a bearer token, or undefined for a malformed, unknown or revoked key.
+ * `keys`: the service's verified keys (auth/verified-keys.ts), which may answer without a lookup;
+ * without them (a tool, the CLI) every key is looked up.
+ */
+export async function authenticate(db: Db, token: string, keys?: VerifiedKeys): Promise<Principal | undefined> {
   const match = KEY_PATTERN.exec(token);
   if (!match) return undefined;
   const id = `key_${match[1]}`;
   const secretSha256 = sha256(match[2]!);
-  const keys = keptKeysOf(db);
   const kept = keys?.lookup(id);
   if (kept) return timingSafeEqual(secretSha256, kept.secretSha256) ? kept.principal : undefined;
   const mark = keys?.mark();
@@ -86,28 +89,8 @@ export async function authenticate(db: Db, token: string): Promise<Principal | u
     permissions: new Set(parsePermissions(row.permissions)),
     mailboxes: row.mailboxes ? (JSON.parse(row.mailboxes) as string[]) : null,
   };
-  keys?.keep(id, principal, stored, mark!);
+  keys?.keep(id, principal, stored, mark);
   return principal;
-}
-
-/**
- * Where verified keys are kept, if they may be used for this request. On Postgres a lookup is a
- * round trip: keys are kept as auth/verified-keys.ts says. On SQLite a lookup is an in-process
- * read (~30 µs, a tenth of a tailing poll's cost), and a revocation by another process (the CLI)
- * must take effect at once: keys are kept only while no other process has written to the file
- * since, checked on every request (which makes it a channel that is always up: HEARD_KEY_TTL_MS;
- * in this process every revocation goes through revokeKey, which forgets the key); when that
- * cannot be told (a transaction of this process is open on the writing connection), the key is
- * looked up.
- */
-function keptKeysOf(db: Db): VerifiedKeys | undefined {
-  const keys = verifiedKeysOf(db);
-  if (dbKind(db) === 'postgres') return keys;
-  const version = othersWritesVersion(db);
-  if (version === undefined) return undefined;
-  if (!keys.live) keys.open();
-  keys.othersWrote(version);
-  return keys;
 }
 
 const KEY_COLUMNS = ['id', 'workspace_id', 'permissions', 'mailboxes', 'label', 'created_at', 'revoked_at'] as const;
@@ -149,12 +132,15 @@ function keyView(row: Record<string, any>): ApiKey {
   };
 }
 
-/** Revokes a key; false when no active key has this id. */
-export async function revokeKey(db: Db, keyId: string, now: number): Promise<boolean> {
+/**
+ * Revokes a key; false when no active key has this id. `keys`: the verified keys of the service
+ * revoking it, which forget it at once (other processes hear of it: auth/revoke-everywhere.ts).
+ */
+export async function revokeKey(db: Db, keyId: string, now: number, keys?: VerifiedKeys): Promise<boolean> {
   // Forgotten before and after: a lookup overlapping the update is not kept either.
-  verifiedKeysOf(db).forget(keyId);
+  keys?.forget(keyId);
   const count = await db('api_keys').where({ id: keyId }).whereNull('revoked_at').update({ revoked_at: now });
-  verifiedKeysOf(db).forget(keyId);
+  keys?.forget(keyId);
   return count > 0;
 }
 

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { dbKind, type Db } from '../store/db.ts';
 import { revokeKey } from './api-keys.ts';
-import { VERIFIED_KEY_TTL_MS, verifiedKeysOf } from './verified-keys.ts';
+import { VERIFIED_KEY_TTL_MS, type VerifiedKeys } from './verified-keys.ts';
 
 /** How long to wait for this instance to hear a revocation announced before answering anyway. */
 const ANNOUNCEMENT_TIMEOUT_MS = 5000;
@@ -18,12 +18,14 @@ const ANNOUNCEMENT_TIMEOUT_MS = 5000;
  * channel is down keeps a key at most VERIFIED_KEY_TTL_MS: waiting that long as well covers it.
  * A revocation is rare and an admin's act: a second of latency buys "refused everywhere when
  * the call answers".
+ *
+ * `keys`: the verified keys of the service revoking it (none for the CLI, which keeps none and
+ * hears nothing: it waits VERIFIED_KEY_TTL_MS).
  */
-export async function revokeKeyEverywhere(db: Db, keyId: string, now: number): Promise<boolean> {
-  if (dbKind(db) !== 'postgres') return revokeKey(db, keyId, now);
-  const keys = verifiedKeysOf(db);
-  const heard = keys.live ? keys.untilHeard(keyId, ANNOUNCEMENT_TIMEOUT_MS) : Promise.resolve(false);
-  const revoked = await revokeKey(db, keyId, now);
+export async function revokeKeyEverywhere(db: Db, keyId: string, now: number, keys?: VerifiedKeys): Promise<boolean> {
+  if (dbKind(db) !== 'postgres') return revokeKey(db, keyId, now, keys);
+  const heard = keys?.live ? keys.untilHeard(keyId, ANNOUNCEMENT_TIMEOUT_MS) : Promise.resolve(false);
+  const revoked = await revokeKey(db, keyId, now, keys);
   if (!revoked) return false;
   await Promise.all([heard, sleep(VERIFIED_KEY_TTL_MS)]);
   return true;

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Client, Notification } from 'pg';
-import type { VerifiedKeys } from '../auth/verified-keys.ts';
-import type { FeedHeads } from '../feed/heads.ts';
 import { safeErrorFields, type Logger } from '../log.ts';
+import type { ChangeEvents } from './change-events.ts';
 import { HEADS_CHANNEL } from './events.ts';
 
 /** How often the channel proves itself with a notification sent to itself, and how long one may take. */
@@ -23,20 +22,19 @@ export interface HeadListener {
 }
 
 /**
- * Keeps `heads` told of every commit on a Postgres database, and `keys` of every API key changed:
- * a connection of its own (LISTEN needs one that stays) listens on HEADS_CHANNEL, where each
- * append's counter statement notifies "<workspace> <last seq>" (store/events.ts), and on
- * KEYS_CHANNEL, where a trigger notifies the id of a key updated or deleted (migration 005). Both
- * are trusted only once a notification this connection sent itself came back (a pooler that does
- * not carry notifications, such as PgBouncer in transaction mode, never gets that far), and again
- * every PING_INTERVAL_MS; a lost connection, or a ping or a round trip for FeedHeads not back in
- * time, forgets all heads and cuts the keys' trust short (FeedHeads.lose, VerifiedKeys.lose) until
- * the channel is back.
+ * Tells `events` of every commit on a Postgres database and of every API key changed: a
+ * connection of its own (LISTEN needs one that stays) listens on HEADS_CHANNEL, where each
+ * append's counter statement notifies "<workspace> <last seq>" (store/events.ts: `headMoved`), and
+ * on KEYS_CHANNEL, where a trigger notifies the id of a key updated or deleted (migration 005:
+ * `keyChanged`). The channel is reported `opened` only once a notification this connection sent
+ * itself came back (a pooler that does not carry notifications, such as PgBouncer in transaction
+ * mode, never gets that far), and proves itself again every PING_INTERVAL_MS; a lost connection,
+ * or a ping or a round trip not back in time, is reported `lost` until the channel is back (which
+ * forgets all heads and cuts the keys' trust short: changes/channel-trust.ts).
  */
 export function listenForHeads(
   databaseUrl: string,
-  heads: FeedHeads,
-  keys: VerifiedKeys,
+  events: ChangeEvents,
   log: Logger,
   options: { pingIntervalMs?: number; pingTimeoutMs?: number } = {},
 ): HeadListener {
@@ -50,13 +48,15 @@ export function listenForHeads(
   let pingDeadline: NodeJS.Timeout | undefined;
   let reconnectTimer: NodeJS.Timeout | undefined;
   let awaitedPing: string | undefined;
+  /** Between `opened` and `lost`: every change is being reported. */
+  let live = false;
 
   /** Forgets every head and lets `dropped` go; while running, connects again after a pause. */
   const drop = (dropped: Client, reason: string, err?: unknown): Promise<void> => {
     if (client !== dropped) return Promise.resolve(); // already let go
-    const wasLive = heads.live;
-    heads.lose();
-    keys.lose();
+    const wasLive = live;
+    live = false;
+    events.lost();
     clearTimeout(pingTimer);
     clearTimeout(pingDeadline);
     awaitedPing = undefined;
@@ -76,7 +76,7 @@ export function listenForHeads(
     current.query('SELECT pg_notify($1, $2)', [HEADS_CHANNEL, awaitedPing]).catch((err: unknown) => drop(current, 'ping failed', err));
   };
 
-  /** What FeedHeads waits for before it answers from a head: see its `nothingAfterNow`. */
+  /** The round trip reported with `opened`: what a poll waits for before it answers from a head (feed/heads.ts). */
   const roundTrip = (current: Client) => (): Promise<void> => {
     if (client !== current) return Promise.reject(new Error('channel lost'));
     return new Promise((resolve, reject) => {
@@ -95,15 +95,15 @@ export function listenForHeads(
   const onNotification = (current: Client, message: Notification) => {
     const payload = message.payload ?? '';
     if (message.channel === KEYS_CHANNEL) {
-      keys.heard(payload);
+      events.keyChanged(payload);
       return;
     }
     if (payload === awaitedPing) {
       clearTimeout(pingDeadline);
       awaitedPing = undefined;
-      if (!heads.live) {
-        heads.open(roundTrip(current));
-        keys.open();
+      if (!live) {
+        live = true;
+        events.opened(roundTrip(current));
       }
       retryMs = RECONNECT_MIN_MS;
       pingTimer = setTimeout(() => ping(current), pingIntervalMs);
@@ -111,7 +111,7 @@ export function listenForHeads(
     }
     const space = payload.indexOf(' ');
     const seq = Number(payload.slice(space + 1));
-    if (space > 0 && Number.isSafeInteger(seq)) heads.heard(payload.slice(0, space), seq);
+    if (space > 0 && Number.isSafeInteger(seq)) events.headMoved(payload.slice(0, space), seq);
   };
 
   async function connect(): Promise<void> {
@@ -135,8 +135,8 @@ export function listenForHeads(
     async stop() {
       stopped = true;
       clearTimeout(reconnectTimer);
-      heads.lose();
-      keys.lose();
+      live = false;
+      events.lost();
       if (client) await drop(client, 'stopped');
     },
   };
