@@ -4,7 +4,9 @@ import { systemClock, type Clock } from './clock.ts';
 import { RequestValidator } from './contract/request-validator.ts';
 import { CursorCodec } from './feed/cursor.ts';
 import { GroupCommit } from './feed/group-commit.ts';
+import { FeedReader } from './feed/reader.ts';
 import { RecentEvents } from './feed/recent-events.ts';
+import { feedStorageOn } from './feed/storage.ts';
 import type { AppServices } from './operations/context.ts';
 import { MemoryBudget } from './limits/memory-budget.ts';
 import { RateLimiter } from './limits/rate-limiter.ts';
@@ -32,7 +34,7 @@ export async function createServices(
     cursors: new CursorCodec(secret),
     clock,
     changes,
-    recent,
+    feed: new FeedReader(feedStorageOn(db), changes.heads, recent, clock),
     groupCommit: new GroupCommit(db, clock, changes.heads, recent),
     requestValidator: new RequestValidator(),
     rateLimiter: new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst, undefined, {

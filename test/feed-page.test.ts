@@ -9,6 +9,8 @@ import { before, describe, it } from 'node:test';
 import type { Knex } from 'knex';
 import { CursorCodec } from '../src/feed/cursor.ts';
 import { ChangeWatch } from '../src/change-watch.ts';
+import { FeedReader } from '../src/feed/reader.ts';
+import { feedStorageOn } from '../src/feed/storage.ts';
 import { PAGE_MAX_BYTES } from '../src/limits/page-bytes.ts';
 import { publish } from '../src/library.ts';
 import { eventFeed } from '../src/operations/event-feed.ts';
@@ -239,10 +241,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
     let db: Db;
     let workspaceId: string;
     const cursors = new CursorCodec('x'.repeat(32));
-    // Heads believed as on SQLite while no other process writes: every shortcut open to the read.
+    // Heads believed as on SQLite while no other process writes: every shortcut open to the reader.
     const context = () => {
-      const changes = new ChangeWatch({ othersWrites: () => 'fixed' });
-      return { db, cursors, changes, principal: { keyId: 'key', workspaceId, permissions: new Set(['read' as const]), mailboxes: null } };
+      const { heads } = new ChangeWatch({ othersWrites: () => 'fixed' });
+      return { cursors, feed: new FeedReader(feedStorageOn(db), heads), principal: { keyId: 'key', workspaceId, permissions: new Set(['read' as const]), mailboxes: null } };
     };
     suiteDatabase(create, async (opened) => {
       db = opened;

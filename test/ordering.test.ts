@@ -17,6 +17,8 @@ import { CursorCodec } from '../src/feed/cursor.ts';
 import { ChangeWatch } from '../src/change-watch.ts';
 import { pageEnvelopes } from '../src/feed/page.ts';
 import { publishInTransaction } from '../src/feed/publish.ts';
+import { FeedReader } from '../src/feed/reader.ts';
+import { feedStorageOn } from '../src/feed/storage.ts';
 import { migrateLatest, openDatabase } from '../src/library.ts';
 import { eventFeed } from '../src/operations/event-feed.ts';
 import type { Db } from '../src/store/db.ts';
@@ -63,9 +65,8 @@ const realScheme: Scheme = {
   async read(db, workspaceId, cursor) {
     const page = await eventFeed(
       {
-        db,
         cursors: codec,
-        changes: new ChangeWatch(),
+        feed: new FeedReader(feedStorageOn(db), new ChangeWatch().heads),
         principal: { keyId: 'key_test', workspaceId, permissions: new Set(['read']), mailboxes: null },
       },
       cursor === undefined ? { limit: 100 } : { after: cursor, limit: 100 },

@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { ChannelTrust } from '../src/changes/channel-trust.ts';
 import { FeedHeads } from '../src/feed/heads.ts';
 import { RecentEvents, type RecentEvent } from '../src/feed/recent-events.ts';
+import { FeedScope } from '../src/feed/scope.ts';
 import { PAGE_MAX_BYTES } from '../src/limits/page-bytes.ts';
 import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase, type TestDatabase } from './support/databases.ts';
@@ -27,7 +28,7 @@ function fixture() {
   const recent = new RecentEvents(() => t);
   /** The page, if whole by what the heads know (the operation asks them the same after a round trip). */
   const whole = (ws: string, afterSeq: number, limit: number, mailboxes: string[] | null = null) => {
-    const found = recent.page(ws, afterSeq, limit, mailboxes);
+    const found = recent.page(ws, afterSeq, limit, FeedScope.of(mailboxes));
     if (found === undefined) return undefined;
     return found.wholeIfNothingAfter === undefined || heads.nothingAfter(ws, found.wholeIfNothingAfter) ? found.page : undefined;
   };
@@ -39,8 +40,8 @@ describe('RecentEvents: a page from memory only when it is whole', () => {
     const { heads, recent, whole } = fixture();
     recent.committed('ws', 11, [event(11), event(12), event(13)]);
     assert.equal(text(whole('ws', 10, 2)), '[{"n":11},{"n":12}]');
-    assert.equal(recent.page('ws', 10, 2, null)?.wholeIfNothingAfter, undefined);
-    assert.equal(recent.page('ws', 11, 5, null)?.wholeIfNothingAfter, 13);
+    assert.equal(recent.page('ws', 10, 2, FeedScope.WHOLE)?.wholeIfNothingAfter, undefined);
+    assert.equal(recent.page('ws', 11, 5, FeedScope.WHOLE)?.wholeIfNothingAfter, 13);
     assert.equal(whole('ws', 11, 5), undefined, 'short, and the head is unknown');
     heads.heard('ws', 14);
     assert.equal(whole('ws', 11, 5), undefined, 'seq 14 is not here');
@@ -54,7 +55,7 @@ describe('RecentEvents: a page from memory only when it is whole', () => {
     // 200,000 characters of two UTF-8 bytes each: two fit under 1 MiB, not three.
     const wide = (n: number): RecentEvent => ({ mailboxId: 'mbx_a', type: 'mail.sent', occurredAtMs: n, envelope: `"${'é'.repeat(200_000)}${n}"` });
     recent.committed('ws', 1, [wide(1), wide(2), wide(3)]);
-    const found = recent.page('ws', 0, 500, null)!;
+    const found = recent.page('ws', 0, 500, FeedScope.WHOLE)!;
     assert.deepEqual([found.page.count, found.page.lastSeq, found.page.cutAtByteCap, found.wholeIfNothingAfter], [2, 2, true, undefined]);
     assert.ok(found.page.bytes.length <= PAGE_MAX_BYTES);
     assert.equal(whole('ws', 2, 500)?.count, undefined, 'the last one alone is short: whole only once the head is known');

@@ -2,6 +2,8 @@
 import type { Knex } from 'knex';
 import { ChangeWatch } from '../../src/change-watch.ts';
 import { CursorCodec } from '../../src/feed/cursor.ts';
+import { FeedReader } from '../../src/feed/reader.ts';
+import { feedStorageOn } from '../../src/feed/storage.ts';
 import { createLogger } from '../../src/log.ts';
 import { dbKind } from '../../src/store/db.ts';
 import { listenForHeads, type HeadListener } from '../../src/store/head-listener.ts';
@@ -14,16 +16,17 @@ const codec = new CursorCodec('stress-harness-secret-0123456789abcdef');
 
 // Each reader's database gets the heads a server has: on Postgres, told of every commit by their
 // own channel, so polls at the head are answered without a query, as in the service.
-const changesOf = new WeakMap<Knex, ChangeWatch>();
+const readersOf = new WeakMap<Knex, FeedReader>();
 const listeners: HeadListener[] = [];
-function changesFor(db: Knex): ChangeWatch {
-  let changes = changesOf.get(db);
-  if (!changes) {
-    changesOf.set(db, (changes = new ChangeWatch()));
+function readerFor(db: Knex): FeedReader {
+  let reader = readersOf.get(db);
+  if (!reader) {
+    const changes = new ChangeWatch();
+    readersOf.set(db, (reader = new FeedReader(feedStorageOn(db), changes.heads)));
     const url = (db.client.config.connection as { connectionString?: string } | undefined)?.connectionString;
     if (dbKind(db) === 'postgres' && url) listeners.push(listenForHeads(url, changes, createLogger('silent')));
   }
-  return changes;
+  return reader;
 }
 
 export const realStore: FeedStore = {
@@ -35,7 +38,7 @@ export const realStore: FeedStore = {
   },
   async read(db, principal, after, limit) {
     const page = await eventFeed(
-      { db, cursors: codec, principal, changes: changesFor(db) },
+      { cursors: codec, principal, feed: readerFor(db) },
       after === undefined ? { limit } : { after, limit },
     );
     return { events: pageEnvelopes(page.events).map(seenFromEnvelope), nextCursor: page.next_cursor };

@@ -5,7 +5,7 @@ import type { RequestValidator } from '../contract/request-validator.ts';
 import { forbidden } from '../errors.ts';
 import type { CursorCodec } from '../feed/cursor.ts';
 import type { GroupCommit } from '../feed/group-commit.ts';
-import type { RecentEvents } from '../feed/recent-events.ts';
+import type { FeedReader } from '../feed/reader.ts';
 import type { MemoryBudget } from '../limits/memory-budget.ts';
 import type { RateLimiter } from '../limits/rate-limiter.ts';
 import type { Db } from '../store/db.ts';
@@ -18,8 +18,8 @@ export interface Services {
   clock: Clock;
   /** What this process hears of the database's changes: the feeds' heads and the verified keys it keeps. */
   changes: ChangeWatch;
-  /** The last events this process committed, for tailing readers (Postgres only: a read there is a round trip). */
-  recent?: RecentEvents;
+  /** Reads the feed, answering from the heads and the events just committed when they can tell. */
+  feed: FeedReader;
   /** emit_event's appends, sharing transactions under load. */
   groupCommit: GroupCommit;
   /** Where webhooks may point; secure (public https only) when absent. */

@@ -1,6 +1,8 @@
 import type { RedeliverWebhookRequest, RedeliverWebhookResponse } from '../../generated/types.ts';
 import { ApiError, invalidArgument } from '../errors.ts';
 import { assertCursorNotExpired } from '../feed/expiry.ts';
+import { FeedScope } from '../feed/scope.ts';
+import { feedStorageOn } from '../feed/storage.ts';
 import { matchesTypes } from '../feed/type-filter.ts';
 import { dbKind } from '../store/db.ts';
 import { prunedThrough } from '../store/retention.ts';
@@ -36,7 +38,7 @@ export async function redeliverWebhook(ctx: OperationContext, input: RedeliverWe
     .andWhere('seq', '>', afterSeq)
     .orderBy('seq')
     .limit(input.limit ?? 1000);
-  if (input.after !== undefined) await assertCursorNotExpired(ctx.db, workspaceId, null, afterSeq);
+  if (input.after !== undefined) await assertCursorNotExpired(feedStorageOn(ctx.db), workspaceId, FeedScope.WHOLE, afterSeq);
 
   const { scheduled, lastSeq } = await writeTransaction(ctx.db, async (trx) => {
     // One redelivery at a time per endpoint (SQLite's write lock does it there), so that calls
