@@ -9,15 +9,14 @@
  * `roundTrip`, once the channel is live).
  */
 import { createServer } from 'node:http';
-import { VerifiedKeys } from '../src/auth/verified-keys.ts';
-import { FeedHeads } from '../src/feed/heads.ts';
+import { ChangeWatch } from '../src/change-watch.ts';
 import { createLogger } from '../src/log.ts';
 import { listenForChanges } from '../src/store/postgres/changes.ts';
-import { changeEventsFor } from '../src/services.ts';
 
 const { databaseUrl, roundTrip } = JSON.parse(process.argv[2]!) as { databaseUrl: string; roundTrip: boolean };
-const heads = new FeedHeads();
-const listener = roundTrip ? listenForChanges(databaseUrl, changeEventsFor(heads, new VerifiedKeys()), createLogger('warn')) : undefined;
+const changes = new ChangeWatch();
+const heads = changes.heads;
+const listener = roundTrip ? listenForChanges(databaseUrl, changes, createLogger('warn')) : undefined;
 // A head of its own that nothing moves: only the round trip decides when the answer goes.
 const FLOOR = 'floor';
 
@@ -44,7 +43,7 @@ const server = createServer((req, res) => {
 server.keepAliveTimeout = 60_000;
 
 const deadline = Date.now() + 10_000;
-while (listener && !heads.live) {
+while (listener && !changes.live) {
   if (Date.now() > deadline) throw new Error('tail floor: the listening connection did not come up in 10 s');
   await new Promise((resolve) => setTimeout(resolve, 20));
 }

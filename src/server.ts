@@ -8,11 +8,10 @@ import { ConnectionGate } from './http/connection-gate.ts';
 import type { Logger } from './log.ts';
 import type { AppServices } from './operations/context.ts';
 import { schedulePruning } from './retention-schedule.ts';
-import { changeEventsFor, createServices } from './services.ts';
+import { createServices } from './services.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
 import { WebhookSender } from './webhooks/send.ts';
 import { openStore } from './store/open-store.ts';
-import { verifiedKeysOf } from './auth/verified-keys.ts';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -64,7 +63,7 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
   });
   webhooks.start();
   // Where a change channel exists (Postgres), every instance hears each commit and key change.
-  const changes = store.listenForChanges?.(changeEventsFor(services.heads, verifiedKeysOf(store)), log);
+  const changes = store.listenForChanges?.(services.changes, log);
 
   let closing: Promise<void> | undefined;
   const close = () =>

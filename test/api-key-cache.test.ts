@@ -8,13 +8,14 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
-import { authenticate, createKey, revokeKey } from '../src/auth/api-keys.ts';
-import { HEARD_KEY_TTL_MS, VERIFIED_KEY_TTL_MS, VerifiedKeys, verifiedKeysOf } from '../src/auth/verified-keys.ts';
+import { authenticate as authenticateKey, createKey, revokeKey } from '../src/auth/api-keys.ts';
+import { HEARD_KEY_TTL_MS, VERIFIED_KEY_TTL_MS, VerifiedKeys } from '../src/auth/verified-keys.ts';
 import type { Principal } from '../src/auth/principal.ts';
-import { FeedHeads } from '../src/feed/heads.ts';
+import type { ChangeWatch } from '../src/change-watch.ts';
+import { ChannelTrust } from '../src/changes/channel-trust.ts';
+import { watchChanges } from '../src/services.ts';
 import { createLogger } from '../src/log.ts';
 import { HEAD_LISTENER_NAME, listenForChanges } from '../src/store/postgres/changes.ts';
-import { changeEventsFor } from '../src/services.ts';
 import type { ChangeListener as HeadListener } from '../src/store/port.ts';
 import { databaseKinds, postgresAvailable, postgresDatabase, type TestDatabase } from './support/databases.ts';
 import { sqliteReadsDuring } from './support/checkouts.ts';
@@ -25,14 +26,18 @@ import type { Store } from '../src/store/port.ts';
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`API key lookups and revocation (${kind})`, { skip }, () => {
     let database: TestDatabase;
-    // Two pools on one database: this instance, and "another instance" that writes behind its back.
+    // Two pools on one database: this instance (with the verified keys a service keeps), and
+    // "another instance" that writes behind its back.
     let here: Store;
+    let changes: ChangeWatch;
     let elsewhere: Store;
     let workspaceId: string;
+    const authenticate = (db: Store, key: string) => authenticateKey(db, key, changes.keys);
 
     before(async () => {
       database = await create();
       here = openStore(database.url);
+      changes = watchChanges(here);
       elsewhere = openStore(database.url);
       await here.migrate();
       workspaceId = (await here.createWorkspace('Keys', true, Date.now())).id;
@@ -49,7 +54,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const { id, key } = await newKey();
       assert.equal((await authenticate(here, key))?.keyId, id);
       assert.equal((await authenticate(here, key))?.keyId, id);
-      assert.equal(await revokeKey(here, id, Date.now()), true);
+      assert.equal(await revokeKey(here, id, Date.now(), changes.keys), true);
       assert.equal(await authenticate(here, key), undefined);
     });
 
@@ -120,13 +125,14 @@ describe('VerifiedKeys: how long a verified key may be believed', () => {
 
   it('without a channel, VERIFIED_KEY_TTL_MS; with one, HEARD_KEY_TTL_MS', () => {
     const time = clock();
-    const keys = new VerifiedKeys(time.now);
+    const trust = new ChannelTrust();
+    const keys = new VerifiedKeys(trust, time.now);
     keys.keep('key_a', principal, hash, keys.mark());
     time.advance(VERIFIED_KEY_TTL_MS);
     assert.ok(keys.lookup('key_a'));
     time.advance(1);
     assert.equal(keys.lookup('key_a'), undefined);
-    keys.open();
+    trust.open();
     keys.keep('key_a', principal, hash, keys.mark());
     time.advance(HEARD_KEY_TTL_MS);
     assert.ok(keys.lookup('key_a'));
@@ -136,15 +142,16 @@ describe('VerifiedKeys: how long a verified key may be believed', () => {
 
   it('a lookup begun before the channel opened, or across a loss, is not kept long', () => {
     const time = clock();
-    const keys = new VerifiedKeys(time.now);
+    const trust = new ChannelTrust();
+    const keys = new VerifiedKeys(trust, time.now);
     let mark = keys.mark();
-    keys.open();
+    trust.open();
     keys.keep('key_a', principal, hash, mark);
     time.advance(VERIFIED_KEY_TTL_MS + 1);
     assert.equal(keys.lookup('key_a'), undefined, 'begun before the open');
     mark = keys.mark();
-    keys.lose();
-    keys.open();
+    trust.lose();
+    trust.open();
     keys.keep('key_a', principal, hash, mark);
     time.advance(VERIFIED_KEY_TTL_MS + 1);
     assert.equal(keys.lookup('key_a'), undefined, 'the channel was lost meanwhile');
@@ -152,18 +159,20 @@ describe('VerifiedKeys: how long a verified key may be believed', () => {
 
   it('a loss cuts the trust of what was kept while the channel was up', () => {
     const time = clock();
-    const keys = new VerifiedKeys(time.now);
-    keys.open();
+    const trust = new ChannelTrust();
+    const keys = new VerifiedKeys(trust, time.now);
+    trust.open();
     keys.keep('key_a', principal, hash, keys.mark());
     time.advance(VERIFIED_KEY_TTL_MS + 1);
     assert.ok(keys.lookup('key_a'));
-    keys.lose();
+    trust.lose();
     assert.equal(keys.lookup('key_a'), undefined);
   });
 
   it('a lookup that overlapped a revocation is not kept (its row may predate it)', () => {
-    const keys = new VerifiedKeys(clock().now);
-    keys.open();
+    const trust = new ChannelTrust();
+    const keys = new VerifiedKeys(trust, clock().now);
+    trust.open();
     const mark = keys.mark();
     keys.forget('key_a'); // heard while the lookup's query was on its way
     keys.keep('key_a', principal, hash, mark);
@@ -176,8 +185,10 @@ describe('API keys with the key channel (postgres)', { skip: !(await postgresAva
   let here: Store;
   let elsewhere: Store;
   let listener: HeadListener;
+  let changes: ChangeWatch;
   let workspaceId: string;
   let lookups = 0;
+  const authenticate = (db: Store, key: string) => authenticateKey(db, key, changes.keys);
 
   before(async () => {
     database = await postgresDatabase();
@@ -188,8 +199,9 @@ describe('API keys with the key channel (postgres)', { skip: !(await postgresAva
     here.knex.on('query', (query: { sql: string }) => {
       if (/FROM api_keys WHERE id/.test(query.sql)) lookups++;
     });
-    listener = listenForChanges(database.url, changeEventsFor(new FeedHeads(), verifiedKeysOf(here)), createLogger('silent'));
-    await until('the channel opens', () => verifiedKeysOf(here).live);
+    changes = watchChanges(here);
+    listener = listenForChanges(database.url, changes, createLogger('silent'));
+    await until('the channel opens', () => changes.live);
   });
   after(async () => {
     await listener?.stop();
@@ -234,9 +246,9 @@ describe('API keys with the key channel (postgres)', { skip: !(await postgresAva
     await sleep(VERIFIED_KEY_TTL_MS + 200);
     assert.equal(await lookupsDuring(() => authenticate(here, key)), 0, 'kept while the channel was up');
     await here.knex.raw('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ? AND datname = current_database()', [HEAD_LISTENER_NAME]);
-    await until('lost', () => !verifiedKeysOf(here).live);
+    await until('lost', () => !changes.live);
     assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 1, 'looked up again');
-    await until('back', () => verifiedKeysOf(here).live, 15_000);
+    await until('back', () => changes.live, 15_000);
     await sleep(VERIFIED_KEY_TTL_MS + 50); // what was kept while it was down expires as it was kept
     assert.equal(await lookupsDuring(() => authenticate(here, key)), 1);
     await sleep(VERIFIED_KEY_TTL_MS + 200);

@@ -1,19 +1,19 @@
 /**
- * Polls at the head answered without a query (feed/heads.ts, store/head-listener.ts): what a
+ * Polls at the head answered without a query (feed/heads.ts, store/postgres/changes.ts): what a
  * process may believe of a workspace's head, when it must stop believing it, and, on Postgres,
  * that two instances hear each other's commits, that an instance's own emit is seen by its next
  * poll, and that a lost or silent channel sends every poll back to the database.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { VerifiedKeys } from '../src/auth/verified-keys.ts';
+import { ChangeWatch } from '../src/change-watch.ts';
+import { ChannelTrust } from '../src/changes/channel-trust.ts';
 import { systemClock } from '../src/clock.ts';
 import { GroupCommit } from '../src/feed/group-commit.ts';
 import { publishInTransaction } from '../src/feed/publish.ts';
 import { FeedHeads } from '../src/feed/heads.ts';
 import { createLogger } from '../src/log.ts';
 import { HEAD_LISTENER_NAME, listenForChanges } from '../src/store/postgres/changes.ts';
-import { changeEventsFor } from '../src/services.ts';
 import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase, sqliteDatabase, type TestDatabase } from './support/databases.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
@@ -23,6 +23,12 @@ import { until } from './support/wait.ts';
 import { openStore } from '../src/store/open-store.ts';
 import type { Store } from '../src/store/port.ts';
 
+/** Heads on a channel trust of their own, which the test opens and loses as a listener would. */
+const headsOnTrust = (options: ConstructorParameters<typeof FeedHeads>[1] = {}) => {
+  const trust = new ChannelTrust();
+  return { trust, heads: new FeedHeads(trust, options) };
+};
+
 describe('FeedHeads: what a process may believe of a head', () => {
   const clock = () => {
     let t = 1000;
@@ -30,24 +36,24 @@ describe('FeedHeads: what a process may believe of a head', () => {
   };
 
   it('knows nothing until its channel is open, and nothing after it is lost', () => {
-    const heads = new FeedHeads();
+    const { trust, heads } = headsOnTrust();
     heads.heard('ws_a', 5);
     assert.equal(heads.nothingAfter('ws_a', 5), false, 'heard before the channel opened');
-    heads.open();
+    trust.open();
     heads.heard('ws_a', 5);
     assert.equal(heads.nothingAfter('ws_a', 5), true);
     assert.equal(heads.nothingAfter('ws_a', 7), true, 'a cursor past the head');
     assert.equal(heads.nothingAfter('ws_a', 4), false, 'an event after the cursor');
     assert.equal(heads.nothingAfter('ws_b', 5), false, 'another workspace');
-    heads.lose();
+    trust.lose();
     assert.equal(heads.nothingAfter('ws_a', 5), false);
-    heads.open();
+    trust.open();
     assert.equal(heads.nothingAfter('ws_a', 5), false, 'forgotten with the channel, not back with the next one');
   });
 
   it('only raises a head: a late, lower news does not hide a commit', () => {
-    const heads = new FeedHeads();
-    heads.open();
+    const { trust, heads } = headsOnTrust();
+    trust.open();
     heads.heard('ws_a', 9);
     heads.heard('ws_a', 6);
     assert.equal(heads.nothingAfter('ws_a', 6), false);
@@ -57,14 +63,14 @@ describe('FeedHeads: what a process may believe of a head', () => {
   });
 
   it('learns from a read only if the channel stayed up from before the read to now', () => {
-    const heads = new FeedHeads();
+    const { trust, heads } = headsOnTrust();
     assert.equal(heads.mark(), undefined);
     heads.learn('ws_a', 3, heads.mark(), heads.now());
-    heads.open();
+    trust.open();
     assert.equal(heads.nothingAfter('ws_a', 3), false, 'a read begun with the channel down');
     const mark = heads.mark();
-    heads.lose();
-    heads.open();
+    trust.lose();
+    trust.open();
     heads.learn('ws_a', 3, mark, heads.now());
     assert.equal(heads.nothingAfter('ws_a', 3), false, 'the channel dropped during the read');
     heads.learn('ws_a', 3, heads.mark(), heads.now());
@@ -73,8 +79,8 @@ describe('FeedHeads: what a process may believe of a head', () => {
 
   it('trusts a head for trustMs after it was last confirmed', () => {
     const c = clock();
-    const heads = new FeedHeads({ trustMs: 100, now: c.now });
-    heads.open();
+    const { trust, heads } = headsOnTrust({ trustMs: 100, now: c.now });
+    trust.open();
     heads.heard('ws_a', 2);
     c.advance(100);
     assert.equal(heads.nothingAfter('ws_a', 2), true);
@@ -87,8 +93,8 @@ describe('FeedHeads: what a process may believe of a head', () => {
   });
 
   it('keeps at most maxWorkspaces heads, forgetting the oldest', () => {
-    const heads = new FeedHeads({ maxWorkspaces: 2 });
-    heads.open();
+    const { trust, heads } = headsOnTrust({ maxWorkspaces: 2 });
+    trust.open();
     heads.heard('ws_a', 1);
     heads.heard('ws_b', 1);
     heads.heard('ws_c', 1);
@@ -99,9 +105,9 @@ describe('FeedHeads: what a process may believe of a head', () => {
 describe('FeedHeads.nothingAfterNow: every commit made before the request arrived is counted', () => {
   /** A channel whose round trips come back when the test says, each bringing the news queued for it. */
   function channel() {
-    const heads = new FeedHeads();
+    const { trust, heads } = headsOnTrust();
     const sent: Array<{ back: () => void; fail: () => void }> = [];
-    heads.open(
+    trust.open(
       () =>
         new Promise<void>((resolve, reject) => {
           sent.push({ back: resolve, fail: () => reject(new Error('lost')) });
@@ -166,8 +172,8 @@ describe('FeedHeads.nothingAfterNow: every commit made before the request arrive
   });
 
   it('needs no round trip without a channel that offers one (SQLite reads its file instead)', async () => {
-    const heads = new FeedHeads();
-    heads.open();
+    const { trust, heads } = headsOnTrust();
+    trust.open();
     heads.heard('ws_a', 1);
     assert.equal(await heads.nothingAfterNow('ws_a', 1, heads.ticket()), true);
   });
@@ -203,7 +209,7 @@ describe('feed heads on Postgres: two instances on one database', { skip: !(awai
     ({ key } = await a.key(ws, ['read', 'write']));
     ({ key: restricted } = await a.key(ws, ['read'], ['mbx_sales']));
     await emit(a, key, 1);
-    await until('both channels open', () => a.services.heads.live && b.services.heads.live);
+    await until('both channels open', () => a.services.changes.live && b.services.changes.live);
   });
   after(async () => {
     await a?.stop();
@@ -224,9 +230,9 @@ describe('feed heads on Postgres: two instances on one database', { skip: !(awai
   it("hears the other instance's commits: its heads move without a read", async () => {
     const at = await feed(b, key);
     const seqBefore = b.services.cursors.decode(ws, at.next_cursor);
-    assert.ok(b.services.heads.nothingAfter(ws, seqBefore));
+    assert.ok(b.services.changes.heads.nothingAfter(ws, seqBefore));
     const id = await emit(a, key, 2);
-    await until("b hears a's commit", () => !b.services.heads.nothingAfter(ws, seqBefore) && b.services.heads.nothingAfter(ws, seqBefore + 1));
+    await until("b hears a's commit", () => !b.services.changes.heads.nothingAfter(ws, seqBefore) && b.services.changes.heads.nothingAfter(ws, seqBefore + 1));
     assert.deepEqual((await feed(b, key, at.next_cursor)).ids, [id]);
   });
 
@@ -248,7 +254,7 @@ describe('feed heads on Postgres: two instances on one database', { skip: !(awai
     const proxy = await startTcpProxy(undefined, { delayMs: 50 });
     const far = await startTestServer({ ...database, url: proxy.via(database.url) }, QUIET);
     try {
-      await until('the far channel open', () => far.services.heads.live, 10_000);
+      await until('the far channel open', () => far.services.changes.live, 10_000);
       await emitsSeenByNextPoll(far, a, 5, 400);
     } finally {
       await far.stop();
@@ -263,11 +269,11 @@ describe('feed heads on Postgres: two instances on one database', { skip: !(awai
       [HEAD_LISTENER_NAME],
     );
     assert.equal(killed.rows.length, 2, 'one channel per instance');
-    await until('b notices', () => !b.services.heads.live);
+    await until('b notices', () => !b.services.changes.live);
     // Committed while b cannot hear it: b must not answer from what it knew before.
     const id = await emit(a, key, 200);
     assert.deepEqual((await feed(b, key, at.next_cursor)).ids, [id]);
-    await until('b listens again', () => b.services.heads.live);
+    await until('b listens again', () => b.services.changes.live);
     assert.deepEqual((await feed(b, key, at.next_cursor)).ids, [id], 'what b knew before the loss is forgotten');
     const now = await feed(b, key, at.next_cursor);
     assert.equal(await checkoutsDuring(b.services.store.knex, () => feed(b, key, now.next_cursor)), 0, 'trusted again');
@@ -288,10 +294,11 @@ describe('the heads channel on Postgres', { skip: !(await postgresAvailable()) &
   });
 
   it("counts another connection's commit answered before the request arrived, its notification still on the way", async () => {
-    const heads = new FeedHeads();
-    const listener = listenForChanges(database.url, changeEventsFor(heads, new VerifiedKeys()), createLogger('silent'));
+    const changes = new ChangeWatch();
+    const heads = changes.heads;
+    const listener = listenForChanges(database.url, changes, createLogger('silent'));
     try {
-      await until('open', () => heads.live);
+      await until('open', () => changes.live);
       const ws = (await db.createWorkspace('w', false, Date.now())).id;
       const elsewhere = new GroupCommit(db, systemClock); // another instance: this process hears it only by the channel
       await elsewhere.append(ws, sampleEvent('mbx_sales', 0));
@@ -313,17 +320,18 @@ describe('the heads channel on Postgres', { skip: !(await postgresAvailable()) &
 
   it('gives its heads up when pings stop coming back, and takes them up again when they do', async () => {
     const proxy = await startTcpProxy();
-    const heads = new FeedHeads();
-    const listener = listenForChanges(proxy.via(database.url), changeEventsFor(heads, new VerifiedKeys()), createLogger('silent'), { pingIntervalMs: 100, pingTimeoutMs: 300 });
+    const changes = new ChangeWatch();
+    const heads = changes.heads;
+    const listener = listenForChanges(proxy.via(database.url), changes, createLogger('silent'), { pingIntervalMs: 100, pingTimeoutMs: 300 });
     try {
-      await until('open', () => heads.live);
+      await until('open', () => changes.live);
       const ws = (await db.createWorkspace('w', false, Date.now())).id;
       heads.heard(ws, 0);
       proxy.blackhole(); // nothing fails, nothing arrives: only the ping can tell
-      await until('given up', () => !heads.live, 3000);
+      await until('given up', () => !changes.live, 3000);
       assert.equal(heads.nothingAfter(ws, 0), false);
       await proxy.restore();
-      await until('open again', () => heads.live, 15_000);
+      await until('open again', () => changes.live, 15_000);
     } finally {
       await listener.stop();
       await proxy.close();
@@ -338,8 +346,8 @@ describe('an emit committed by this process', () => {
     try {
       await db.migrate();
       const ws = (await db.createWorkspace('w', false, Date.now())).id;
-      const heads = new FeedHeads();
-      heads.open(); // as if a channel were up; SQLite has none, so only the commit itself can tell
+      const { trust, heads } = headsOnTrust();
+      trust.open(); // as if a channel were up; SQLite has none, so only the commit itself can tell
       const commits = new GroupCommit(db, systemClock, heads);
       await Promise.all([1, 2, 3].map((n) => commits.append(ws, sampleEvent('mbx_sales', n))));
       assert.equal(heads.nothingAfter(ws, 3), true);

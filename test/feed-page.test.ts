@@ -1,5 +1,5 @@
 /**
- * The feed's page reads (store/feed-page.ts, sqlite-page.ts, pg-page.ts): a page is its rows
+ * The feed's page reads (store/common/feed-page.ts, sqlite/page.ts, postgres/page.ts): a page is its rows
  * joined, at most `limit` of them and at most PAGE_MAX_BYTES (always one), for the whole feed and
  * for keys restricted to any number of mailboxes; the work is bounded whatever the statistics;
  * and what the operation concludes from a page (heads, expiry, read-ahead) stays true.
@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import type { Knex } from 'knex';
 import { CursorCodec } from '../src/feed/cursor.ts';
-import { FeedHeads } from '../src/feed/heads.ts';
+import { ChangeWatch } from '../src/change-watch.ts';
+import { FeedReader } from '../src/feed/reader.ts';
 import { PAGE_MAX_BYTES } from '../src/limits/page-bytes.ts';
 import { publish } from '../src/library.ts';
 import { eventFeed } from '../src/operations/event-feed.ts';
@@ -232,9 +233,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
     let store: Store;
     let workspaceId: string;
     const cursors = new CursorCodec('x'.repeat(32));
-    const context = (heads = new FeedHeads({ othersWrites: () => 'fixed' })) => {
-      heads.open();
-      return { store, cursors, heads, principal: { keyId: 'key', workspaceId, permissions: new Set(['read' as const]), mailboxes: null } };
+    // Heads believed as on SQLite while no other process writes: every shortcut open to the reader.
+    const context = () => {
+      const { heads } = new ChangeWatch({ othersWrites: () => 'fixed' });
+      return { cursors, feed: new FeedReader(store, heads), principal: { keyId: 'key', workspaceId, permissions: new Set(['read' as const]), mailboxes: null } };
     };
     suiteDatabase(create, async (opened) => {
       store = opened;

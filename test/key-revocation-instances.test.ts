@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { VERIFIED_KEY_TTL_MS, verifiedKeysOf } from '../src/auth/verified-keys.ts';
+import { VERIFIED_KEY_TTL_MS } from '../src/auth/verified-keys.ts';
 import { HEAD_LISTENER_NAME } from '../src/store/postgres/changes.ts';
 import { postgresAvailable, postgresDatabase, sqliteDatabase, type TestDatabase } from './support/databases.ts';
 import { startProcessServer, type ProcessServer } from './support/process-server.ts';
@@ -51,7 +51,7 @@ describe('revoke_key across two instances on one postgres database', { skip: !(a
     one = await startTestServer(database);
     two = await startTestServer(database);
     ({ key: admin } = await one.key(await one.workspace(), ['read', 'admin']));
-    await until('both key channels are up', () => verifiedKeysOf(one.services.store).live && verifiedKeysOf(two.services.store).live, 10_000);
+    await until('both key channels are up', () => one.services.changes.live && two.services.changes.live, 10_000);
   });
   after(async () => {
     await one?.stop();
@@ -68,7 +68,7 @@ describe('revoke_key across two instances on one postgres database', { skip: !(a
 
   it("with B's key channel down: still refused on the very next request", async () => {
     await one.db.raw('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ? AND datname = current_database()', [HEAD_LISTENER_NAME]);
-    await until('the channels are down', () => !verifiedKeysOf(two.services.store).live, 5000);
+    await until('the channels are down', () => !two.services.changes.live, 5000);
     await revokeThroughAOnB(one.post, two.post, admin);
   });
 });

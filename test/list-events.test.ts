@@ -458,7 +458,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       });
     });
 
-    describe('the query (store/event-search.ts) against a model', () => {
+    describe('the query (store/common/event-search.ts) against a model', () => {
       it('gives the model answer for random filters, scopes and page sizes, page by page', async () => {
         const rows: Array<{ seq: number; id: string; type: string; mailbox_id: string | null; occurred_at_ms: number }> = await server
           .db('events')

@@ -14,9 +14,10 @@ import { after, before, describe, it } from 'node:test';
 import type { Knex } from 'knex';
 import type { EmitEventRequest } from '../generated/types.ts';
 import { CursorCodec } from '../src/feed/cursor.ts';
-import { FeedHeads } from '../src/feed/heads.ts';
+import { ChangeWatch } from '../src/change-watch.ts';
 import { pageEnvelopes } from '../src/feed/page.ts';
 import { publishInTransaction } from '../src/feed/publish.ts';
+import { FeedReader } from '../src/feed/reader.ts';
 import { eventFeed } from '../src/operations/event-feed.ts';
 import { openStore } from '../src/store/open-store.ts';
 import type { Store } from '../src/store/port.ts';
@@ -61,9 +62,8 @@ const realScheme: Scheme = {
   async read(reader, workspaceId, cursor) {
     const page = await eventFeed(
       {
-        store: reader,
         cursors: codec,
-        heads: new FeedHeads(),
+        feed: new FeedReader(reader, new ChangeWatch().heads),
         principal: { keyId: 'key_test', workspaceId, permissions: new Set(['read']), mailboxes: null },
       },
       cursor === undefined ? { limit: 100 } : { after: cursor, limit: 100 },

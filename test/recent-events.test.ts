@@ -6,8 +6,10 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
+import { ChannelTrust } from '../src/changes/channel-trust.ts';
 import { FeedHeads } from '../src/feed/heads.ts';
 import { RecentEvents, type RecentEvent } from '../src/feed/recent-events.ts';
+import { FeedScope } from '../src/feed/scope.ts';
 import { PAGE_MAX_BYTES } from '../src/limits/page-bytes.ts';
 import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase, type TestDatabase } from './support/databases.ts';
@@ -20,12 +22,13 @@ const text = (page: { bytes: Buffer } | undefined) => (page === undefined ? unde
 
 function fixture() {
   let t = 1000;
-  const heads = new FeedHeads({ now: () => t });
-  heads.open();
+  const trust = new ChannelTrust();
+  const heads = new FeedHeads(trust, { now: () => t });
+  trust.open();
   const recent = new RecentEvents(() => t);
   /** The page, if whole by what the heads know (the operation asks them the same after a round trip). */
   const whole = (ws: string, afterSeq: number, limit: number, mailboxes: string[] | null = null) => {
-    const found = recent.page(ws, afterSeq, limit, mailboxes);
+    const found = recent.page(ws, afterSeq, limit, FeedScope.of(mailboxes));
     if (found === undefined) return undefined;
     return found.wholeIfNothingAfter === undefined || heads.nothingAfter(ws, found.wholeIfNothingAfter) ? found.page : undefined;
   };
@@ -37,8 +40,8 @@ describe('RecentEvents: a page from memory only when it is whole', () => {
     const { heads, recent, whole } = fixture();
     recent.committed('ws', 11, [event(11), event(12), event(13)]);
     assert.equal(text(whole('ws', 10, 2)), '[{"n":11},{"n":12}]');
-    assert.equal(recent.page('ws', 10, 2, null)?.wholeIfNothingAfter, undefined);
-    assert.equal(recent.page('ws', 11, 5, null)?.wholeIfNothingAfter, 13);
+    assert.equal(recent.page('ws', 10, 2, FeedScope.WHOLE)?.wholeIfNothingAfter, undefined);
+    assert.equal(recent.page('ws', 11, 5, FeedScope.WHOLE)?.wholeIfNothingAfter, 13);
     assert.equal(whole('ws', 11, 5), undefined, 'short, and the head is unknown');
     heads.heard('ws', 14);
     assert.equal(whole('ws', 11, 5), undefined, 'seq 14 is not here');
@@ -52,7 +55,7 @@ describe('RecentEvents: a page from memory only when it is whole', () => {
     // 200,000 characters of two UTF-8 bytes each: two fit under 1 MiB, not three.
     const wide = (n: number): RecentEvent => ({ mailboxId: 'mbx_a', type: 'mail.sent', occurredAtMs: n, envelope: `"${'é'.repeat(200_000)}${n}"` });
     recent.committed('ws', 1, [wide(1), wide(2), wide(3)]);
-    const found = recent.page('ws', 0, 500, null)!;
+    const found = recent.page('ws', 0, 500, FeedScope.WHOLE)!;
     assert.deepEqual([found.page.count, found.page.lastSeq, found.page.cutAtByteCap, found.wholeIfNothingAfter], [2, 2, true, undefined]);
     assert.ok(found.page.bytes.length <= PAGE_MAX_BYTES);
     assert.equal(whole('ws', 2, 500)?.count, undefined, 'the last one alone is short: whole only once the head is known');
@@ -132,7 +135,7 @@ describe('recent events on Postgres', { skip: !(await postgresAvailable()) && 'P
     ({ key } = await a.key(ws, ['read', 'write']));
     ({ key: restricted } = await a.key(ws, ['read'], ['mbx_sales']));
     for (const server of [a, b]) await post(server, '/v1/event_feed', {}, key); // keys verified, channels opening
-    await until('channels open', () => a.services.heads.live && b.services.heads.live);
+    await until('channels open', () => a.services.changes.live && b.services.changes.live);
   });
   after(async () => {
     await a?.stop();

@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { ApiError } from '../src/errors.ts';
 import { assertCursorNotExpired } from '../src/feed/expiry.ts';
+import { FeedScope } from '../src/feed/scope.ts';
 import { pruneExpired } from '../src/retention-schedule.ts';
 import { pruneWorkspace } from '../src/store/common/retention.ts';
 import { openStore } from '../src/store/open-store.ts';
@@ -149,7 +150,7 @@ describe('the expiry check after a page', () => {
 
   it('skips the watermark when an unrestricted page starts right after the cursor', async () => {
     const db = await closedDb();
-    await assertCursorNotExpired(db, 'ws_x', null, 40, { count: 3, lastSeq: 43 });
+    await assertCursorNotExpired(db, 'ws_x', FeedScope.WHOLE, 40, { count: 3, lastSeq: 43 });
   });
 
   it('reads the watermark when the page cannot prove the cursor whole', async () => {
@@ -160,7 +161,7 @@ describe('the expiry check after a page', () => {
       [['mbx_a'], { count: 3, lastSeq: 43 }], // a restricted key's seqs need not be consecutive
     ];
     for (const [mailboxes, page] of cases) {
-      await assert.rejects(assertCursorNotExpired(db, 'ws_x', mailboxes, 40, page), (err: Error) => !(err instanceof ApiError), `page ${JSON.stringify(page)} for ${JSON.stringify(mailboxes)} should read the watermark`);
+      await assert.rejects(assertCursorNotExpired(db, 'ws_x', FeedScope.of(mailboxes), 40, page), (err: Error) => !(err instanceof ApiError), `page ${JSON.stringify(page)} for ${JSON.stringify(mailboxes)} should read the watermark`);
     }
   });
 });

@@ -1,11 +1,10 @@
 /** The store under test: the real append path (publishInTransaction) and the real read operation (eventFeed). */
 import type { Knex } from 'knex';
-import { verifiedKeysOf } from '../../src/auth/verified-keys.ts';
 import { CursorCodec } from '../../src/feed/cursor.ts';
-import { FeedHeads } from '../../src/feed/heads.ts';
+import { FeedReader } from '../../src/feed/reader.ts';
 import { createLogger } from '../../src/log.ts';
 import { openStore } from '../../src/store/open-store.ts';
-import { changeEventsFor } from '../../src/services.ts';
+import { watchChanges } from '../../src/services.ts';
 import type { ChangeListener as HeadListener, Store } from '../../src/store/port.ts';
 import { publishInTransaction } from '../../src/feed/publish.ts';
 import { pageEnvelopes } from '../../src/feed/page.ts';
@@ -30,19 +29,20 @@ const storeOf = (db: Knex): Store => {
   return store;
 };
 
-// Each reader's database gets the heads a server has: where the store has a change channel
-// (Postgres), told of every commit by their own, so polls at the head are answered without a
-// query; on SQLite, checking the file for other processes' writes, as in the service.
-const headsOf = new WeakMap<Knex, FeedHeads>();
+// Each reader's database gets the feed reader a server has: where the store has a change channel
+// (Postgres), its heads told of every commit by their own, so polls at the head are answered
+// without a query; on SQLite, checking the file for other processes' writes, as in the service.
+const readersOf = new WeakMap<Knex, FeedReader>();
 const listeners: HeadListener[] = [];
-function headsFor(db: Knex): FeedHeads {
-  let heads = headsOf.get(db);
-  if (!heads) {
+function readerFor(db: Knex): FeedReader {
+  let reader = readersOf.get(db);
+  if (!reader) {
     const store = storeOf(db);
-    headsOf.set(db, (heads = new FeedHeads(store.othersWritesVersion ? { othersWrites: store.othersWritesVersion } : {})));
-    if (store.listenForChanges) listeners.push(store.listenForChanges(changeEventsFor(heads, verifiedKeysOf(store)), createLogger('silent')));
+    const changes = watchChanges(store);
+    readersOf.set(db, (reader = new FeedReader(store, changes.heads)));
+    if (store.listenForChanges) listeners.push(store.listenForChanges(changes, createLogger('silent')));
   }
-  return heads;
+  return reader;
 }
 
 export const realStore: FeedStore = {
@@ -54,7 +54,7 @@ export const realStore: FeedStore = {
   },
   async read(db, principal, after, limit) {
     const page = await eventFeed(
-      { store: storeOf(db), cursors: codec, principal, heads: headsFor(db) },
+      { cursors: codec, principal, feed: readerFor(db) },
       after === undefined ? { limit } : { after, limit },
     );
     return { events: pageEnvelopes(page.events).map(seenFromEnvelope), nextCursor: page.next_cursor };

@@ -3,7 +3,7 @@ import type { ApiKey } from '../../generated/types.ts';
 import { newKeyId } from '../ids.ts';
 import type { KeyListRow, NewKeyRow, Store } from '../store/port.ts';
 import { PERMISSIONS, type Permission, type Principal } from './principal.ts';
-import { verifiedKeysOf, type VerifiedKeys } from './verified-keys.ts';
+import type { VerifiedKeys } from './verified-keys.ts';
 
 // A key is `efk_<26-char key id>_<43-char secret>`; only the id and a hash of the secret are stored.
 const KEY_PATTERN = /^efk_([0-9A-HJKMNP-TV-Z]{26})_([A-Za-z0-9_-]{43})$/;
@@ -62,13 +62,16 @@ export async function createKey(store: Store, spec: NewKey, now: number): Promis
 }
 
 
-/** The principal behind a bearer token, or undefined for a malformed, unknown or revoked key. */
-export async function authenticate(store: Store, token: string): Promise<Principal | undefined> {
+/**
+ * The principal behind a bearer token, or undefined for a malformed, unknown or revoked key.
+ * `keys`: the service's verified keys (auth/verified-keys.ts), which may answer without a lookup;
+ * without them (a tool, the CLI) every key is looked up.
+ */
+export async function authenticate(store: Store, token: string, keys?: VerifiedKeys): Promise<Principal | undefined> {
   const match = KEY_PATTERN.exec(token);
   if (!match) return undefined;
   const id = `key_${match[1]}`;
   const secretSha256 = sha256(match[2]!);
-  const keys = keptKeysOf(store);
   const kept = keys?.lookup(id);
   if (kept) return timingSafeEqual(secretSha256, kept.secretSha256) ? kept.principal : undefined;
   const mark = keys?.mark();
@@ -83,29 +86,8 @@ export async function authenticate(store: Store, token: string): Promise<Princip
     permissions: new Set(parsePermissions(row.permissions)),
     mailboxes: row.mailboxes ? (JSON.parse(row.mailboxes) as string[]) : null,
   };
-  keys?.keep(id, principal, stored, mark!);
+  keys?.keep(id, principal, stored, mark);
   return principal;
-}
-
-/**
- * Where verified keys are kept, if they may be used for this request. On Postgres a lookup is a
- * round trip: keys are kept as auth/verified-keys.ts says. On SQLite a lookup is an in-process
- * read (a tenth of a tailing poll's cost), and a revocation by another process (the CLI)
- * must take effect at once: keys are kept only while no other process has written to the file
- * since, checked on every request (which makes it a channel that is always up: HEARD_KEY_TTL_MS;
- * in this process every revocation goes through revokeKey, which forgets the key); when that
- * cannot be told (a transaction of this process is open on the writing connection), the key is
- * looked up.
- */
-function keptKeysOf(store: Store): VerifiedKeys | undefined {
-  const keys = verifiedKeysOf(store);
-  // With a change channel (Postgres) the keys' trust follows it (server.ts).
-  if (!store.othersWritesVersion) return keys;
-  const version = store.othersWritesVersion();
-  if (version === undefined) return undefined;
-  if (!keys.live) keys.open();
-  keys.othersWrote(version);
-  return keys;
 }
 
 /** Every key of a workspace, oldest first (the CLI's list: an operator's workspace, read whole). */
@@ -126,12 +108,15 @@ export function keyView(row: KeyListRow): ApiKey {
   };
 }
 
-/** Revokes a key; false when no active key has this id. */
-export async function revokeKey(store: Store, keyId: string, now: number): Promise<boolean> {
+/**
+ * Revokes a key; false when no active key has this id. `keys`: the verified keys of the service
+ * revoking it, which forget it at once (other processes hear of it: auth/revoke-everywhere.ts).
+ */
+export async function revokeKey(store: Store, keyId: string, now: number, keys?: VerifiedKeys): Promise<boolean> {
   // Forgotten before and after: a lookup overlapping the update is not kept either.
-  verifiedKeysOf(store).forget(keyId);
+  keys?.forget(keyId);
   const revoked = await store.keys.revoke(keyId, now);
-  verifiedKeysOf(store).forget(keyId);
+  keys?.forget(keyId);
   return revoked;
 }
 

@@ -1,3 +1,4 @@
+import type { ChannelTrust } from '../changes/channel-trust.ts';
 import type { Principal } from './principal.ts';
 
 /** Without a channel, how long a verified key is kept: the longest a revocation elsewhere may go unseen. */
@@ -14,67 +15,81 @@ interface Kept {
   epoch: number | undefined;
 }
 
+/** Taken before looking a key up in the database; `keep` checks it. */
+export interface KeyMark {
+  forgets: number;
+  /** The channel's mark (changes/channel-trust.ts); undefined when it was down. */
+  epoch: number | undefined;
+}
+
 /**
  * Keys verified against one database, kept so a request does not pay a round trip (Postgres) or a
- * read (SQLite, while no other process writes to the file: auth/api-keys.ts) for its key. Only
- * keys found valid are kept (an unknown or revoked key is looked up every time, so a new key works
- * at once); the secret is still checked against the stored hash on every request.
+ * read (SQLite, while no other process writes to the file) for its key. Only keys found valid are
+ * kept (an unknown or revoked key is looked up every time, so a new key works at once); the secret
+ * is still checked against the stored hash on every request.
  *
  * A revocation must still take effect: one made through this process forgets the key at once;
  * one made elsewhere (another instance, the CLI, an operator's SQL) is announced by a trigger on
- * api_keys (migration 005) on the channel store/head-listener.ts listens to, and forgotten when
+ * api_keys (migration 005) on the channel store/postgres/changes.ts listens to, and forgotten when
  * heard. While that channel is up a key is kept up to HEARD_KEY_TTL_MS; without it (not yet open,
  * lost, or no listener) VERIFIED_KEY_TTL_MS, the longest a revocation elsewhere then goes unseen.
  * A lookup that overlapped a revocation, or a change of the channel, is not kept long: its row
  * may predate the revocation whose notification was already handled.
+ *
+ * On SQLite a lookup is an in-process read (~a tenth of a tailing poll's cost), and a revocation
+ * by another process (the CLI) must take effect at once: keys are kept only while no other process
+ * has written to the file since, checked on every request (which makes it a channel that is always
+ * up: HEARD_KEY_TTL_MS; in this process every revocation goes through revokeKey, which forgets the
+ * key); when that cannot be told (a transaction of this process is open on the writing
+ * connection), the key is looked up. The `trust` (changes/channel-trust.ts, shared with the feed's
+ * heads) says which of these holds.
  */
 export class VerifiedKeys {
   #kept = new Map<string, Kept>();
-  #live = false;
-  #epoch = 0;
   #forgets = 0;
-  #othersVersion: string | undefined;
   #awaitingHeard = new Map<string, Set<() => void>>();
 
-  constructor(private readonly now: () => number = () => performance.now()) {}
-
-  get live(): boolean {
-    return this.#live;
+  constructor(
+    private readonly trust: ChannelTrust,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    // Any write by another process may have been a revocation: nothing kept before it is believed.
+    trust.whenOthersWrote(() => {
+      this.#forgets++;
+      this.#kept.clear();
+    });
   }
 
   /** The principal kept for this key id, if still trusted, and the hash its secret must match. */
   lookup(keyId: string): Kept | undefined {
+    const trust = this.trust.check();
+    if (trust === 'unknown') return undefined;
     const kept = this.#kept.get(keyId);
     if (!kept) return undefined;
-    const heard = this.#live && kept.epoch === this.#epoch;
+    const heard = trust === 'heard' && this.trust.unbroken(kept.epoch);
     if (this.now() - kept.keptAt <= (heard ? HEARD_KEY_TTL_MS : VERIFIED_KEY_TTL_MS)) return kept;
     this.#kept.delete(keyId);
     return undefined;
   }
 
-  /** Taken before looking a key up in the database; `keep` checks it. */
-  mark(): { forgets: number; epoch: number | undefined } {
-    return { forgets: this.#forgets, epoch: this.#live ? this.#epoch : undefined };
+  /** Taken before looking a key up in the database; undefined when nothing found may be kept now. */
+  mark(): KeyMark | undefined {
+    if (this.trust.check() === 'unknown') return undefined;
+    return { forgets: this.#forgets, epoch: this.trust.mark() };
   }
 
   /** A lookup begun at `mark` found this key valid. */
-  keep(keyId: string, principal: Principal, secretSha256: Buffer, mark: { forgets: number; epoch: number | undefined }): void {
-    if (mark.forgets !== this.#forgets) return;
+  keep(keyId: string, principal: Principal, secretSha256: Buffer, mark: KeyMark | undefined): void {
+    if (mark === undefined || mark.forgets !== this.#forgets) return;
     this.#kept.delete(keyId);
     if (this.#kept.size >= KEYS_KEPT) this.#kept.delete(this.#kept.keys().next().value!);
-    const epoch = mark.epoch === this.#epoch && this.#live ? mark.epoch : undefined;
+    const epoch = this.trust.unbroken(mark.epoch) ? mark.epoch : undefined;
     this.#kept.set(keyId, { principal, secretSha256, keptAt: this.now(), epoch });
   }
 
-  /**
-   * SQLite: `version` changes whenever another process wrote to the file (othersWritesVersion):
-   * any such write may have been a revocation, so nothing kept before it is believed.
-   */
-  othersWrote(version: string): void {
-    if (version === this.#othersVersion) return;
-    this.#othersVersion = version;
-    this.#forgets++;
-    this.#kept.clear();
+  /** Whether the channel is up: whether a revocation elsewhere will be heard (revoke-everywhere.ts). */
+  get live(): boolean {
+    return this.trust.live;
   }
 
   /** The key was revoked or changed (here, or heard on the channel). */
@@ -114,25 +129,4 @@ export class VerifiedKeys {
       waiters.add(wake);
     });
   }
-
-  /** The channel is up and verified: every change of a key from now on will be heard. */
-  open(): void {
-    this.#epoch++;
-    this.#live = true;
-  }
-
-  /** The channel dropped: changes may go unheard, so no key is kept longer than VERIFIED_KEY_TTL_MS. */
-  lose(): void {
-    this.#epoch++;
-    this.#live = false;
-  }
-}
-
-const perDatabase = new WeakMap<object, VerifiedKeys>();
-
-/** The verified keys of one database handle (a process may hold several: tests, tools). */
-export function verifiedKeysOf(db: object): VerifiedKeys {
-  let keys = perDatabase.get(db);
-  if (!keys) perDatabase.set(db, (keys = new VerifiedKeys()));
-  return keys;
 }

@@ -1,12 +1,14 @@
 import { MIN_RETENTION_DAYS } from '../config.ts';
 import { invalidArgument } from '../errors.ts';
-import type { Store, StoredPage } from '../store/port.ts';
+import type { StoredPage } from '../store/port.ts';
+import type { FeedScope } from './scope.ts';
+import type { FeedWatermarks } from './storage.ts';
 
 /**
- * Refuses a cursor some of whose following events (those visible with `mailboxes`) were pruned:
+ * Refuses a cursor some of whose following events (those in `scope`) were pruned:
  * never serve a page with a silent hole. Call it after reading: watermarks only rise, so if none
  * passes the cursor now, none had when the page was read. (Or with the watermark the page itself
- * brought, read in its own snapshot: restricted pages on Postgres, postgres/page.ts.)
+ * brought, read in its own snapshot: restricted pages on Postgres, store/postgres/page.ts.)
  *
  * An unrestricted page that holds the event right after the cursor proves it whole without a
  * query: pruning deletes a prefix of the feed and raises the watermark in the same transaction,
@@ -21,18 +23,19 @@ import type { Store, StoredPage } from '../store/port.ts';
  * day for clocks that disagree, is still there. An older page read ahead asks the watermark.
  */
 export async function assertCursorNotExpired(
-  store: Pick<Store, 'prunedThrough' | 'prunedThroughMailboxes'>,
+  watermarks: FeedWatermarks,
   workspaceId: string,
-  mailboxes: readonly string[] | null,
+  scope: FeedScope,
   afterSeq: number,
   page?: Pick<StoredPage, 'count' | 'lastSeq' | 'prunedThrough' | 'prefetched' | 'oldestStoredAtMs'>,
   nowMs: number = Date.now(),
 ): Promise<void> {
   const current = page !== undefined && (!page.prefetched || (page.oldestStoredAtMs ?? -Infinity) > nowMs - PRUNE_FREE_AGE_MS);
-  if (mailboxes === null && current && page.count > 0 && page.lastSeq === afterSeq + page.count) return;
+  if (current && page.count > 0 && scope.readRightAfter(afterSeq, page)) return;
   // A restricted page read on Postgres brought its mailboxes' watermark, from its own snapshot.
   const pruned =
-    (current ? page.prunedThrough : undefined) ?? (mailboxes === null ? await store.prunedThrough(workspaceId) : await store.prunedThroughMailboxes(workspaceId, mailboxes));
+    (current ? page.prunedThrough : undefined) ??
+    (scope.mailboxes === null ? await watermarks.prunedThrough(workspaceId) : await watermarks.prunedThroughMailboxes(workspaceId, scope.mailboxes));
   if (pruned > afterSeq) {
     throw invalidArgument('after has expired: events after this cursor are past the retention period and were deleted; restart without "after" to read from the oldest retained event');
   }

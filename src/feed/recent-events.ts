@@ -1,5 +1,6 @@
 import { PAGE_MAX_BYTES } from '../limits/page-bytes.ts';
 import type { StoredPage } from '../store/port.ts';
+import type { FeedScope } from './scope.ts';
 
 /** A page from memory: whole as it is, or only if nothing was committed past `wholeIfNothingAfter`. */
 export interface RecentPage {
@@ -85,10 +86,10 @@ export class RecentEvents {
 
   /**
    * The page after `afterSeq` if it can be answered whole from here; undefined sends the read to
-   * the database. `mailboxes` null: every event; otherwise only those of these mailboxes. The page
-   * stops at the byte cap like a read does (store/feed-page.ts).
+   * the database. Only the events in `scope`; the page stops at the byte cap like a read does
+   * (store/feed-page.ts).
    */
-  page(workspaceId: string, afterSeq: number, limit: number, mailboxes: readonly string[] | null, withFacts = false): RecentPage | undefined {
+  page(workspaceId: string, afterSeq: number, limit: number, scope: FeedScope, withFacts = false): RecentPage | undefined {
     const run = this.#runs.get(workspaceId);
     if (!run) return undefined;
     this.#trimFront(run, this.#expired(run));
@@ -98,8 +99,7 @@ export class RecentEvents {
     let bytes = -1; // n envelopes take n - 1 commas
     let cutAtByteCap = false;
     for (let i = start; i < run.chunks.length && picked.length < limit; i++) {
-      const mailboxId = run.mailboxIds[i]!;
-      if (mailboxes !== null && (mailboxId === null || !mailboxes.includes(mailboxId))) continue;
+      if (!scope.includes(run.mailboxIds[i]!)) continue;
       const size = Buffer.byteLength(run.chunks[i]!) + 1;
       if (picked.length > 0 && bytes + size > PAGE_MAX_BYTES) {
         cutAtByteCap = true;

@@ -42,9 +42,9 @@ export async function authenticateBearer(
  * authenticateBearer without the key's own token: for an edge that takes it per message itself
  * (MCP, where a tools/call over the limit is answered as a tool error the model can read).
  */
-export async function identifyBearer({ store, rateLimiter }: AppServices, token: string | undefined, address: string): Promise<Principal> {
+export async function identifyBearer({ store, changes, rateLimiter }: AppServices, token: string | undefined, address: string): Promise<Principal> {
   if (!rateLimiter.enabled) {
-    const principal = token === undefined ? undefined : await authenticate(store, token);
+    const principal = token === undefined ? undefined : await authenticate(store, token, changes.keys);
     if (!principal) throw unauthorized();
     return principal;
   }
@@ -53,7 +53,7 @@ export async function identifyBearer({ store, rateLimiter }: AppServices, token:
   if (!known) rateLimiter.takeForAddress(address);
   let principal: Principal | undefined;
   try {
-    principal = token === undefined ? undefined : await authenticate(store, token);
+    principal = token === undefined ? undefined : await authenticate(store, token, changes.keys);
   } catch (err) {
     // Our failure (the database), not the client's: its address does not pay for it.
     if (!known) rateLimiter.chargeAddress(address, -1);

@@ -1,11 +1,11 @@
 import type { Principal, Permission } from '../auth/principal.ts';
+import type { ChangeWatch } from '../change-watch.ts';
 import type { Clock } from '../clock.ts';
 import type { RequestValidator } from '../contract/request-validator.ts';
 import { forbidden } from '../errors.ts';
 import type { CursorCodec } from '../feed/cursor.ts';
 import type { GroupCommit } from '../feed/group-commit.ts';
-import type { FeedHeads } from '../feed/heads.ts';
-import type { RecentEvents } from '../feed/recent-events.ts';
+import type { FeedReader } from '../feed/reader.ts';
 import type { MemoryBudget } from '../limits/memory-budget.ts';
 import type { RateLimiter } from '../limits/rate-limiter.ts';
 import type { Store } from '../store/port.ts';
@@ -16,10 +16,10 @@ export interface Services {
   store: Store;
   cursors: CursorCodec;
   clock: Clock;
-  /** The feeds' heads as far as this process knows them: polls at the head answered without a query. */
-  heads: FeedHeads;
-  /** The last events this process committed, for tailing readers (Postgres only: a read there is a round trip). */
-  recent?: RecentEvents;
+  /** What this process hears of the database's changes: the feeds' heads and the verified keys it keeps. */
+  changes: ChangeWatch;
+  /** Reads the feed, answering from the heads and the events just committed when they can tell. */
+  feed: FeedReader;
   /** emit_event's appends, sharing transactions under load. */
   groupCommit: GroupCommit;
   /** Where webhooks may point; secure (public https only) when absent. */

@@ -1,13 +1,9 @@
 import type { EventFeedRequest } from '../../generated/types.ts';
-import { systemClock, type Clock } from '../clock.ts';
-import { assertCursorNotExpired } from '../feed/expiry.ts';
 import type { FeedPage } from '../feed/page.ts';
-import { isWhole, type StoredPage } from '../store/port.ts';
+import { FeedScope } from '../feed/scope.ts';
 import { requirePermission, type OperationContext } from './context.ts';
 
 export const DEFAULT_LIMIT = 100;
-
-const NOTHING: StoredPage = { bytes: Buffer.alloc(0), count: 0, lastSeq: undefined, cutAtByteCap: false };
 
 /** How the caller will show the page: `facts` adds each event's type and time (the MCP text), read with the page. */
 export interface FeedView {
@@ -15,70 +11,19 @@ export interface FeedView {
 }
 
 /**
- * event_feed: the events after a cursor, in emission order. Reads only: no row written, no event emitted.
- * Works whether or not the workspace is verified (the feed never looks at it).
+ * event_feed: the events after a cursor (or from the oldest retained one), in emission order, as
+ * far as the key's mailboxes go. Reads only: no row written, no event emitted. Works whether or
+ * not the workspace is verified (the feed never looks at it).
  */
-export async function eventFeed(
-  ctx: Pick<OperationContext, 'store' | 'cursors' | 'principal' | 'heads' | 'recent'> & { clock?: Clock },
-  input: EventFeedRequest,
-  view: FeedView = {},
-): Promise<FeedPage> {
+export async function eventFeed(ctx: Pick<OperationContext, 'cursors' | 'principal' | 'feed'>, input: EventFeedRequest, view: FeedView = {}): Promise<FeedPage> {
   requirePermission(ctx.principal, 'read');
   const { workspaceId, mailboxes } = ctx.principal;
-  const limit = input.limit ?? DEFAULT_LIMIT;
-  const withFacts = view.facts === true;
-  const ticket = ctx.heads.ticket();
-  if (input.after === undefined) return fromOldest(ctx, limit, withFacts);
-  const afterSeq = ctx.cursors.decode(workspaceId, input.after);
-
-  // Nothing new: hand back the caller's own cursor, byte for byte. A cursor at the head cannot have
-  // expired either (retention never passes the head), so when this process knows the head no
-  // query is needed (feed/heads.ts), counting every commit made before this request arrived.
-  if (await ctx.heads.nothingAfterNow(workspaceId, afterSeq, ticket)) return { events: NOTHING, next_cursor: input.after };
-  // Just written by this process: the page, whole, from memory (feed/recent-events.ts); a short
-  // one only once the heads counted every commit made before this request, like the answer above.
-  const recent = ctx.recent?.page(workspaceId, afterSeq, limit, mailboxes, withFacts);
-  if (recent && (recent.wholeIfNothingAfter === undefined || (await ctx.heads.nothingAfterNow(workspaceId, recent.wholeIfNothingAfter, ticket)))) {
-    const { page } = recent;
-    return { events: page, next_cursor: page.lastSeq !== undefined ? ctx.cursors.encode(workspaceId, page.lastSeq) : input.after };
-  }
-
-  const mark = ctx.heads.mark();
-  const startedAt = ctx.heads.now();
-  const page = await ctx.store.readPage({ workspaceId, afterSeq, limit, mailboxes, withFacts });
-  // Refused if retention removed events after the cursor (feed/expiry.ts); past this, an empty
-  // page means nothing is after the cursor.
-  // Retention prunes by the service's clock (retention-schedule.ts): the age of a page read ahead is judged by it too.
-  await assertCursorNotExpired(ctx.store, workspaceId, mailboxes, afterSeq, page, (ctx.clock ?? systemClock).now().getTime());
-  // A short unrestricted page, read now and holding every seq after the cursor, saw the workspace's head.
-  if (mailboxes === null && !page.prefetched && !isWhole(page, limit) && (page.lastSeq ?? afterSeq) === afterSeq + page.count) {
-    ctx.heads.learn(workspaceId, page.lastSeq ?? afterSeq, mark, startedAt);
-  }
-
-  // A restricted key's cursor follows the last event it was given, so it echoes even while other
-  // mailboxes move on.
-  return { events: page, next_cursor: page.lastSeq !== undefined ? ctx.cursors.encode(workspaceId, page.lastSeq) : input.after };
-}
-
-const FIRST_PAGE_ATTEMPTS = 3;
-
-/**
- * Without a cursor: the page starting at the oldest retained event. Retention may prune between
- * reading its watermark and reading the page (then the page starts later, or is empty because the
- * whole range it looked at is gone): the watermark is read again and the page with it.
- */
-async function fromOldest(ctx: Pick<OperationContext, 'store' | 'cursors' | 'principal' | 'heads'>, limit: number, withFacts: boolean): Promise<FeedPage> {
-  const { workspaceId, mailboxes } = ctx.principal;
-  for (let attempt = 1; ; attempt++) {
-    const mark = ctx.heads.mark();
-    const startedAt = ctx.heads.now();
-    const afterSeq = await ctx.store.prunedThrough(workspaceId);
-    const page = await ctx.store.readPage({ workspaceId, afterSeq, limit, mailboxes, withFacts });
-    const startsAtOldest =
-      mailboxes !== null || page.count === 0 ? (await ctx.store.prunedThrough(workspaceId)) === afterSeq : page.lastSeq === afterSeq + page.count;
-    if (startsAtOldest && mailboxes === null && !isWhole(page, limit)) ctx.heads.learn(workspaceId, page.lastSeq ?? afterSeq, mark, startedAt);
-    if (startsAtOldest || attempt === FIRST_PAGE_ATTEMPTS) {
-      return { events: page, next_cursor: ctx.cursors.encode(workspaceId, page.lastSeq ?? afterSeq) };
-    }
-  }
+  const afterSeq = input.after === undefined ? undefined : ctx.cursors.decode(workspaceId, input.after);
+  const read = await ctx.feed.read({ workspaceId, scope: FeedScope.of(mailboxes), afterSeq, limit: input.limit ?? DEFAULT_LIMIT, withFacts: view.facts === true });
+  const { events } = read;
+  if (events.lastSeq !== undefined) return { events, next_cursor: ctx.cursors.encode(workspaceId, events.lastSeq) };
+  // Nothing new for this key: its own cursor back, byte for byte (a restricted key's cursor follows
+  // the last event it was given, so it echoes even while other mailboxes move on); without one,
+  // where the read began.
+  return { events, next_cursor: input.after ?? ctx.cursors.encode(workspaceId, read.afterSeq) };
 }

@@ -2,6 +2,7 @@ import type { RedeliverWebhookRequest, RedeliverWebhookResponse } from '../../ge
 import { ApiError, invalidArgument } from '../errors.ts';
 import { assertCursorNotExpired } from '../feed/expiry.ts';
 import { matchesTypes } from '../contract/type-filter.ts';
+import { FeedScope } from '../feed/scope.ts';
 import { requireWorkspaceAdmin, type OperationContext } from './context.ts';
 
 /** The quota when the service is not told otherwise (WEBHOOK_REDELIVER_MAX_PENDING). */
@@ -27,7 +28,7 @@ export async function redeliverWebhook(ctx: OperationContext, input: RedeliverWe
   const types = JSON.parse(endpoint.event_types) as string[];
 
   const events = await ctx.store.eventsAfter(workspaceId, afterSeq, input.limit ?? 1000);
-  if (input.after !== undefined) await assertCursorNotExpired(ctx.store, workspaceId, null, afterSeq);
+  if (input.after !== undefined) await assertCursorNotExpired(ctx.store, workspaceId, FeedScope.WHOLE, afterSeq);
 
   const { scheduled, lastSeq } = await ctx.store.write(async (tx) => {
     // One redelivery at a time per endpoint, so that calls racing each other cannot together go past the quota.

@@ -1,0 +1,105 @@
+import { systemClock, type Clock } from '../clock.ts';
+import { isWhole, type StoredPage } from '../store/port.ts';
+import { assertCursorNotExpired } from './expiry.ts';
+import type { FeedHeads } from './heads.ts';
+import type { RecentEvents } from './recent-events.ts';
+import type { FeedScope } from './scope.ts';
+import type { FeedStorage } from './storage.ts';
+
+/** One read of a workspace's feed. */
+export interface FeedRead {
+  workspaceId: string;
+  scope: FeedScope;
+  /** The cursor's seq; undefined: from the oldest retained event. */
+  afterSeq: number | undefined;
+  limit: number;
+  /** Also each event's type and time (the MCP text), read with the page. */
+  withFacts: boolean;
+}
+
+export interface FeedReadResult {
+  events: StoredPage;
+  /** The seq the page was read after: the cursor's, or without one the retention watermark (the oldest retained event's predecessor). */
+  afterSeq: number;
+}
+
+const NOTHING: StoredPage = { bytes: Buffer.alloc(0), count: 0, lastSeq: undefined, cutAtByteCap: false };
+
+const FIRST_PAGE_ATTEMPTS = 3;
+
+/**
+ * Reads the feed the way a read of the database at that moment would answer, taking every
+ * shortcut that cannot tell the difference. What may answer, by scope (feed/scope.ts):
+ * - the heads (feed/heads.ts): "nothing new" without a query, for any scope (nothing past the
+ *   cursor in the workspace is nothing in its mailboxes either);
+ * - the events this process just committed (feed/recent-events.ts), filtered by scope;
+ * - storage, whose page is then checked against retention (feed/expiry.ts: a whole-feed page that
+ *   holds the event right after the cursor proves it itself; any other asks the watermark) and,
+ *   when it is a short page of the whole feed holding every seq after the cursor, teaches the
+ *   heads where the workspace's head is.
+ * Storage is read through `storage` alone (feed/storage.ts).
+ */
+export class FeedReader {
+  constructor(
+    private readonly storage: FeedStorage,
+    private readonly heads: FeedHeads,
+    private readonly recent?: RecentEvents,
+    /** Retention prunes by the service's clock (retention-schedule.ts): the age of a page read ahead is judged by it too. */
+    private readonly clock: Clock = systemClock,
+  ) {}
+
+  async read(r: FeedRead): Promise<FeedReadResult> {
+    // Taken as the request arrives: "nothing new" below counts every commit made before it.
+    const ticket = this.heads.ticket();
+    if (r.afterSeq === undefined) return this.#fromOldest(r);
+    const { workspaceId, scope, afterSeq, limit, withFacts } = r;
+
+    // Nothing new: a cursor at the head cannot have expired either (retention never passes the
+    // head), so when this process knows the head no query is needed (feed/heads.ts), counting
+    // every commit made before this request arrived.
+    if (await this.heads.nothingAfterNow(workspaceId, afterSeq, ticket)) return { events: NOTHING, afterSeq };
+    // Just written by this process: the page, whole, from memory (feed/recent-events.ts); a short
+    // one only once the heads counted every commit made before this request, like the answer above.
+    const recent = this.recent?.page(workspaceId, afterSeq, limit, scope, withFacts);
+    if (recent && (recent.wholeIfNothingAfter === undefined || (await this.heads.nothingAfterNow(workspaceId, recent.wholeIfNothingAfter, ticket)))) {
+      return { events: recent.page, afterSeq };
+    }
+
+    const mark = this.heads.mark();
+    const startedAt = this.heads.now();
+    const page = await this.storage.readPage({ workspaceId, afterSeq, limit, mailboxes: scope.mailboxes, withFacts });
+    // Refused if retention removed events after the cursor (feed/expiry.ts); past this, an empty
+    // page means nothing is after the cursor.
+    await assertCursorNotExpired(this.storage, workspaceId, scope, afterSeq, page, this.clock.now().getTime());
+    this.#learnHead(r, afterSeq, page, mark, startedAt);
+    return { events: page, afterSeq };
+  }
+
+  /**
+   * Without a cursor: the page starting at the oldest retained event. Retention may prune between
+   * reading its watermark and reading the page (then the page starts later, or is empty because the
+   * whole range it looked at is gone): the watermark is read again and the page with it.
+   */
+  async #fromOldest(r: FeedRead): Promise<FeedReadResult> {
+    const { workspaceId, scope, limit, withFacts } = r;
+    for (let attempt = 1; ; attempt++) {
+      const mark = this.heads.mark();
+      const startedAt = this.heads.now();
+      const afterSeq = await this.storage.prunedThrough(workspaceId);
+      const page = await this.storage.readPage({ workspaceId, afterSeq, limit, mailboxes: scope.mailboxes, withFacts });
+      // A whole-feed page with events shows for itself where it starts; otherwise the watermark,
+      // read again, tells whether a prune came in between.
+      const startsAtOldest =
+        scope.whole && page.count > 0 ? scope.readRightAfter(afterSeq, page) : (await this.storage.prunedThrough(workspaceId)) === afterSeq;
+      if (startsAtOldest) this.#learnHead(r, afterSeq, page, mark, startedAt);
+      if (startsAtOldest || attempt === FIRST_PAGE_ATTEMPTS) return { events: page, afterSeq };
+    }
+  }
+
+  /** A short page of the whole feed, read now (begun at `mark`) and holding every seq after the cursor, saw the workspace's head. */
+  #learnHead(r: FeedRead, afterSeq: number, page: StoredPage, mark: number | undefined, startedAt: number): void {
+    if (!page.prefetched && !isWhole(page, r.limit) && r.scope.readRightAfter(afterSeq, page)) {
+      this.heads.learn(r.workspaceId, page.lastSeq ?? afterSeq, mark, startedAt);
+    }
+  }
+}

@@ -1,0 +1,7 @@
+import type { Store } from '../store/port.ts';
+
+/** The retention watermarks the expiry check reads (feed/expiry.ts). */
+export type FeedWatermarks = Pick<Store, 'prunedThrough' | 'prunedThroughMailboxes'>;
+
+/** All the feed reader (feed/reader.ts) reads from storage: the Store gives it. */
+export type FeedStorage = FeedWatermarks & Pick<Store, 'readPage'>;
