@@ -17,7 +17,8 @@ export type Trust = 'heard' | 'down' | 'unknown';
  * Postgres: a channel (store/postgres/changes.ts, through change-watch.ts) tells this process of every
  * commit and every key change once it is `open`; when it drops (`lose`), changes may go unheard
  * until it is back, so nothing learned before can be believed as heard. Each user decides what
- * that means for it (`whenLost`): heads forget everything, keys are kept only for a short time.
+ * that means for it: heads forget everything (`whenLost`); keys are kept, but only for a short
+ * time once what they were kept under is no longer `unbroken`.
  * `epoch` counts opens and losses: what a lookup or a read begun at `mark()` found may be believed
  * as heard only if the channel stayed up from then on (`unbroken`).
  *
