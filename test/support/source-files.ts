@@ -1,18 +1,18 @@
+/**
+ * The TypeScript files under a folder of the repository, parsed (syntax only, no type-check: quick
+ * enough for the fast loop). The architecture test reads imports, identifiers and strings from the
+ * syntax tree rather than with regular expressions, so a comment that names `dbKind` or quotes an
+ * SQL keyword is not taken for code.
+ */
+
 import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type TS from 'typescript';
 
-/** Loaded with require: through tsx's ESM loader the compiler's one large file takes about twice as long to load, and the architecture test belongs to the fast loop. */
+/** Loaded with require: through tsx's ESM loader the compiler's one large file loads much more slowly, and the architecture test belongs to the fast loop. */
 export const ts: typeof TS = createRequire(import.meta.url)('typescript');
-
-/**
- * The TypeScript files under a folder of the repository, parsed (syntax only: no type-check, so
- * reading all of src/ takes well under a second). The architecture test reads imports and looks
- * for identifiers and strings through the syntax tree rather than by regular expression, so a
- * comment that names `dbKind` or quotes an SQL keyword is not taken for code.
- */
 
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
