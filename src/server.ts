@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { demoAtStart, demoBanner, type DemoAtStart } from './demo/demo-start.ts';
-import { createHttpHandler } from './http/app.ts';
+import { frontDoor } from './edge/front-door.ts';
+import { createHttpEdge } from './http/edge.ts';
 import { ConnectionGate } from './http/connection-gate.ts';
 import type { Logger } from './log.ts';
 import type { AppServices } from './operations/context.ts';
@@ -13,6 +14,7 @@ import { WebhookDispatcher } from './webhooks/dispatcher.ts';
 import { WebhookSender } from './webhooks/send.ts';
 import { dbKind, openDatabase } from './store/db.ts';
 import { listenForHeads } from './store/head-listener.ts';
+import { createMcpEdge } from './mcp/edge.ts';
 import { verifiedKeysOf } from './auth/verified-keys.ts';
 import { migrateLatest } from './store/migrate.ts';
 
@@ -35,7 +37,9 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
   try {
     services = await createServices(db, config, options.clock);
     demo = options.seedDemo ? await demoAtStart(db, services.clock, config.databaseUrl) : undefined;
-    const s = createServer(httpServerOptions(config), await createHttpHandler(services, log, { trustProxyHops: config.trustProxyHops }));
+    // MCP at /mcp, the HTTP API and its site for everything else.
+    const edges = [createMcpEdge(services, log), createHttpEdge(services, log)];
+    const s = createServer(httpServerOptions(config), frontDoor(log, { trustProxyHops: config.trustProxyHops }, edges));
     // A client that stops reading its answer holds the answer's buffers: nothing moving for this long closes it.
     s.timeout = config.socketTimeoutMs;
     // Behind proxies every connection is theirs: a per-address cap would be a cap on the proxy.
