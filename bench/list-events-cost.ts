@@ -16,7 +16,8 @@ import { parseArgs } from 'node:util';
 import knexFactory from 'knex';
 import type { Principal } from '../src/auth/principal.ts';
 import { PageTokenCodec } from '../src/feed/page-token.ts';
-import { operations } from '../src/operations/registry.ts';
+import type { ListEventsRequest } from '../generated/types.ts';
+import { runOperation } from '../src/operations/registry.ts';
 import { createServices } from '../src/services.ts';
 import { publish } from '../src/library.ts';
 import { benchTraffic, MAILBOXES, seed, SPARSE_MAILBOXES } from './seed.ts';
@@ -130,7 +131,7 @@ const tokens = new PageTokenCodec(services.cursors);
 const run = async (workspaceId: string, input: Record<string, unknown>, scope: string[] | null) => {
   const ctx = { ...services, principal: principal(workspaceId, scope) };
   const started = performance.now();
-  const outcome = await operations.list_events!(ctx, input);
+  const outcome = await runOperation('list_events', ctx, input as ListEventsRequest);
   const ms = performance.now() - started;
   const text = typeof outcome.json === 'string' ? outcome.json : Buffer.concat(outcome.json).toString('utf8');
   const page = JSON.parse(text) as { events: unknown[]; next_page_token: string | null };

@@ -52,7 +52,7 @@ export async function publish(
   validator ??= new RequestValidator();
   const inputs = events.map((event, i) => {
     try {
-      return validator!.check<EmitEventRequest>('emit_event', event);
+      return validator!.check('emit_event', event);
     } catch (err) {
       throw err instanceof ApiError ? invalidArgument(`events[${i}]: ${err.message}`) : err;
     }

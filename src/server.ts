@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { demoAtStart, demoBanner, type DemoAtStart } from './demo/demo-start.ts';
-import { createHttpHandler } from './http/app.ts';
+import { frontDoor } from './edge/front-door.ts';
+import { createHttpEdge } from './http/edge.ts';
 import { ConnectionGate } from './http/connection-gate.ts';
 import type { Logger } from './log.ts';
 import type { AppServices } from './operations/context.ts';
@@ -12,6 +13,7 @@ import { createServices } from './services.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
 import { WebhookSender } from './webhooks/send.ts';
 import { openStore } from './store/open-store.ts';
+import { createMcpEdge } from './mcp/edge.ts';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -32,7 +34,9 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
   try {
     services = await createServices(store, config, options.clock);
     demo = options.seedDemo ? await demoAtStart(store, services.clock, config.databaseUrl) : undefined;
-    const s = createServer(httpServerOptions(config), await createHttpHandler(services, log, { trustProxyHops: config.trustProxyHops }));
+    // MCP at /mcp, the HTTP API and its site for everything else.
+    const edges = [createMcpEdge(services, log), createHttpEdge(services, log)];
+    const s = createServer(httpServerOptions(config), frontDoor(log, { trustProxyHops: config.trustProxyHops }, edges));
     // A client that stops reading its answer holds the answer's buffers: nothing moving for this long closes it.
     s.timeout = config.socketTimeoutMs;
     // Behind proxies every connection is theirs: a per-address cap would be a cap on the proxy.

@@ -72,27 +72,11 @@ describe('architecture', () => {
     assertNone(violations, `src/store/ imports from src/{${above.join(',')}}/`);
   });
 
-  // Still open (issue 20): the shared edge module that ends these is on its way. No other edge
-  // between the two may appear, and each listed one fails this test once it is gone, so the list
-  // only shrinks.
-  const KNOWN_EDGE_IMPORTS = [
-    'src/http/app.ts imports src/mcp/router.ts',
-    'src/mcp/router.ts imports src/http/authenticate.ts',
-    'src/mcp/router.ts imports src/http/bearer.ts',
-    'src/mcp/router.ts imports src/http/json-body.ts',
-    'src/mcp/router.ts imports src/http/request-context.ts',
-  ];
-  test('src/http/ and src/mcp/ do not import each other (but the known edges still open)', () => {
-    const found = edges.filter((edge) => (inFolder(edge.from, 'http') && inFolder(edge.to, 'mcp')) || (inFolder(edge.from, 'mcp') && inFolder(edge.to, 'http')));
-    const named = new Set(found.map((edge) => `${edge.from} imports ${edge.to}`));
-    assertNone(
-      found.filter((edge) => !KNOWN_EDGE_IMPORTS.includes(`${edge.from} imports ${edge.to}`)).map(showEdge),
-      'http/ ↔ mcp/ imports',
-    );
-    assertNone(
-      KNOWN_EDGE_IMPORTS.filter((known) => !named.has(known)),
-      'known http/ ↔ mcp/ imports now gone: take them off KNOWN_EDGE_IMPORTS',
-    );
+  test('src/http/ and src/mcp/ do not import each other', () => {
+    const violations = edges
+      .filter((edge) => (inFolder(edge.from, 'http') && inFolder(edge.to, 'mcp')) || (inFolder(edge.from, 'mcp') && inFolder(edge.to, 'http')))
+      .map(showEdge);
+    assertNone(violations, 'http/ ↔ mcp/ imports');
   });
 
   test('no `dbKind` outside src/store/: the database is chosen once, inside the store', () => {

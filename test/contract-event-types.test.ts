@@ -1,25 +1,58 @@
 /**
- * The event types are named in a few places of the contract that JSON Schema cannot derive from
- * one another: the `EventType` enum, the `EventTypeFilter` pattern, and `MailEvent`'s branches
- * (one per type, with its `type` constant and the discriminator's mapping). They must agree.
+ * The event types are declared once, in schemas/event-types.json, with their French labels; `npm
+ * run generate` derives every other place that names them. Each derived place is checked here
+ * against that list, so a type missing from any of them (a stale generation, a hand edit) fails:
+ * the contract's EventType enum, EventTypeFilter pattern, MailEvent's branches and discriminator,
+ * the components of the bundled contract, the labels the MCP text and the web view use.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { EVENT_LABELS_FR, EVENT_TYPES } from '../generated/event-types.ts';
 import { loadSpec } from '../src/contract/spec.ts';
+import { typeBreakdown } from '../src/mcp/text/french.ts';
 
+interface Entry {
+  type: string;
+  data: string;
+  label_fr: { heading: string; inline: string };
+}
+
+const source: Entry[] = JSON.parse(readFileSync(new URL('../schemas/event-types.json', import.meta.url), 'utf8')).types;
+const declared = source.map((entry) => entry.type);
 const schemas = loadSpec().components.schemas;
 const component = (ref: string) => schemas[ref.replace('#/components/schemas/', '')];
 
-describe('event types in the contract', () => {
-  const enumTypes: string[] = schemas.EventType.enum;
+describe('event types: one list, every derived place', () => {
+  it('the list declares at least one type, each once, each with a data schema and both French labels', () => {
+    assert.ok(declared.length > 0);
+    assert.equal(new Set(declared).size, declared.length);
+    for (const entry of source) {
+      assert.ok(entry.label_fr.heading && entry.label_fr.inline, entry.type);
+      const data = JSON.parse(readFileSync(new URL(`../schemas/${entry.data}`, import.meta.url), 'utf8'));
+      assert.equal(typeof data.title, 'string', entry.data);
+    }
+  });
 
-  it("MailEvent has one branch per EventType, each with its type's constant, and the discriminator maps each type to its branch", () => {
+  it('EventType enumerates exactly the declared types, in their order, and describes each', () => {
+    assert.deepEqual(schemas.EventType.enum, declared);
+    for (const type of declared) assert.ok(schemas.EventType.description.includes(`\`${type}\`:`), type);
+  });
+
+  it("MailEvent has one branch per type, each with its type's constant and its data schema, and the discriminator maps each type to its branch", () => {
     const branches: Array<{ $ref: string }> = schemas.MailEvent.oneOf;
-    const constants = branches.map((branch) => component(branch.$ref).properties.type.const);
-    assert.deepEqual([...constants].sort(), [...enumTypes].sort());
+    assert.deepEqual(
+      branches.map((branch) => component(branch.$ref).properties.type.const),
+      declared,
+    );
+    for (const [i, branch] of branches.entries()) {
+      const data = component(component(branch.$ref).properties.data.$ref);
+      const file = JSON.parse(readFileSync(new URL(`../schemas/${source[i]!.data}`, import.meta.url), 'utf8'));
+      assert.equal(data.title, file.title, `${declared[i]}: its branch takes its data schema`);
+    }
     const { propertyName, mapping } = schemas.MailEvent.discriminator;
     assert.equal(propertyName, 'type');
-    assert.deepEqual(Object.keys(mapping).sort(), [...enumTypes].sort());
+    assert.deepEqual(Object.keys(mapping), declared);
     for (const [type, ref] of Object.entries<string>(mapping)) assert.equal(component(ref).properties.type.const, type, ref);
   });
 
@@ -32,9 +65,27 @@ describe('event types in the contract', () => {
 
   it('EventTypeFilter accepts exactly the types and the mail.* prefix', () => {
     const pattern = new RegExp(schemas.EventTypeFilter.pattern);
-    for (const type of enumTypes) assert.ok(pattern.test(type), type);
+    for (const type of declared) assert.ok(pattern.test(type), type);
     assert.ok(pattern.test('mail.*'));
     const alternatives = /\((.*)\)/.exec(schemas.EventTypeFilter.pattern)![1]!.split('|').filter((a) => a !== '\\*');
-    assert.deepEqual(alternatives.map((a) => `mail.${a}`).sort(), [...enumTypes].sort());
+    assert.deepEqual(alternatives.map((a) => `mail.${a.replace(/\\\./g, '.')}`), declared);
+  });
+
+  it('the MCP text names every type by its inline label', () => {
+    assert.deepEqual([...EVENT_TYPES], declared);
+    assert.deepEqual(Object.keys(EVENT_LABELS_FR), declared);
+    for (const entry of source) {
+      assert.deepEqual(EVENT_LABELS_FR[entry.type as keyof typeof EVENT_LABELS_FR], entry.label_fr, entry.type);
+      assert.equal(typeBreakdown({ types: [entry.type], occurredAtMs: [0] }), `- ${entry.type} (${entry.label_fr.inline}) : 1`);
+    }
+  });
+
+  it('the web view titles every type by its heading, from the generated labels and no table of its own', async () => {
+    // Loaded as the browser loads it: a plain module, no types.
+    const { EVENT_HEADINGS_FR } = await import(new URL('../generated/event-labels.js', import.meta.url).href);
+    assert.deepEqual(EVENT_HEADINGS_FR, Object.fromEntries(source.map((entry) => [entry.type, entry.label_fr.heading])));
+    const view = readFileSync(new URL('../src/http/view/view.js', import.meta.url), 'utf8');
+    assert.match(view, /import \{ EVENT_HEADINGS_FR \} from '\/event-labels\.js';/);
+    for (const entry of source) assert.ok(!view.includes(`'${entry.type}'`), `view.js names ${entry.type} itself`);
   });
 });

@@ -3,7 +3,7 @@ import net from 'node:net';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
-import { RefusalLog } from '../src/http/refusal-log.ts';
+import { RefusalLog } from '../src/edge/refusal-log.ts';
 import { RateLimiter } from '../src/limits/rate-limiter.ts';
 import { ApiError } from '../src/errors.ts';
 import { contractErrors } from './support/contract.ts';

@@ -1,9 +1,10 @@
+import { OPERATION_IDS, type OperationId } from '../../generated/operations.ts';
 import type { Permission } from '../auth/principal.ts';
 import { loadSpec } from './spec.ts';
 
 /** An operation of the contract: where it is served and what it requires. */
 export interface ContractOperation {
-  operationId: string;
+  operationId: OperationId;
   method: string;
   path: string;
   /** `x-permission`: what a key needs to call it. */
@@ -11,11 +12,13 @@ export interface ContractOperation {
 }
 
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
+const OPERATIONS = new Set<string>(OPERATION_IDS);
+const isOperationId = (id: unknown): id is OperationId => typeof id === 'string' && OPERATIONS.has(id);
 
-/** Every operation of the contract (generated/openapi.json), read once. */
+/** Every operation of the contract that takes a JSON body (generated/openapi.json), read once. */
 export const contractOperations: readonly ContractOperation[] = Object.entries<Record<string, any>>(loadSpec().paths).flatMap(([path, item]) =>
   Object.entries<any>(item)
-    .filter(([method, operation]) => HTTP_METHODS.has(method) && operation?.operationId)
+    .filter(([method, operation]) => HTTP_METHODS.has(method) && isOperationId(operation?.operationId))
     .map(([method, operation]) => ({ operationId: operation.operationId, method: method.toUpperCase(), path, permission: operation['x-permission'] as Permission })),
 );
 
@@ -23,7 +26,8 @@ const byId = new Map(contractOperations.map((operation) => [operation.operationI
 const byPath = new Map<string, ContractOperation[]>();
 for (const operation of contractOperations) byPath.set(operation.path, [...(byPath.get(operation.path) ?? []), operation]);
 
-export const operationById = (operationId: string): ContractOperation | undefined => byId.get(operationId);
+/** The operation with this id (a tool's name, say), or undefined when the contract has none. */
+export const operationById = (operationId: string): ContractOperation | undefined => (isOperationId(operationId) ? byId.get(operationId) : undefined);
 
 /**
  * The operation served at this method and path; `methodNotAllowed` when the path exists with other

@@ -1,4 +1,5 @@
 import type { ValidateFunction } from 'ajv';
+import type { OperationId, Operations } from '../../generated/operations.ts';
 import { invalidArgument } from '../errors.ts';
 import { createAjv } from './ajv.ts';
 import { loadSpec } from './spec.ts';
@@ -9,7 +10,7 @@ import { describeValidationErrors } from './validation-errors.ts';
  * tools, the library): one compiled schema per operation, the same verdicts, the same messages.
  */
 export class RequestValidator {
-  readonly #validators = new Map<string, ValidateFunction>();
+  readonly #validators = new Map<OperationId, ValidateFunction>();
 
   constructor() {
     const spec = loadSpec();
@@ -19,20 +20,20 @@ export class RequestValidator {
       for (const operation of Object.values<any>(pathItem)) {
         const ref: string | undefined = operation?.requestBody?.content?.['application/json']?.schema?.$ref;
         if (operation?.operationId && ref) {
-          this.#validators.set(operation.operationId, ajv.compile({ $ref: `contract${ref}` }));
+          this.#validators.set(operation.operationId as OperationId, ajv.compile({ $ref: `contract${ref}` }));
         }
       }
     }
   }
 
-  /** The body as the operation's typed input, or an invalid_argument error saying what is wrong. */
-  check<T>(operationId: string, body: unknown): T {
+  /** The body as the operation's typed request, or an invalid_argument error saying what is wrong. */
+  check<Id extends OperationId>(operationId: Id, body: unknown): Operations[Id]['request'] {
     const validate = this.#validators.get(operationId);
     if (!validate) throw new Error(`no request schema for operation ${operationId}`);
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw invalidArgument('request body must be a JSON object');
     }
     if (!validate(body)) throw invalidArgument(describeValidationErrors(validate.errors, operationId));
-    return body as T;
+    return body as Operations[Id]['request'];
   }
 }

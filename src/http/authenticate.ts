@@ -1,74 +1,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { authenticate } from '../auth/api-keys.ts';
 import type { Principal } from '../auth/principal.ts';
-import { unauthorized } from '../errors.ts';
-import { KnownTokens } from '../limits/known-tokens.ts';
+import { authenticateBearer } from '../edge/authenticate.ts';
+import { bearerToken } from '../edge/bearer.ts';
 import { rateLimitHeaders, type RateState } from '../limits/rate-limiter.ts';
 import type { AppServices } from '../operations/context.ts';
-import { bearerToken } from './bearer.ts';
 
 /**
  * Resolves the bearer key before the body is even read: a caller without a valid key gets 401 and
- * learns nothing about what it sent. A database failure here is ours (500), not the caller's (401).
- * Then one token of the key's rate budget is taken (429 rate_limited when it is empty): the budget
- * is taken before the body is read, so even refused requests spend it.
+ * learns nothing about what it sent. Then one token of the key's rate budget is taken (429
+ * rate_limited when it is empty): the budget is taken before the body is read, so even refused
+ * requests spend it (edge/authenticate.ts).
  */
 export async function authenticateRequest(services: AppServices, req: IncomingMessage, res: ServerResponse, address: string): Promise<Principal> {
   const { principal, rate } = await authenticateBearer(services, bearerToken(req.headers.authorization), address);
   if (rate) setRateLimitHeaders(res, rate);
-  return principal;
-}
-
-/**
- * The transport-neutral part, for every edge (HTTP `/v1`, MCP): `token` is the bearer token (or
- * undefined when the header is missing or malformed), `address` the client's (client-address.ts).
- *
- * No request goes unpaid. One whose token authenticated lately (RateLimiter.knownTokens) is paid
- * by its key. Any other is paid by its address before its key is looked up (429 when the address
- * has nothing left): a token taken, given back if the key proves valid, kept if not. So a flood
- * of unknown keys costs at most the address's rate in lookups, and a valid key sharing that
- * address is not refused for it once it has authenticated.
- */
-export async function authenticateBearer(
-  services: AppServices,
-  token: string | undefined,
-  address: string,
-): Promise<{ principal: Principal; rate: RateState | undefined }> {
-  const principal = await identifyBearer(services, token, address);
-  return { principal, rate: services.rateLimiter.take(principal.keyId) };
-}
-
-/**
- * authenticateBearer without the key's own token: for an edge that takes it per message itself
- * (MCP, where a tools/call over the limit is answered as a tool error the model can read).
- */
-export async function identifyBearer({ store, changes, rateLimiter }: AppServices, token: string | undefined, address: string): Promise<Principal> {
-  if (!rateLimiter.enabled) {
-    const principal = token === undefined ? undefined : await authenticate(store, token, changes.keys);
-    if (!principal) throw unauthorized();
-    return principal;
-  }
-  const digest = token === undefined ? undefined : KnownTokens.digest(token);
-  const known = digest !== undefined && rateLimiter.knownTokens.has(digest);
-  if (!known) rateLimiter.takeForAddress(address);
-  let principal: Principal | undefined;
-  try {
-    principal = token === undefined ? undefined : await authenticate(store, token, changes.keys);
-  } catch (err) {
-    // Our failure (the database), not the client's: its address does not pay for it.
-    if (!known) rateLimiter.chargeAddress(address, -1);
-    throw err;
-  }
-  if (!principal) {
-    if (known) {
-      // Revoked since: from now on this token is looked up only if its address can pay.
-      rateLimiter.knownTokens.forget(digest);
-      rateLimiter.chargeAddress(address, 1);
-    }
-    throw unauthorized();
-  }
-  if (!known) rateLimiter.chargeAddress(address, -1);
-  rateLimiter.knownTokens.remember(digest!);
   return principal;
 }
 

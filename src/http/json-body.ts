@@ -1,9 +1,8 @@
 import express from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import typeIs from 'type-is';
+import { MAX_BODY_BYTES } from '../edge/body-bytes.ts';
 import { ApiError, invalidArgument } from '../errors.ts';
-
-export const MAX_BODY_BYTES = 64 * 1024;
 
 // body-parser's JSON reader (size cap, charset, length checks); it works on a plain Node request.
 const parseJson = express.json({ limit: MAX_BODY_BYTES, strict: false, type: () => true });

@@ -3,18 +3,23 @@ import { packageFile } from '../paths.ts';
 
 // The view's files are served from the sources, also when the service runs from dist/.
 const VIEW_DIR = packageFile('src/http/view');
+const GENERATED_DIR = packageFile('generated');
 
-/** The three files of the French web view, each at a fixed path with its content type. */
-const ASSETS: ReadonlyArray<{ path: string; file: string; type: string }> = [
-  { path: '/', file: 'index.html', type: 'text/html; charset=utf-8' },
-  { path: '/view.js', file: 'view.js', type: 'text/javascript; charset=utf-8' },
-  { path: '/view.css', file: 'view.css', type: 'text/css; charset=utf-8' },
+/**
+ * The files of the French web view, each at a fixed path with its content type; the event types'
+ * labels come from the contract's list of types (generated/event-labels.js, schemas/event-types.json).
+ */
+const ASSETS: ReadonlyArray<{ path: string; dir: string; file: string; type: string }> = [
+  { path: '/', dir: VIEW_DIR, file: 'index.html', type: 'text/html; charset=utf-8' },
+  { path: '/view.js', dir: VIEW_DIR, file: 'view.js', type: 'text/javascript; charset=utf-8' },
+  { path: '/view.css', dir: VIEW_DIR, file: 'view.css', type: 'text/css; charset=utf-8' },
+  { path: '/event-labels.js', dir: GENERATED_DIR, file: 'event-labels.js', type: 'text/javascript; charset=utf-8' },
 ];
 
-function sendAsset(res: Response, file: string, type: string): void {
+function sendAsset(res: Response, dir: string, file: string, type: string): void {
   res.setHeader('Content-Type', type);
   res.setHeader('Cache-Control', 'no-cache');
-  res.sendFile(file, { root: VIEW_DIR, cacheControl: false, dotfiles: 'deny' });
+  res.sendFile(file, { root: dir, cacheControl: false, dotfiles: 'deny' });
 }
 
 /**
@@ -23,8 +28,8 @@ function sendAsset(res: Response, file: string, type: string): void {
  */
 export function viewRouter(): Router {
   const router = Router();
-  for (const { path, file, type } of ASSETS) {
-    router.get(path, (_req, res) => sendAsset(res, file, type));
+  for (const { path, dir, file, type } of ASSETS) {
+    router.get(path, (_req, res) => sendAsset(res, dir, file, type));
   }
   return router;
 }

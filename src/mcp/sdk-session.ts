@@ -16,7 +16,7 @@ const TOOLS = mcpTools as unknown as Array<Record<string, unknown>>;
 /**
  * The messages the SDK answers (initialize, tools/list, ping, notifications): a server and a
  * transport per request, since the SDK's stateless transport cannot be reused. tools/call never
- * comes here (mcp/router.ts answers it with the page's bytes spliced in).
+ * comes here (mcp/edge.ts answers it with the page's bytes spliced in).
  */
 export async function answerWithSdk(req: Request, res: Response, message: JsonRpcMessage): Promise<void> {
   const server = new Server(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });

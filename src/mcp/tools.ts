@@ -1,17 +1,18 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { EventFeedRequest, ListEventsRequest } from '../../generated/types.ts';
-import { mcpTools } from '../../generated/mcp-tools.ts';
+import type { McpToolName } from '../../generated/mcp-tools.ts';
+import type { OperationInput, Operations } from '../../generated/operations.ts';
 import type { Principal } from '../auth/principal.ts';
 import { operationById } from '../contract/operations.ts';
+import { OperationCall } from '../edge/operation-call.ts';
 import { ApiError, invalidArgument, toErrorBody } from '../errors.ts';
 import { feedPageJson } from '../feed/page.ts';
 import type { Reservation } from '../limits/memory-budget.ts';
-import { PAGE_RESERVATION_BYTES } from '../limits/page-bytes.ts';
 import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
-import { requirePermission, type AppServices, type OperationContext } from '../operations/context.ts';
-import { DEFAULT_LIMIT, eventFeed } from '../operations/event-feed.ts';
+import type { AppServices, OperationContext } from '../operations/context.ts';
+import { eventFeed } from '../operations/event-feed.ts';
 import { listEvents, listPageJson } from '../operations/list-events.ts';
+import { withDefaults } from '../operations/registry.ts';
 import { summarizeFeedPage } from './text/feed-summary.ts';
 import { summarizeListPage } from './text/list-events-summary.ts';
 
@@ -21,22 +22,29 @@ interface ToolPage {
   text: string;
 }
 
+type ToolRunner<Name extends McpToolName> = (ctx: OperationContext, input: OperationInput<Name>) => Promise<ToolPage>;
+
 /**
  * Each tool runs its operation function (the one HTTP runs) and describes the page from the facts
  * read with it, never by parsing it: the answer is spliced from the stored bytes like the HTTP one.
  */
-const tools: Record<string, (ctx: OperationContext, input: any) => Promise<ToolPage>> = {
-  event_feed: async (ctx, input: EventFeedRequest) => {
+const tools: { readonly [Name in McpToolName]: ToolRunner<Name> } = {
+  event_feed: async (ctx, input) => {
     const page = await eventFeed(ctx, input, { facts: true });
-    return { structuredContent: feedPageJson(page), text: summarizeFeedPage(page.events, page.next_cursor, input.limit ?? DEFAULT_LIMIT) };
+    return { structuredContent: feedPageJson(page), text: summarizeFeedPage(page.events, page.next_cursor, input.limit) };
   },
-  list_events: async (ctx, input: ListEventsRequest) => {
+  list_events: async (ctx, input) => {
     const page = await listEvents(ctx, input);
     return { structuredContent: listPageJson(page), text: summarizeListPage(page, input) };
   },
 };
 
-const knownTools = new Set<string>(mcpTools.map((tool) => tool.name));
+const isTool = (name: string): name is McpToolName => Object.hasOwn(tools, name);
+
+function runTool<Name extends McpToolName>(name: Name, ctx: OperationContext, request: Operations[Name]['request']): Promise<ToolPage> {
+  const run: ToolRunner<Name> = tools[name];
+  return run(ctx, withDefaults(name, request));
+}
 
 /** What tools/call answers: a page to splice into the result, or an error result (`isError`). */
 export type ToolAnswer = { page: ToolPage; reservation: Reservation } | { error: CallToolResult };
@@ -45,30 +53,26 @@ export type ToolAnswer = { page: ToolPage; reservation: Reservation } | { error:
  * tools/call: validates the arguments against the contract (same validator and messages as HTTP),
  * runs the same operation function, and answers French text plus the HTTP response body.
  * Failures are tool results with isError (the code leads the text), never protocol errors.
- * A page's memory stays reserved (limits/memory-budget.ts) until the caller has written it.
+ * A page is paid for as over HTTP (edge/operation-call.ts), and its memory stays reserved until
+ * the caller has written it.
  */
 export async function callTool(services: AppServices, principal: Principal, name: string, args: unknown, requestId: string, log: Logger): Promise<ToolAnswer> {
-  const { rateLimiter, memory } = services;
+  let call: OperationCall<McpToolName> | undefined;
   let reservation: Reservation | undefined;
-  let reservedTokens = 0;
   try {
-    rateLimiter.take(principal.keyId);
-    if (!knownTools.has(name)) throw invalidArgument(`unknown tool "${name.slice(0, 60)}"; tools/list gives the available tools`);
+    services.rateLimiter.take(principal.keyId);
+    if (!isTool(name)) throw invalidArgument(`unknown tool "${name.slice(0, 60)}"; tools/list gives the available tools`);
     // As over HTTP: a key without the permission is refused before its arguments are looked at.
-    requirePermission(principal, operationById(name)!.permission);
+    call = new OperationCall(services, principal, { ...operationById(name)!, operationId: name });
     // Omitted arguments mean none; anything else that is not an object is refused, as over HTTP.
-    const input = services.requestValidator.check<any>(name, args === undefined ? {} : args);
-    // A page is paid for as over HTTP (its tokens reserved, then settled at its size), and held
-    // against the memory budget until its answer is written.
-    reservedTokens = rateLimiter.reservePage(principal.keyId);
-    reservation = await memory.admit(principal.workspaceId, PAGE_RESERVATION_BYTES);
-    const page = await tools[name]!({ ...services, principal }, input);
-    const bytes = page.structuredContent.reduce((sum, chunk) => sum + chunk.length, 0) + Buffer.byteLength(page.text);
-    rateLimiter.chargeForBytes(principal.keyId, bytes, reservedTokens);
-    reservation.resize(bytes + 64 * 1024);
-    return { page, reservation };
+    const request = call.validate(args === undefined ? {} : args);
+    call.reservePage();
+    reservation = await call.admitPage();
+    const page = await runTool(call.operationId, call.context, request);
+    call.settle(page.structuredContent.reduce((sum, chunk) => sum + chunk.length, 0) + Buffer.byteLength(page.text));
+    return { page, reservation: reservation! };
   } catch (err) {
-    if (reservedTokens) rateLimiter.charge(principal.keyId, -reservedTokens);
+    call?.refund();
     reservation?.release();
     return { error: toolError(err, requestId, log) };
   }

@@ -1,4 +1,4 @@
-import type { ListEventsRequest } from '../../generated/types.ts';
+import type { OperationInput } from '../../generated/operations.ts';
 import type { Principal } from '../auth/principal.ts';
 import { ceilMs, compareInstants, parseInstant } from '../contract/date-time.ts';
 import { forbidden, invalidArgument } from '../errors.ts';
@@ -6,8 +6,6 @@ import { matchingTypes } from '../contract/type-filter.ts';
 import { PageTokenCodec } from '../feed/page-token.ts';
 import { PAGE_MAX_BYTES } from '../limits/page-bytes.ts';
 import { requirePermission, type OperationContext } from './context.ts';
-
-export const DEFAULT_LIST_LIMIT = 100;
 
 /** A page of list_events whose events are still the stored bytes of their envelopes. */
 export interface ListPage {
@@ -37,10 +35,10 @@ export function listPageJson(page: ListPage): Buffer[] {
  * where a bounded scan stopped looking (store/event-search-plans.ts): next_page_token then
  * continues from there, even after a short or empty page; only null says nothing older matches.
  */
-export async function listEvents(ctx: OperationContext, input: ListEventsRequest): Promise<ListPage> {
+export async function listEvents(ctx: OperationContext, input: OperationInput<'list_events'>): Promise<ListPage> {
   requirePermission(ctx.principal, 'read');
   const { workspaceId } = ctx.principal;
-  const limit = input.limit ?? DEFAULT_LIST_LIMIT;
+  const { limit } = input;
   const mailboxes = visibleMailboxes(ctx.principal, input.mailbox_ids);
   const types = input.types === undefined ? null : matchingTypes(input.types);
   const from = input.occurred_after === undefined ? null : parseInstant('occurred_after', input.occurred_after);

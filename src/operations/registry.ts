@@ -1,13 +1,10 @@
-import type {
-  CreateKeyRequest,
-  EmitEventRequest,
-  EventFeedRequest,
-  ListEventsRequest,
-  ListKeysRequest,
-  RedeliverWebhookRequest,
-  RevokeKeyRequest,
-  SetWebhookRequest,
-} from '../../generated/types.ts';
+import {
+  OPERATION_DEFAULTS,
+  type OperationId,
+  type OperationInput,
+  type OperationOutput,
+  type Operations,
+} from '../../generated/operations.ts';
 import { feedPageJson } from '../feed/page.ts';
 import type { OperationContext } from './context.ts';
 import { createApiKey } from './create-key.ts';
@@ -20,30 +17,60 @@ import { redeliverWebhook } from './redeliver-webhook.ts';
 import { revokeApiKey } from './revoke-key.ts';
 import { setWebhook } from './set-webhook.ts';
 
-/** What an operation answers: its response body as JSON text (or chunks of its UTF-8 bytes), and whether it created something. */
-export interface OperationOutcome {
-  json: string | Buffer[];
+export type { OperationId, OperationInput, OperationOutput };
+
+declare const body: unique symbol;
+
+/**
+ * A response body as JSON text, or the chunks of its UTF-8 bytes (a page spliced from stored
+ * envelopes), marked with the shape it holds so that an operation cannot answer another's body.
+ */
+export type JsonBody<T> = (string | Buffer[]) & { readonly [body]?: T };
+
+/** A body serialized from its object. */
+export const jsonOf = <T>(value: T): JsonBody<T> => JSON.stringify(value) as JsonBody<T>;
+/** A body spliced from stored bytes (feed/page.ts, list-events.ts): the splicer answers for its shape. */
+const splicedAs = <T>(json: string | Buffer[]): JsonBody<T> => json as JsonBody<T>;
+
+/** What an operation answers: its response body, and whether it created something (201). */
+export interface OperationOutcome<Id extends OperationId = OperationId> {
+  json: JsonBody<OperationOutput<Id>>;
   created: boolean;
 }
 
-export type OperationRunner = (ctx: OperationContext, input: any) => Promise<OperationOutcome>;
+type Runner<Id extends OperationId> = (ctx: OperationContext, input: OperationInput<Id>) => Promise<OperationOutcome<Id>>;
 
-/** Every operation of the contract by operationId: the only thing the transports call. */
-export const operations: Record<string, OperationRunner> = {
-  event_feed: async (ctx, input: EventFeedRequest) => ({ json: feedPageJson(await eventFeed(ctx, input)), created: false }),
+/** Every operation of the contract by operationId, each with its own input and output types. */
+const runners: { readonly [Id in OperationId]: Runner<Id> } = {
+  event_feed: async (ctx, input) => ({ json: splicedAs(feedPageJson(await eventFeed(ctx, input))), created: false }),
   // 200 whatever the outcome (the body says it): the contract documents no 201 for set_webhook.
-  set_webhook: async (ctx, input: SetWebhookRequest) => ({ json: JSON.stringify(await setWebhook(ctx, input)), created: false }),
-  list_webhooks: async (ctx) => ({ json: JSON.stringify(await listWebhooks(ctx)), created: false }),
-  redeliver_webhook: async (ctx, input: RedeliverWebhookRequest) => ({ json: JSON.stringify(await redeliverWebhook(ctx, input)), created: false }),
-  emit_event: async (ctx, input: EmitEventRequest) => {
+  set_webhook: async (ctx, input) => ({ json: jsonOf(await setWebhook(ctx, input)), created: false }),
+  list_webhooks: async (ctx) => ({ json: jsonOf(await listWebhooks(ctx)), created: false }),
+  redeliver_webhook: async (ctx, input) => ({ json: jsonOf(await redeliverWebhook(ctx, input)), created: false }),
+  emit_event: async (ctx, input) => {
     const published = await emitEvent(ctx, input);
-    return { json: emitEventJson(published), created: published.created };
+    return { json: splicedAs(emitEventJson(published)), created: published.created };
   },
-  list_events: async (ctx, input: ListEventsRequest) => ({ json: listPageJson(await listEvents(ctx, input)), created: false }),
-  create_key: async (ctx, input: CreateKeyRequest) => ({ json: JSON.stringify(await createApiKey(ctx, input)), created: true }),
-  list_keys: async (ctx, input: ListKeysRequest) => ({ json: JSON.stringify(await listApiKeys(ctx, input)), created: false }),
-  revoke_key: async (ctx, input: RevokeKeyRequest) => ({ json: JSON.stringify(await revokeApiKey(ctx, input)), created: false }),
+  list_events: async (ctx, input) => ({ json: splicedAs(listPageJson(await listEvents(ctx, input))), created: false }),
+  create_key: async (ctx, input) => ({ json: jsonOf(await createApiKey(ctx, input)), created: true }),
+  list_keys: async (ctx, input) => ({ json: jsonOf(await listApiKeys(ctx, input)), created: false }),
+  revoke_key: async (ctx, input) => ({ json: jsonOf(await revokeApiKey(ctx, input)), created: false }),
 };
 
+/**
+ * A validated request as the operation runs it: what it omitted, the schema's default (the one
+ * place defaults are applied; generated/operations.ts holds them).
+ */
+export function withDefaults<Id extends OperationId>(operationId: Id, request: Operations[Id]['request']): OperationInput<Id> {
+  // What OperationInput<Id> says, which TypeScript cannot follow through a spread of generic types.
+  return { ...OPERATION_DEFAULTS[operationId], ...request } as unknown as OperationInput<Id>;
+}
+
+/** Runs an operation on its validated request: the only way the edges call one. */
+export function runOperation<Id extends OperationId>(operationId: Id, ctx: OperationContext, request: Operations[Id]['request']): Promise<OperationOutcome<Id>> {
+  const run: Runner<Id> = runners[operationId];
+  return run(ctx, withDefaults(operationId, request));
+}
+
 /** An outcome's body as one string (for the transports that need the object, not the bytes). */
-export const outcomeText = (json: OperationOutcome['json']): string => (typeof json === 'string' ? json : Buffer.concat(json).toString('utf8'));
+export const outcomeText = (json: string | Buffer[]): string => (typeof json === 'string' ? json : Buffer.concat(json).toString('utf8'));

@@ -5,21 +5,15 @@
 // Ordre : celui d'émission (le plus ancien en haut). « Charger plus » et le suivi en direct
 // ajoutent tous deux en bas, ce qui garde une seule règle de lecture.
 
+// Les libellés des types d'événements viennent de la liste des types du contrat
+// (schemas/event-types.json, servie générée à /event-labels.js).
+import { EVENT_HEADINGS_FR } from '/event-labels.js';
+
 const KEY_STORAGE = 'event-feed.key';
 const PAGE_LIMIT = 50;
 const POLL_MS = 2000;
 const MAX_BACKOFF_MS = 30000;
 const REQUEST_TIMEOUT_MS = 15000;
-
-const TYPE_LABELS = {
-  'mail.received': 'Message reçu',
-  'mail.sent': 'Message envoyé',
-  'mail.delivered': 'Message distribué',
-  'mail.deferred': 'Distribution différée',
-  'mail.bounced': 'Rebond',
-  'mail.complained': 'Plainte pour spam',
-  'mail.rejected': 'Message refusé',
-};
 
 const MSG = {
   unauthorized: 'Clé invalide ou révoquée. Saisissez une autre clé.',
@@ -160,7 +154,7 @@ function personText(event) {
 }
 
 function typeLabel(type) {
-  return TYPE_LABELS[type] ?? type;
+  return Object.hasOwn(EVENT_HEADINGS_FR, type) ? EVENT_HEADINGS_FR[type] : type;
 }
 
 function formatTime(iso) {

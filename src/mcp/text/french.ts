@@ -1,16 +1,9 @@
+import { EVENT_LABELS_FR } from '../../../generated/event-types.ts';
 import type { EventType } from '../../../generated/types.ts';
 import type { EventFacts } from '../../store/port.ts';
 
-/** How a person reads each event type, in French. */
-export const FRENCH_TYPE_LABELS: Record<EventType, string> = {
-  'mail.received': 'message reçu',
-  'mail.sent': 'message envoyé',
-  'mail.delivered': 'message distribué',
-  'mail.deferred': 'distribution différée',
-  'mail.bounced': 'message rejeté par le destinataire (rebond)',
-  'mail.complained': 'plainte pour spam',
-  'mail.rejected': 'message refusé',
-};
+/** An event type as a French sentence names it (schemas/event-types.json); the type itself if the contract does not know it. */
+const inlineLabel = (type: string) => (Object.hasOwn(EVENT_LABELS_FR, type) ? EVENT_LABELS_FR[type as EventType].inline : type);
 
 const dateFormat = new Intl.DateTimeFormat('fr-FR', { dateStyle: 'long', timeStyle: 'medium', timeZone: 'UTC' });
 
@@ -22,7 +15,7 @@ export function typeBreakdown(facts: EventFacts): string {
   for (const type of facts.types) counts.set(type, (counts.get(type) ?? 0) + 1);
   return [...counts]
     .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
-    .map(([type, n]) => `- ${type} (${FRENCH_TYPE_LABELS[type as EventType] ?? type}) : ${n.toLocaleString('fr-FR')}`)
+    .map(([type, n]) => `- ${type} (${inlineLabel(type)}) : ${n.toLocaleString('fr-FR')}`)
     .join('\n');
 }
 

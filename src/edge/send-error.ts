@@ -22,3 +22,7 @@ export function sendError(res: ServerResponse, requestId: string, err: unknown, 
 /** Express's last stop: whatever a middleware threw becomes the contract's error body. */
 export const errorHandler = (log: Logger) => (err: unknown, _req: Request, res: Response, _next: NextFunction) =>
   sendError(res, String(res.locals.requestId), err, log);
+
+/** Express's fallback: a path no route serves gets the contract's error body, not express's HTML page. */
+export const nothingHere = (log: Logger) => (req: Request, res: Response) =>
+  sendError(res, String(res.locals.requestId), new ApiError('invalid_argument', `nothing at ${req.method} ${req.path.slice(0, 100)}; the API is described at /openapi.json`, 404), log);

@@ -1,18 +1,38 @@
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
-import express, { Router, type NextFunction, type Request, type Response } from 'express';
+import express, { Router, type Express, type NextFunction, type Request, type Response } from 'express';
+import type { IncomingMessage } from 'node:http';
 import typeIs from 'type-is';
 import type { Principal } from '../auth/principal.ts';
+import { identifyBearer } from '../edge/authenticate.ts';
+import { bearerToken } from '../edge/bearer.ts';
+import { MAX_BODY_BYTES } from '../edge/body-bytes.ts';
+import type { Edge } from '../edge/front-door.ts';
+import { noteRefusal, type RequestLocals } from '../edge/request-context.ts';
+import { errorHandler, nothingHere } from '../edge/send-error.ts';
 import { ApiError, toErrorBody } from '../errors.ts';
-import { identifyBearer } from '../http/authenticate.ts';
-import { bearerToken } from '../http/bearer.ts';
-import { MAX_BODY_BYTES } from '../http/json-body.ts';
-import { noteRefusal, type RequestLocals } from '../http/request-context.ts';
 import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
 import type { AppServices } from '../operations/context.ts';
 import { errorResponse, INVALID_PARAMS, INVALID_REQUEST, messageProblem, toolCallParams, type JsonRpcMessage } from './json-rpc.ts';
 import { answerWithSdk } from './sdk-session.ts';
 import { callTool, toolResponse } from './tools.ts';
+
+/** `/mcp` as express routes it: any case, with or without a trailing slash, whatever the query string. */
+const isMcpPath = (url: string) => /^\/mcp\/?(?:\?|$)/i.test(url);
+
+/** The MCP edge: `/mcp` (mounted by the server next to the HTTP edge, src/server.ts). */
+export function createMcpEdge(services: AppServices, log: Logger): Edge {
+  const app: Express = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.use(mcpRouter(services, log));
+  app.use(nothingHere(log));
+  app.use(errorHandler(log));
+  return {
+    takes: (req: IncomingMessage) => isMcpPath(req.url ?? ''),
+    handle: (req, res) => void app(req, res),
+  };
+}
 
 /**
  * POST /mcp: MCP over Streamable HTTP, stateless, with JSON responses. The bearer key is checked
@@ -25,7 +45,7 @@ import { callTool, toolResponse } from './tools.ts';
  * objects and stringified again (the V8 heap then held several copies of every page in flight).
  * Every other message (initialize, tools/list, ping, notifications) goes to the SDK's server.
  */
-export function mcpRouter(services: AppServices, log: Logger): Router {
+function mcpRouter(services: AppServices, log: Logger): Router {
   const router = Router();
 
   /**

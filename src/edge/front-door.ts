@@ -1,0 +1,30 @@
+import type { IncomingMessage, RequestListener } from 'node:http';
+import type { Logger } from '../log.ts';
+import { clientAddress } from './client-address.ts';
+import { RefusalLog } from './refusal-log.ts';
+import { startRequest, type EdgeResponse, type RequestLocals } from './request-context.ts';
+
+/** A transport served over HTTP (the API and its site, MCP): which requests it takes, and how it answers one. */
+export interface Edge {
+  takes(req: IncomingMessage): boolean;
+  handle(req: IncomingMessage, res: EdgeResponse, locals: RequestLocals): void;
+}
+
+export interface FrontDoorSettings {
+  /** How many proxies in front append to X-Forwarded-For (client-address.ts); 0: the socket's peer is the client. */
+  trustProxyHops: number;
+}
+
+/**
+ * The server's one request listener: every request gets its id, its client address and its log
+ * line (request-context.ts) whichever edge answers it, then goes to the first edge that takes it.
+ */
+export function frontDoor(log: Logger, settings: FrontDoorSettings, edges: readonly Edge[]): RequestListener {
+  const refusals = new RefusalLog(log);
+  return (req, res: EdgeResponse) => {
+    const locals = startRequest(req, res, log, clientAddress(req, settings.trustProxyHops), refusals);
+    const edge = edges.find((candidate) => candidate.takes(req));
+    if (!edge) throw new Error(`no edge takes ${req.method} ${req.url}: the last edge must take every request`);
+    edge.handle(req, res, locals);
+  };
+}

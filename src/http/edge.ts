@@ -1,0 +1,50 @@
+import express, { type Express } from 'express';
+import type { Edge } from '../edge/front-door.ts';
+import { errorHandler, nothingHere, sendError } from '../edge/send-error.ts';
+import type { Logger } from '../log.ts';
+import type { AppServices } from '../operations/context.ts';
+import { createApiRouter } from './api-router.ts';
+import { siteRouter } from './site.ts';
+import { viewRouter } from './view-router.ts';
+
+/** `/v1` and everything under it goes to the operations' edge (any case, as express would route it); the rest to express. */
+const isApiPath = (url: string) => /^\/v1(?:[/?]|$)/i.test(url);
+
+/**
+ * What no key pays for is paid by the client's address: the contract, the reference page, the web
+ * view, unknown paths. Not the probes: a balancer refused by a limit would take the instance out,
+ * and they cost nothing (/readyz answers from one check per 100 ms: site.ts); nor /version, a
+ * constant answer a monitor may poll as often as /healthz. Not `/mcp` (served by the MCP edge, and
+ * anything under it answered 404 here): its edge authenticates like `/v1`.
+ */
+const isPaidByAddress = (url: string) => !/^\/(?:healthz|readyz|version|mcp)(?:[/?]|$)/i.test(url);
+
+/** The HTTP service: the `/v1` operations; the contract, probes and the web view through express. It takes every request. */
+export function createHttpEdge(services: AppServices, log: Logger): Edge {
+  const api = createApiRouter(services, log);
+  const site = siteApp(services, log);
+  return {
+    takes: () => true,
+    handle(req, res, locals) {
+      const url = req.url ?? '';
+      if (isApiPath(url)) return void api(req, res, locals);
+      try {
+        if (isPaidByAddress(url)) services.rateLimiter.takeForAddress(locals.clientAddress);
+      } catch (err) {
+        return sendError(res, locals.requestId, err, log);
+      }
+      site(req, res);
+    },
+  };
+}
+
+function siteApp(services: AppServices, log: Logger): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.use(siteRouter(services.store));
+  app.use(viewRouter());
+  app.use(nothingHere(log));
+  app.use(errorHandler(log));
+  return app;
+}
