@@ -1,9 +1,7 @@
-import type { EventFeedRequest } from '../../generated/types.ts';
+import type { OperationInput } from '../../generated/operations.ts';
 import type { FeedPage } from '../feed/page.ts';
 import { FeedScope } from '../feed/scope.ts';
 import { requirePermission, type OperationContext } from './context.ts';
-
-export const DEFAULT_LIMIT = 100;
 
 /** How the caller will show the page: `facts` adds each event's type and time (the MCP text), read with the page. */
 export interface FeedView {
@@ -15,11 +13,11 @@ export interface FeedView {
  * far as the key's mailboxes go. Reads only: no row written, no event emitted. Works whether or
  * not the workspace is verified (the feed never looks at it).
  */
-export async function eventFeed(ctx: Pick<OperationContext, 'cursors' | 'principal' | 'feed'>, input: EventFeedRequest, view: FeedView = {}): Promise<FeedPage> {
+export async function eventFeed(ctx: Pick<OperationContext, 'cursors' | 'principal' | 'feed'>, input: OperationInput<'event_feed'>, view: FeedView = {}): Promise<FeedPage> {
   requirePermission(ctx.principal, 'read');
   const { workspaceId, mailboxes } = ctx.principal;
   const afterSeq = input.after === undefined ? undefined : ctx.cursors.decode(workspaceId, input.after);
-  const read = await ctx.feed.read({ workspaceId, scope: FeedScope.of(mailboxes), afterSeq, limit: input.limit ?? DEFAULT_LIMIT, withFacts: view.facts === true });
+  const read = await ctx.feed.read({ workspaceId, scope: FeedScope.of(mailboxes), afterSeq, limit: input.limit, withFacts: view.facts === true });
   const { events } = read;
   if (events.lastSeq !== undefined) return { events, next_cursor: ctx.cursors.encode(workspaceId, events.lastSeq) };
   // Nothing new for this key: its own cursor back, byte for byte (a restricted key's cursor follows

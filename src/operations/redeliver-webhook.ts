@@ -1,4 +1,5 @@
-import type { RedeliverWebhookRequest, RedeliverWebhookResponse } from '../../generated/types.ts';
+import type { OperationInput } from '../../generated/operations.ts';
+import type { RedeliverWebhookResponse } from '../../generated/types.ts';
 import { ApiError, invalidArgument } from '../errors.ts';
 import { assertCursorNotExpired } from '../feed/expiry.ts';
 import { matchesTypes } from '../contract/type-filter.ts';
@@ -17,7 +18,7 @@ const QUOTA_RETRY_AFTER_SECONDS = 60;
  * event already pending for the endpoint is not queued again (a unique index), and nothing is
  * queued past the endpoint's quota of pending deliveries (429 rate_limited once it is reached).
  */
-export async function redeliverWebhook(ctx: OperationContext, input: RedeliverWebhookRequest): Promise<RedeliverWebhookResponse> {
+export async function redeliverWebhook(ctx: OperationContext, input: OperationInput<'redeliver_webhook'>): Promise<RedeliverWebhookResponse> {
   requireWorkspaceAdmin(ctx.principal);
   const { workspaceId } = ctx.principal;
   const endpoint = await ctx.store.webhooks.findEndpoint(workspaceId, input.url);
@@ -27,7 +28,7 @@ export async function redeliverWebhook(ctx: OperationContext, input: RedeliverWe
   const now = ctx.clock.now().getTime();
   const types = JSON.parse(endpoint.event_types) as string[];
 
-  const events = await ctx.store.eventsAfter(workspaceId, afterSeq, input.limit ?? 1000);
+  const events = await ctx.store.eventsAfter(workspaceId, afterSeq, input.limit);
   if (input.after !== undefined) await assertCursorNotExpired(ctx.store, workspaceId, FeedScope.WHOLE, afterSeq);
 
   const { scheduled, lastSeq } = await ctx.store.write(async (tx) => {
