@@ -75,7 +75,7 @@ describe('the package, packed and installed from its tarball', { timeout: 240_00
     const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
     assert.deepEqual(manifest.exports['.'], { types: './dist/src/library.d.ts', default: './dist/src/library.js' });
     const files = readdirSync(installed, { recursive: true }).map(String);
-    for (const file of ['dist/src/library.js', 'dist/src/library.d.ts', 'dist/src/cli/main.js', 'dist/BUILT', 'generated/openapi.json', 'openapi.yaml', 'src/store/checkpoint-worker.cjs', 'bin/event-feed.js']) {
+    for (const file of ['dist/src/library.js', 'dist/src/library.d.ts', 'dist/src/cli/main.js', 'dist/BUILT', 'generated/openapi.json', 'openapi.yaml', 'src/store/sqlite/checkpoint-worker.cjs', 'bin/event-feed.js']) {
       assert.ok(files.includes(file), `${file} is in the package`);
     }
     assert.deepEqual(files.filter((file) => /^(test|bench|dist\/bench|scripts)(\/|$)/.test(file)), []);
