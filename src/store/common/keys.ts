@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { KeyListRow, KeyRow, NewKeyRow } from '../port.ts';
+import type { KeyListRow, NewKeyRow } from '../port.ts';
 
 const KEY_COLUMNS = ['id', 'workspace_id', 'permissions', 'mailboxes', 'label', 'created_at', 'revoked_at'] as const;
 /** The hot statement of every request (authentication), as fixed text (common/sql.ts). */
