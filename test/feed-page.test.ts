@@ -18,6 +18,7 @@ import type { Knex as Db } from 'knex';
 import { queryRows } from '../src/store/common/sql.ts';
 import type { PageQuery, Store, StoredPage } from '../src/store/port.ts';
 import { pgPageStatement, readPgPage } from '../src/store/postgres/page.ts';
+import { sqliteReaderOf } from '../src/store/sqlite/adapter.ts';
 import { checkoutsDuring, sqliteReadsDuring } from './support/checkouts.ts';
 import { largeEvent, sampleEvent } from './support/contract.ts';
 import { databaseKinds } from './support/databases.ts';
@@ -184,6 +185,35 @@ for (const { kind, create, skip } of await databaseKinds()) {
           assert.deepEqual([before.count, before.lastSeq, before.cutAtByteCap], [2, huge!.seq - 1, true], 'a page does not take the huge event after others');
         }
         await expectPage(store, { workspaceId, afterSeq: huge!.seq, limit: 500, mailboxes }, await store.readPage({ workspaceId, afterSeq: huge!.seq, limit: 500, mailboxes }));
+      }
+    });
+
+    it('sizing a page reads no envelope, only its length (SQLite: from the record header)', { skip: kind !== 'sqlite' && 'SQLite reader only' }, async () => {
+      // A sizing statement that copied the envelopes read 31 MB for a page of 500 events of 62 KB
+      // to keep 16 of them (10 ms of the event loop per page). Whether SQLite reads a column's
+      // text or only its length shows in the statement's program: a Column instruction flagged
+      // OPFLAG_BYTELENARG (0xc0 in p5) takes the length from the record header.
+      const conn = sqliteReaderOf(db)!.connection();
+      const sizing: string[] = [];
+      const prepare = conn.prepare;
+      conn.prepare = function (this: typeof conn, sql: string) {
+        if (/octet_length/.test(sql) && !/group_concat\((e\.)?envelope/.test(sql)) sizing.push(sql);
+        return prepare.call(this, sql);
+      } as typeof conn.prepare;
+      try {
+        for (const mailboxes of [null, ['mbx_0', 'mbx_2']]) await store.readPage({ workspaceId, afterSeq: 0, limit: 500, mailboxes });
+      } finally {
+        conn.prepare = prepare;
+      }
+      assert.equal(new Set(sizing).size, 2, 'one sizing statement for the whole feed, one for restricted keys');
+      const [table] = await queryRows<{ rootpage: number }>(db, "SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = 'events'");
+      const envelope = (await queryRows<{ cid: number; name: string }>(db, 'PRAGMA table_info(events)')).find((column) => column.name === 'envelope')!.cid;
+      for (const sql of new Set(sizing)) {
+        const program = conn.prepare(`EXPLAIN ${sql}`).all(...Array.from({ length: (sql.match(/\?/g) ?? []).length }, () => 0)) as { opcode: string; p1: number; p2: number; p5: number }[];
+        const onEvents = new Set(program.filter((op) => op.opcode === 'OpenRead' && op.p2 === table!.rootpage).map((op) => op.p1));
+        const reads = program.filter((op) => op.opcode === 'Column' && onEvents.has(op.p1) && op.p2 === envelope);
+        assert.ok(reads.length > 0, `the sizing statement reads the envelope's length: ${sql}`);
+        for (const read of reads) assert.equal(read.p5 & 0xc0, 0xc0, `the envelope's text is read to size it: ${sql}`);
       }
     });
 

@@ -19,7 +19,16 @@ import { provision, startProcessServer, type ProcessServer } from './support/pro
 
 /** README, "Limits and isolation": the bound the server's memory stays under. */
 const RSS_BOUND_MB = 256;
+/**
+ * The attack lasts ATTACK_SECONDS, and on until the other tenant has made VICTIM_ROUNDS rounds
+ * (at most ATTACK_MAX_SECONDS). What is asserted about the other tenant is that it is served
+ * throughout, never refused, each round within a bound: how many rounds fit in a fixed time is the
+ * machine's speed (CI runs two test files at once on two cores, beside another suite's processes,
+ * and saw a seventh of this machine's quiet rate), not the service's fairness.
+ */
 const ATTACK_SECONDS = 8;
+const ATTACK_MAX_SECONDS = 40;
+const VICTIM_ROUNDS = 10;
 
 const rssMb = (pid: number) => {
   const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -69,11 +78,14 @@ for (const { kind, create, skip } of await databaseKinds()) {
           await res.arrayBuffer();
           return res.status;
         });
-      const deadline = Date.now() + ATTACK_SECONDS * 1000;
+      const attackStarted = Date.now();
+      const victimLatencies: number[] = [];
+      const attacking = () =>
+        server.alive && (Date.now() < attackStarted + ATTACK_SECONDS * 1000 || (victimLatencies.length < VICTIM_ROUNDS && Date.now() < attackStarted + ATTACK_MAX_SECONDS * 1000));
       const attackStatuses = new Map<number, number>();
       const count = (status: number) => attackStatuses.set(status, (attackStatuses.get(status) ?? 0) + 1);
       const loop = async (request: () => Promise<number>) => {
-        while (Date.now() < deadline && server.alive) count(await request().catch(() => -1));
+        while (attacking()) count(await request().catch(() => -1));
       };
       // The issue's three reproductions, at once: MCP pages of 500 large events (two at a time),
       // batches of 100 tools/call (three at a time), list_events of 500 large events (eight at a time).
@@ -84,12 +96,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
       ];
 
       // Meanwhile the other tenant emits and tails its feed.
-      const victimLatencies: number[] = [];
       const victimFailures: string[] = [];
       const victimWork = (async () => {
         let after: string | undefined;
         let n = 0;
-        while (Date.now() < deadline && server.alive) {
+        while (attacking()) {
           const started = performance.now();
           const emitted = await post('/v1/emit_event', victim.write, sampleEvent('mbx_v', n++)).catch((err) => `error ${err}`);
           if (emitted !== 201) victimFailures.push(`emit ${emitted}`);
@@ -114,11 +125,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
       const sorted = [...victimLatencies].sort((a, b) => a - b);
       const p99 = sorted[Math.floor(sorted.length * 0.99)] ?? 0;
-      console.log(`${kind}: peak RSS ${peak.toFixed(1)} MB; attack answers ${JSON.stringify([...attackStatuses])}; other tenant ${sorted.length} emit+poll rounds, p50 ${sorted[Math.floor(sorted.length / 2)]?.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`);
+      console.log(`${kind}: peak RSS ${peak.toFixed(1)} MB; attack answers ${JSON.stringify([...attackStatuses])}; other tenant ${sorted.length} emit+poll rounds in ${((Date.now() - attackStarted) / 1000).toFixed(1)} s, p50 ${sorted[Math.floor(sorted.length / 2)]?.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`);
       assert.ok(server.alive, `the server died:\n${server.output().slice(-2000)}`);
       assert.ok(peak <= RSS_BOUND_MB, `peak RSS ${peak.toFixed(1)} MB`);
       assert.deepEqual(victimFailures, [], 'the other tenant was refused or failed');
-      assert.ok(victimLatencies.length >= 10, 'the other tenant got through');
+      assert.ok(victimLatencies.length >= VICTIM_ROUNDS, `the other tenant made ${victimLatencies.length} rounds in ${ATTACK_MAX_SECONDS} s`);
       assert.ok(p99 < 5000, `the other tenant waited ${p99.toFixed(0)} ms (p99)`);
       assert.ok(!attackStatuses.has(500) && !attackStatuses.has(-1), `the attacker got server errors or dropped connections: ${JSON.stringify([...attackStatuses])}`);
     });

@@ -17,8 +17,11 @@ import type { SqliteConnection } from './connection.ts';
  * the texts past it are never read; the rest is assembled into one buffer by the database.
  */
 
+// octet_length is taken inside the subquery, on the column itself: there SQLite reads the size from
+// the record header. Taken outside, on the subquery's `envelope`, the text had already been copied
+// out, overflow pages and all (a page of 500 events of 62 KB read 31 MB to size them: 10 ms).
 const SIZES_IN_RANGE =
-  'SELECT group_concat(seq) AS seqs, group_concat(octet_length(envelope)) AS sizes FROM (SELECT seq, envelope FROM events WHERE workspace_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?)';
+  'SELECT group_concat(seq) AS seqs, group_concat(size) AS sizes FROM (SELECT seq, octet_length(envelope) AS size FROM events WHERE workspace_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?)';
 const SIZES_OF_SEQS =
   'SELECT group_concat(e.seq) AS seqs, group_concat(octet_length(e.envelope)) AS sizes FROM json_each(?) j CROSS JOIN events e ON e.workspace_id = ? AND e.seq = j.value';
 
