@@ -1,3 +1,5 @@
+import { availableParallelism } from 'node:os';
+
 /** Everything the service reads from its environment, checked once at start. */
 export interface Config {
   host: string;
@@ -49,6 +51,8 @@ export interface Config {
   webhookLeaseBudgetMs: number;
   /** redeliver_webhook refuses to queue more for an endpoint that has this many pending deliveries. */
   webhookRedeliverMaxPending: number;
+  /** Processes `serve` runs on the port (WORKERS: a number or `auto`, one per core); 1: this process alone. */
+  workers: number;
 }
 
 export const MIN_RETENTION_DAYS = 30;
@@ -107,7 +111,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
     cursorSecret: secret,
     logLevel: env.LOG_LEVEL || 'info',
+    workers: env.WORKERS ? parseWorkerCount(env.WORKERS, 'WORKERS') : 1,
   };
+}
+
+/** The most workers `serve` forks: past a few per core they only add memory and database connections. */
+export const MAX_WORKERS = 64;
+
+/** A worker count: `auto` (one per core this process may use) or an integer from 1 to MAX_WORKERS. */
+export function parseWorkerCount(raw: string, name: string): number {
+  if (raw === 'auto') return availableParallelism();
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1 || value > MAX_WORKERS) throw new ConfigError(`${name} must be auto or an integer from 1 to ${MAX_WORKERS} (got "${raw.slice(0, 20)}")`);
+  return value;
 }
 
 function number(env: NodeJS.ProcessEnv, name: string, fallback: number): number {

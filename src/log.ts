@@ -2,8 +2,9 @@ import pino, { type Logger } from 'pino';
 
 export type { Logger };
 
-export function createLogger(level: string): Logger {
-  return pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime });
+/** `fields` go on every line (a worker's number under `serve --workers`). */
+export function createLogger(level: string, fields?: Record<string, unknown>): Logger {
+  return pino({ level, base: fields ?? undefined, timestamp: pino.stdTimeFunctions.isoTime });
 }
 
 /**

@@ -109,7 +109,7 @@ function httpServerOptions(config: Config): ServerOptions {
 }
 
 /** Migrations on a handle of their own, without the query timeout: building an index on a big table takes time. */
-async function migrateDatabase(url: string, log: Logger): Promise<void> {
+export async function migrateDatabase(url: string, log: Logger): Promise<void> {
   const store = openStore(url, { queryTimeoutMs: 0 });
   try {
     const applied = await store.migrate();

@@ -206,8 +206,8 @@ for (const { kind, create, skip } of await databaseKinds()) {
         conn.prepare = prepare;
       }
       assert.equal(new Set(sizing).size, 2, 'one sizing statement for the whole feed, one for restricted keys');
-      const [table] = await queryRows<{ rootpage: number }>(db, "SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = 'events'");
-      const envelope = (await queryRows<{ cid: number; name: string }>(db, 'PRAGMA table_info(events)')).find((column) => column.name === 'envelope')!.cid;
+      const [table] = await queryRows<{ rootpage: number }>(db, "SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = 'events'", []);
+      const envelope = (await queryRows<{ cid: number; name: string }>(db, 'PRAGMA table_info(events)', [])).find((column) => column.name === 'envelope')!.cid;
       for (const sql of new Set(sizing)) {
         const program = conn.prepare(`EXPLAIN ${sql}`).all(...Array.from({ length: (sql.match(/\?/g) ?? []).length }, () => 0)) as { opcode: string; p1: number; p2: number; p5: number }[];
         const onEvents = new Set(program.filter((op) => op.opcode === 'OpenRead' && op.p2 === table!.rootpage).map((op) => op.p1));

@@ -1,14 +1,15 @@
+import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { createKey, isPermission, keyIdOf, listKeys, MAX_KEY_MAILBOXES } from '../auth/api-keys.ts';
 import { revokeKeyEverywhere } from '../auth/revoke-everywhere.ts';
 import type { Permission } from '../auth/principal.ts';
-import { ConfigError, loadConfig } from '../config.ts';
+import { ConfigError, loadConfig, parseWorkerCount } from '../config.ts';
 import { seedDemoWorkspace } from '../demo/seed.ts';
 import { runConformanceKit } from './conformance.ts';
+import { serve } from './serve.ts';
 import { createLogger } from '../log.ts';
 import { pruneExpired } from '../retention-schedule.ts';
-import { startServer } from '../server.ts';
 import { createServices } from '../services.ts';
 import { systemClock } from '../clock.ts';
 import { openStore } from '../store/open-store.ts';
@@ -44,6 +45,14 @@ async function withDatabase<T>(work: (store: Store) => Promise<T>, options: { mi
     return await work(store);
   } finally {
     await store.close();
+  }
+}
+
+function parseWorkers(value: string): number {
+  try {
+    return parseWorkerCount(value, '--workers');
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
   }
 }
 
@@ -85,18 +94,11 @@ program
   .command('serve')
   .description('serve HTTP on HOST:PORT (default 127.0.0.1:3000); applies migrations first')
   .option('--seed-demo', 'on an empty database, seed a demo workspace; print its read, write and admin keys at every start')
-  .action(async (options: { seedDemo?: boolean }) => {
+  .option('--workers <n>', 'processes that share the port (a number, or auto: one per core); default WORKERS, else 1', parseWorkers)
+  .action(async (options: { seedDemo?: boolean; workers?: number }) => {
     const config = loadConfig();
-    announceDatabase(config.databaseUrl);
-    const log = createLogger(config.logLevel);
-    const running = await startServer(config, log, { seedDemo: options.seedDemo });
-    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-      process.once(signal, async () => {
-        log.info({ signal }, 'shutting down');
-        await running.close();
-        process.exit(0);
-      });
-    }
+    if (cluster.isPrimary) announceDatabase(config.databaseUrl);
+    await serve(config, { seedDemo: options.seedDemo, workers: options.workers ?? config.workers });
   });
 
 program

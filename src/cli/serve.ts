@@ -1,0 +1,60 @@
+import cluster from 'node:cluster';
+import { systemClock } from '../clock.ts';
+import type { Config } from '../config.ts';
+import { demoAtStart, demoBanner } from '../demo/demo-start.ts';
+import { createLogger } from '../log.ts';
+import { migrateDatabase, startServer } from '../server.ts';
+import { openStore } from '../store/open-store.ts';
+import { superviseWorkers } from './workers.ts';
+
+/**
+ * `event-feed serve`: one process serving the port, or with `workers` > 1 a primary that migrates
+ * the database, seeds the demo, then forks that many workers (workers.ts), each of which comes back
+ * here as a worker and serves like a single process (without migrating or seeding again).
+ * SIGTERM or SIGINT drains and stops, however many processes serve.
+ */
+export async function serve(config: Config, options: { seedDemo?: boolean; workers: number }): Promise<void> {
+  if (cluster.isPrimary && options.workers > 1) return servePrimary(config, options.workers, options.seedDemo === true);
+  const log = createLogger(config.logLevel, cluster.isWorker ? { worker: cluster.worker!.id } : undefined);
+  const running = await startServer(config, log, { seedDemo: cluster.isPrimary && options.seedDemo });
+  // Once, whichever comes first: under a terminal a worker gets the SIGINT of Ctrl-C and then its primary's SIGTERM.
+  let closing: Promise<void> | undefined;
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      closing ??= (async () => {
+        log.info({ signal }, 'shutting down');
+        await running.close();
+        process.exit(0);
+      })();
+    });
+  }
+}
+
+async function servePrimary(config: Config, workers: number, seedDemo: boolean): Promise<void> {
+  const log = createLogger(config.logLevel, { role: 'primary' });
+  await migrateDatabase(config.databaseUrl, log);
+  let demo;
+  if (seedDemo) {
+    const store = openStore(config.databaseUrl);
+    try {
+      demo = await demoAtStart(store, systemClock, config.databaseUrl);
+    } finally {
+      await store.close();
+    }
+  }
+  const supervision = superviseWorkers(config, workers, log);
+  let stopping: Promise<void> | undefined;
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      stopping ??= (async () => {
+        log.info({ signal, workers }, 'shutting down every worker');
+        await supervision.stop();
+        process.exit(0);
+      })();
+    });
+  }
+  void supervision.failed.then((code) => process.exit(code));
+  const url = await supervision.listening;
+  log.info({ url, workers }, 'event-feed listening with workers');
+  if (demo) process.stdout.write(demoBanner(url, demo));
+}

@@ -1,0 +1,158 @@
+/**
+ * `event-feed serve --workers N` (src/cli/serve.ts, workers.ts), the service as it ships, on SQLite
+ * and Postgres: N processes share the port, and what one worker does the others see as instances
+ * do (an emit, a revocation); a worker that dies is replaced and logged; SIGTERM drains and stops
+ * every process. Every request here opens a connection of its own, so the primary's round robin
+ * spreads them over the workers.
+ */
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { createKey } from '../src/auth/api-keys.ts';
+import { revokeKeyEverywhere } from '../src/auth/revoke-everywhere.ts';
+import { openStore } from '../src/store/open-store.ts';
+import { sampleEvent } from './support/contract.ts';
+import { databaseKinds, type TestDatabase } from './support/databases.ts';
+import { provision, startProcessServer, type ProcessServer } from './support/process-server.ts';
+
+const WORKERS = 2;
+
+/** POST on a connection of its own (no keep-alive): the primary hands each connection to the next worker. */
+function postOnNewConnection(url: string, path: string, key: string, body: unknown): Promise<{ status: number; json: any }> {
+  return new Promise((resolve, reject) => {
+    const payload = JSON.stringify(body);
+    const req = request(
+      `${url}${path}`,
+      { method: 'POST', agent: false, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), connection: 'close' } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode!, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+/** The pids of the workers that said they listen, from the service's log lines. */
+const listeningWorkers = (output: string): number[] =>
+  output
+    .split('\n')
+    .filter((line) => line.includes('"msg":"worker listening"'))
+    .map((line) => (JSON.parse(line) as { pid: number }).pid);
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+async function until(condition: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+for (const { kind, create, skip } of await databaseKinds()) {
+  describe(`serve --workers ${WORKERS} (${kind})`, { skip }, () => {
+    let database: TestDatabase;
+    let server: ProcessServer;
+    let workspaceId: string;
+    let keys: Record<string, string>;
+
+    before(async () => {
+      database = await create();
+      ({ workspaceId, keys } = await provision(database.url, { read: { permissions: ['read'] }, write: { permissions: ['write'] } }));
+      server = await startProcessServer({ databaseUrl: database.url, asShipped: true, serveArgs: ['--workers', String(WORKERS)], env: { LOG_LEVEL: 'info' } });
+      await until(() => listeningWorkers(server.output()).length === WORKERS, `${WORKERS} workers listen`);
+    });
+    after(async () => {
+      await server?.kill();
+      for (const pid of listeningWorkers(server?.output() ?? '')) if (alive(pid)) process.kill(pid, 'SIGKILL');
+      await database?.drop();
+    });
+
+    it('events emitted through every worker are read through every worker, each once, none missing', async () => {
+      const emitted: string[] = [];
+      const read: string[] = [];
+      let cursor: string | undefined;
+      const poll = async () => {
+        for (;;) {
+          const { status, json } = await postOnNewConnection(server.url, '/v1/event_feed', keys.read!, cursor ? { after: cursor } : {});
+          assert.equal(status, 200, JSON.stringify(json));
+          read.push(...(json.events as Array<{ id: string }>).map((event) => event.id));
+          if (json.events.length === 0) return;
+          cursor = json.next_cursor;
+        }
+      };
+      for (let round = 0; round < 10; round++) {
+        await Promise.all(
+          Array.from({ length: 6 }, async (_, i) => {
+            const { status, json } = await postOnNewConnection(server.url, '/v1/emit_event', keys.write!, sampleEvent('mbx_w', round * 6 + i));
+            assert.equal(status, 201, JSON.stringify(json));
+            emitted.push(json.event.id);
+          }),
+        );
+        // Read-your-writes through any worker: every emit answered is in the poll that follows.
+        await poll();
+        assert.deepEqual(new Set(read), new Set(emitted), `round ${round}`);
+      }
+      assert.equal(read.length, emitted.length, 'no event twice');
+    });
+
+    it('a key revoked (by another process) is refused by every worker at once', async () => {
+      const store = openStore(database.url);
+      try {
+        const key = await createKey(store, { workspaceId, permissions: ['read'], mailboxes: null }, Date.now());
+        // Each worker verifies and keeps the key first.
+        for (let i = 0; i < 2 * WORKERS; i++) assert.equal((await postOnNewConnection(server.url, '/v1/event_feed', key.key, { limit: 1 })).status, 200);
+        assert.ok(await revokeKeyEverywhere(store, key.id, Date.now()));
+        for (let i = 0; i < 2 * WORKERS; i++) {
+          const { status, json } = await postOnNewConnection(server.url, '/v1/event_feed', key.key, { limit: 1 });
+          assert.equal(status, 401, `request ${i}: ${JSON.stringify(json)}`);
+        }
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('a worker that dies is logged and replaced, and the service goes on answering', async () => {
+      const [victim, other] = listeningWorkers(server.output());
+      process.kill(victim!, 'SIGKILL');
+      await until(() => listeningWorkers(server.output()).length === WORKERS + 1, 'a new worker listens');
+      assert.match(server.output(), new RegExp(`"pid":${victim},"code":null,"signal":"SIGKILL","msg":"a worker died: starting another"`));
+      assert.ok(alive(other!), 'the other worker was left alone');
+      for (let i = 0; i < 2 * WORKERS; i++) assert.equal((await postOnNewConnection(server.url, '/v1/event_feed', keys.read!, { limit: 1 })).status, 200);
+    });
+
+    it('SIGTERM drains and stops the primary and every worker', async () => {
+      const workers = listeningWorkers(server.output()).filter(alive);
+      assert.equal(workers.length, WORKERS);
+      await server.stop(25_000);
+      assert.deepEqual(await server.exited, { code: 0, signal: null });
+      await until(() => !workers.some(alive), 'every worker has exited', 5000);
+      assert.equal(server.output().match(/"msg":"shutting down"/g)?.length, WORKERS, 'each worker drained');
+    });
+  });
+}
+
+describe('serve --workers refuses a count it cannot run', () => {
+  it('zero, a fraction, too many or a word: refused before anything starts', async () => {
+    const { spawnSync } = await import('node:child_process');
+    for (const value of ['0', '1.5', '65', 'many']) {
+      const run = spawnSync(process.execPath, ['bin/event-feed.js', 'serve', '--workers', value], { encoding: 'utf8', env: { ...process.env, PORT: '0' }, timeout: 20_000 });
+      assert.notEqual(run.status, 0, `--workers ${value} was accepted`);
+      assert.match(run.stderr, /--workers must be auto or an integer from 1 to 64/);
+    }
+    const env = spawnSync(process.execPath, ['bin/event-feed.js', 'serve'], { encoding: 'utf8', env: { ...process.env, PORT: '0', WORKERS: 'lots' }, timeout: 20_000 });
+    assert.notEqual(env.status, 0);
+    assert.match(env.stderr, /WORKERS must be auto or an integer from 1 to 64/);
+  });
+});
