@@ -914,7 +914,7 @@ export type components = {
          *     }
          */
         EventFeedRequest: {
-            /** @description Opaque cursor returned as `next_cursor` by a previous call; the feed resumes right after it. Omit to start at the oldest retained event. */
+            /** @description Opaque cursor returned as `next_cursor` by a previous call; the feed resumes right after it. Omit to start at the oldest retained event. Refused with invalid_argument when events after it were pruned, or when it is past the end of the feed (the database was restored or failed over to a copy that had not received the events it was given after). */
             after?: string;
             /**
              * @description Maximum number of events to return. A page also stops before 1 MiB of events (it always holds at least one), so it may hold fewer while more follow.

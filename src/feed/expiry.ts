@@ -41,5 +41,22 @@ export async function assertCursorNotExpired(
   }
 }
 
+/**
+ * Refuses a cursor past the workspace's head. A cursor names the position of an event this service
+ * delivered, and positions are never taken back (a rollback takes its increment with it; retention
+ * removes the oldest): a cursor past the head means the database lost commits it had acknowledged,
+ * a failover to an asynchronous replica that had not received them, or a restore from a backup.
+ * Those positions will be given to other events, which this cursor would silently skip: refused,
+ * like an expired cursor, so that the client starts again from what the database does hold. (Once
+ * new events have taken the head past such a cursor, nothing in it tells them apart: see the README.)
+ */
+export function assertCursorNotPastHead(head: number, afterSeq: number): void {
+  if (afterSeq > head) {
+    throw invalidArgument(
+      'after is past the end of this feed: the database no longer holds the events this cursor was given after (it was restored, or failed over to a copy that had not received them); restart without "after" and skip the event ids you already processed',
+    );
+  }
+}
+
 /** Events younger than this are out of every prune's reach (MIN_RETENTION_DAYS, less a day of clock skew). */
 const PRUNE_FREE_AGE_MS = (MIN_RETENTION_DAYS - 1) * 24 * 3600 * 1000;

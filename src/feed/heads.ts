@@ -51,6 +51,13 @@ export class FeedHeads {
     return head !== undefined && head.seq <= seq && this.#now() - head.confirmedAt <= this.#trustMs();
   }
 
+  /** The workspace's head, when this process knows it now (under the same trust as `nothingAfter`). */
+  known(workspaceId: string): number | undefined {
+    if (this.trust.check() !== 'heard') return undefined;
+    const head = this.#heads.get(workspaceId);
+    return head !== undefined && this.#now() - head.confirmedAt <= this.#trustMs() ? head.seq : undefined;
+  }
+
   /** Taken when a request arrives: `nothingAfterNow` then counts every commit made before it. */
   ticket(): number {
     return this.trust.roundTrips.ticket();

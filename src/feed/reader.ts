@@ -1,6 +1,6 @@
 import { systemClock, type Clock } from '../clock.ts';
 import { isWhole, type StoredPage } from '../store/port.ts';
-import { assertCursorNotExpired } from './expiry.ts';
+import { assertCursorNotExpired, assertCursorNotPastHead } from './expiry.ts';
 import type { FeedHeads } from './heads.ts';
 import type { RecentEvents } from './recent-events.ts';
 import type { FeedScope } from './scope.ts';
@@ -57,7 +57,11 @@ export class FeedReader {
     // Nothing new: a cursor at the head cannot have expired either (retention never passes the
     // head), so when this process knows the head no query is needed (feed/heads.ts), counting
     // every commit made before this request arrived.
-    if (await this.heads.nothingAfterNow(workspaceId, afterSeq, ticket)) return { events: NOTHING, afterSeq };
+    if (await this.heads.nothingAfterNow(workspaceId, afterSeq, ticket)) {
+      const head = this.heads.known(workspaceId);
+      if (head !== undefined) assertCursorNotPastHead(head, afterSeq);
+      return { events: NOTHING, afterSeq };
+    }
     // Just written by this process: the page, whole, from memory (feed/recent-events.ts); a short
     // one only once the heads counted every commit made before this request, like the answer above.
     const recent = this.recent?.page(workspaceId, afterSeq, limit, scope, withFacts);
@@ -71,6 +75,9 @@ export class FeedReader {
     // Refused if retention removed events after the cursor (feed/expiry.ts); past this, an empty
     // page means nothing is after the cursor.
     await assertCursorNotExpired(this.storage, workspaceId, scope, afterSeq, page, this.clock.now().getTime());
+    // An empty page is also what a cursor past the head reads: proven otherwise by a head known at
+    // or past the cursor, else by the stored one (read after the page: heads only rise).
+    if (page.count === 0 && !((this.heads.known(workspaceId) ?? -1) >= afterSeq)) assertCursorNotPastHead(await this.storage.feedHead(workspaceId), afterSeq);
     this.#learnHead(r, afterSeq, page, mark, startedAt);
     return { events: page, afterSeq };
   }

@@ -4,4 +4,4 @@ import type { Store } from '../store/port.ts';
 export type FeedWatermarks = Pick<Store, 'prunedThrough' | 'prunedThroughMailboxes'>;
 
 /** All the feed reader (feed/reader.ts) reads from storage: the Store gives it. */
-export type FeedStorage = FeedWatermarks & Pick<Store, 'readPage'>;
+export type FeedStorage = FeedWatermarks & Pick<Store, 'readPage' | 'feedHead'>;

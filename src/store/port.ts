@@ -264,6 +264,8 @@ export interface Store {
   /** Seq, id and type of up to `limit` events after `afterSeq` (redeliver_webhook). */
   eventsAfter(workspaceId: string, afterSeq: number, limit: number): Promise<Array<{ seq: number; id: string; type: string }>>;
 
+  /** The workspace's last seq (0 before its first event): no event of it lies past this. */
+  feedHead(workspaceId: string): Promise<number>;
   /** The highest seq pruned from a workspace's feed (0 when nothing was): every seq up to it is gone. */
   prunedThrough(workspaceId: string): Promise<number>;
   /** The highest seq pruned among these mailboxes' events: what a restricted key may have missed. */

@@ -25,6 +25,12 @@ import { placeholders, queryRows } from './sql.ts';
  * other in a cycle. On SQLite the single writer gives the same order.
  */
 
+/** The workspace's last seq (0 before its first event, or for a workspace that does not exist). */
+export async function feedHead(readRows: <T>(sql: string, bindings: readonly Knex.Value[]) => Promise<T[]>, workspaceId: string): Promise<number> {
+  const [row] = await readRows<{ last_seq: number }>('SELECT last_seq FROM feed_counters WHERE workspace_id = ?', [workspaceId]);
+  return Number(row?.last_seq ?? 0);
+}
+
 /** The appends that carry events, in workspace order: the order every writer locks counters in. */
 export function inWorkspaceOrder(appends: WorkspaceAppend[]): WorkspaceAppend[] {
   const sorted = appends.filter((a) => a.events.length > 0).sort((a, b) => (a.workspaceId < b.workspaceId ? -1 : a.workspaceId > b.workspaceId ? 1 : 0));

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { KeyRow, Store, WriteTx } from '../port.ts';
 import type { Adapter } from './adapter.ts';
 import { searchEvents } from './event-search.ts';
-import { eventsAfter, readPageRows } from './events.ts';
+import { eventsAfter, feedHead, readPageRows } from './events.ts';
 import { pageReader } from './feed-page.ts';
 import { countActiveKeys, findKey, insertKey, keysAfter, listKeys, revokeKey, SELECT_KEY } from './keys.ts';
 import { pruneAll, prunedThrough, prunedThroughMailboxes } from './retention.ts';
@@ -40,6 +40,7 @@ export function createStore(adapter: Adapter): Store {
     searchEvents: (q) => searchEvents(adapter.searchSession(), q),
     eventsAfter: (workspaceId, afterSeq, limit) => eventsAfter(knex, workspaceId, afterSeq, limit),
 
+    feedHead: (workspaceId) => feedHead(readRows, workspaceId),
     prunedThrough: (workspaceId) => prunedThrough(readRows, workspaceId),
     prunedThroughMailboxes: (workspaceId, mailboxes) => prunedThroughMailboxes(readRows, workspaceId, mailboxes),
     pruneAll: (cutoffMs, batchSize) => pruneAll(knex, sql.greatest, cutoffMs, batchSize),
