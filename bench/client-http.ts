@@ -5,6 +5,7 @@
  *   tail    N clients polling at the head, each with its own key
  *   writer  emit_event at a fixed rate (open loop)
  *   ingest  emit_event from C concurrent closed-loop clients over one or many workspaces
+ *   fanout  R readers at once, each on its own connection, replaying by cursor from its own start for a while
  */
 import { Client, Pool } from 'undici';
 import { benchTraffic } from './seed.ts';
@@ -59,6 +60,43 @@ async function replay(c: { url: string; key: string; limit: number; warmupPages:
     events, pages, bytes, seconds: round(seconds), eventsPerSecond: Math.round(events / seconds), mbPerSecond: round(bytes / 1e6 / seconds, 1), pageMs: latency(pageMs),
     clientCpuMsPerPage: round((cpu.user + cpu.system) / 1000 / pages), lastId,
   };
+}
+
+/**
+ * Fan-out replay: R readers at once, each with a connection of its own (so `serve --workers` hands
+ * them to different workers), each replaying the feed by cursor from its own starting cursor
+ * (spread over the feed, so they do not read the same pages), back to the start when it reaches
+ * the end, for `seconds` after `warmupSeconds`. Events and pages per second for all of them.
+ */
+async function fanout(c: { url: string; key: string; starts: string[]; seconds: number; warmupSeconds: number; limit: number }) {
+  let events = 0;
+  let pages = 0;
+  const pageMs: number[] = [];
+  const countFrom = now() + c.warmupSeconds * 1000;
+  const end = countFrom + c.seconds * 1000;
+  const cpu0 = process.cpuUsage();
+  await Promise.all(
+    c.starts.map(async (start) => {
+      const client = new Client(c.url, { pipelining: 1, keepAliveTimeout: 60_000 });
+      let after: string | undefined = start;
+      while (now() < end) {
+        const t0 = now();
+        const { statusCode, body } = await client.request({ method: 'POST', path: '/v1/event_feed', headers: jsonHeaders(c.key), body: JSON.stringify(after === undefined ? { limit: c.limit } : { after, limit: c.limit }) });
+        const text = await body.text();
+        if (statusCode !== 200) throw new Error(`event_feed answered ${statusCode}: ${text.slice(0, 200)}`);
+        const page = JSON.parse(text) as { events: Array<{ id: string }>; next_cursor: string };
+        if (t0 >= countFrom && now() <= end) {
+          pages++;
+          events += page.events.length;
+          pageMs.push(now() - t0);
+        }
+        after = page.events.length === 0 ? undefined : page.next_cursor;
+      }
+      await client.close();
+    }),
+  );
+  const cpu = process.cpuUsage(cpu0);
+  return { readers: c.starts.length, events, pages, seconds: c.seconds, eventsPerSecond: Math.round(events / c.seconds), pageMs: latency(pageMs), clientCpuMsPerPage: round((cpu.user + cpu.system) / 1000 / Math.max(1, pages)) };
 }
 
 interface Probe {
@@ -280,4 +318,4 @@ async function ingest(c: { url: string; keys: string[]; concurrency: number; sec
   return { workspaces: c.keys.length, concurrency: c.concurrency, seconds: round(seconds), events: ok, eventsPerSecond: Math.round(ok / seconds), errors, errorSamples, latency: latency(ms) };
 }
 
-await clientMain({ replay, probe, tail, writer, ingest });
+await clientMain({ replay, probe, tail, writer, ingest, fanout });

@@ -20,7 +20,7 @@ import { Redis } from 'ioredis';
 import knexFactory from 'knex';
 import { CursorCodec } from '../src/feed/cursor.ts';
 import { feedPageJson } from '../src/feed/page.ts';
-import { cpuSecondsOf, cpuSecondsOfAll, machineLoad, memoryOf, ROOT, runClient, sampleLoad, sampleMemory, startFloorServer, startServer, type MemoryPhase } from './processes.ts';
+import { cpuSecondsOf, cpuSecondsOfAll, machineLoad, memoryOf, processTree, ROOT, runClient, sampleLoad, sampleMemory, startFloorServer, startServer, treeCpuSecondsOf, treeRssMbOf, type MemoryPhase } from './processes.ts';
 import { seed, SPARSE_MAILBOXES, type Seeded } from './seed.ts';
 import { median, round, type Latency } from './stats.ts';
 import { evaluateTargets, printTable } from './report.ts';
@@ -41,7 +41,7 @@ const { values } = parseArgs({
     phases: { type: 'string', default: 'all' },
   },
 });
-const PHASES = ['ceiling', 'redis', 'replay', 'depth', 'sparse', 'mcp', 'tail', 'ingest', 'webhooks'] as const;
+const PHASES = ['ceiling', 'redis', 'replay', 'depth', 'sparse', 'mcp', 'tail', 'ingest', 'workers', 'webhooks'] as const;
 const wanted = new Set(values.phases === 'all' ? PHASES : values.phases!.split(','));
 const want = (phase: (typeof PHASES)[number]) => wanted.has(phase);
 
@@ -55,8 +55,8 @@ const runId = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
 
 // Phase sizes: the full run takes 7-11 minutes at 1M events here; --quick under a minute (bench/README.md).
 const P = quick
-  ? { replayRuns: 1, warmupPages: 3, depthRounds: 40, sparseRounds: 20, mcpRounds: 40, tailSeconds: 1, tailDrain: 1, ingestSeconds: 1, ingestWarmup: 0.5 }
-  : { replayRuns: 3, warmupPages: 20, depthRounds: 300, sparseRounds: 60, mcpRounds: 300, tailSeconds: 30, tailDrain: 2, ingestSeconds: 10, ingestWarmup: 2 };
+  ? { replayRuns: 1, warmupPages: 3, depthRounds: 40, sparseRounds: 20, mcpRounds: 40, tailSeconds: 1, tailDrain: 1, ingestSeconds: 1, ingestWarmup: 0.5, fanoutSeconds: 1, fanoutWarmup: 0.5 }
+  : { replayRuns: 3, warmupPages: 20, depthRounds: 300, sparseRounds: 60, mcpRounds: 300, tailSeconds: 30, tailDrain: 2, ingestSeconds: 10, ingestWarmup: 2, fanoutSeconds: 15, fanoutWarmup: 2 };
 const TAIL_CLIENTS = 200;
 // Each tailing client polls again this long after an answer that was not a full page. At 100 ms
 // about half the answers are "nothing new" (the writer's 500 events/s are spread over 100 feeds):
@@ -65,6 +65,9 @@ const TAIL_POLLS_MS = [100, 1000];
 const WRITER_RATE = 500;
 const INGEST_CONCURRENCY = 16;
 const INGEST_WORKSPACES = 100;
+// The workers phase: `serve --workers N` for each N, fan-out replay by this many readers, then tailing as above.
+const WORKER_COUNTS = [1, 2];
+const FANOUT_READERS = 8;
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const cleanups: Array<() => Promise<void>> = [];
@@ -247,6 +250,63 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
       result.ceiling = { ...medianRun(ceiling.runs), parseMsPerPage: ceiling.parseMsPerPage };
     }
 
+    /**
+     * Tailing: TAIL_CLIENTS clients polling every `pollMs` from the heads of the small workspaces
+     * (client i tails workspace i % 100), while a writer emits WRITER_RATE events/s over them;
+     * every client must end with exactly the events written to its workspace.
+     */
+    const tailing = async (url: string, pollMs: number, seedChunk: number) => {
+      const heads = await lastSeqs(database.url, seeded.ingest.map((w) => w.workspaceId));
+      const tailClients = Array.from({ length: TAIL_CLIENTS }, (_, i) => {
+        const ws = seeded.ingest[i % seeded.ingest.length]!;
+        return { key: ws.readKeys[Math.floor(i / seeded.ingest.length)]!, cursor: codec.encode(ws.workspaceId, heads.get(ws.workspaceId) ?? 0) };
+      });
+      const tailWarmup = Math.min(3, P.tailSeconds * 0.2);
+      const [tail, tailWriter] = await Promise.all([
+        runClient<Record<string, any>>('client-http.ts', { mode: 'tail', url, clients: tailClients, pollMs, seconds: P.tailSeconds, warmupSeconds: tailWarmup, limit: 100, drainSeconds: P.tailDrain }),
+        runClient<Record<string, any>>('client-http.ts', { mode: 'writer', url, keys: seeded.ingest.map((w) => w.writeKey), rate: WRITER_RATE, seconds: P.tailSeconds + tailWarmup + 0.5, seedChunk }),
+      ]);
+      const undelivered = tailClients.filter((_, i) => tail.received[i] !== tailWriter.okPerKey[i % seeded.ingest.length]).length;
+      delete tail.received;
+      delete tailWriter.okPerKey;
+      return { ...tail, writer: tailWriter, clientsMissingEvents: undelivered, allDelivered: undelivered === 0 };
+    };
+
+    /**
+     * `serve --workers N` for each of WORKER_COUNTS, on its own: FANOUT_READERS readers replaying at
+     * once (each on its own connection, from its own place in the measured workspace), then tailing
+     * at 100 ms as above. CPU and RSS are the primary's and its workers' together.
+     */
+    const workersPhase = async () => {
+      const runs: Record<string, unknown> = {};
+      const N = seeded.lastSeq;
+      const starts = Array.from({ length: FANOUT_READERS }, (_, i) => codec.encode(seeded.workspaceId, Math.floor((i * N) / FANOUT_READERS)));
+      for (const workers of WORKER_COUNTS) {
+        log(`[${kind}] ${workers} worker(s): fan-out replay by ${FANOUT_READERS} readers for ${P.fanoutSeconds} s, then tailing at 100 ms…`);
+        const served = await startServer(database.url, { env: { WORKERS: String(workers) } });
+        try {
+          // /healthz answers once one worker listens: wait for the others to be up.
+          const deadline = Date.now() + 30_000;
+          while (processTree(served.pid).length < workers + (workers > 1 ? 1 : 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+          await new Promise((r) => setTimeout(r, workers > 1 ? 2000 : 0));
+          const cpu0 = treeCpuSecondsOf(served.pid);
+          const fan = await runClient<Record<string, any>>('client-http.ts', { mode: 'fanout', url: served.url, key: seeded.keys.read, starts, seconds: P.fanoutSeconds, warmupSeconds: P.fanoutWarmup, limit: 500 });
+          // Warm-up included: the CPU of every page served.
+          const fanCpu = treeCpuSecondsOf(served.pid) - cpu0;
+          const fanRss = treeRssMbOf(served.pid);
+          const tailCpu0 = treeCpuSecondsOf(served.pid);
+          const tail = await tailing(served.url, 100, 7_000_011 + workers);
+          runs[String(workers)] = {
+            fanout: { ...fan, serverCpuSecondsPerSecond: round(fanCpu / (P.fanoutSeconds + P.fanoutWarmup), 2), rssMbAfter: round(fanRss, 1) },
+            tail: { ...tail, serverCpuSeconds: round(treeCpuSecondsOf(served.pid) - tailCpu0, 2), rssMbAfter: round(treeRssMbOf(served.pid), 1) },
+          };
+        } finally {
+          await served.stop();
+        }
+      }
+      return runs;
+    };
+
     const profileDir = values.profile ? join(values.profile, `${kind}-${runId}`) : undefined;
     if (profileDir) mkdirSync(profileDir, { recursive: true });
     const server = await startServer(database.url, { cpuProfileDir: profileDir });
@@ -341,26 +401,12 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
       if (want('tail')) {
         for (const pollMs of TAIL_POLLS_MS) {
           log(`[${kind}] tailing: ${TAIL_CLIENTS} clients on ${INGEST_WORKSPACES} feeds polling every ${pollMs} ms, writer ${WRITER_RATE} events/s over them, ${P.tailSeconds} s…`);
-          // Client i tails small workspace i % 100 from where it is now; the writer spreads its events over the same workspaces.
-          const heads = await lastSeqs(database.url, seeded.ingest.map((w) => w.workspaceId));
-          const tailClients = Array.from({ length: TAIL_CLIENTS }, (_, i) => {
-            const ws = seeded.ingest[i % seeded.ingest.length]!;
-            return { key: ws.readKeys[Math.floor(i / seeded.ingest.length)]!, cursor: codec.encode(ws.workspaceId, heads.get(ws.workspaceId) ?? 0) };
-          });
-          const tailWarmup = Math.min(3, P.tailSeconds * 0.2);
           const tailMemory = sampleMemory(server.pid);
           const tailCpu0 = cpuSecondsOf(server.pid);
-          const [tail, tailWriter] = await Promise.all([
-            runClient<Record<string, any>>('client-http.ts', { mode: 'tail', url: server.url, clients: tailClients, pollMs, seconds: P.tailSeconds, warmupSeconds: tailWarmup, limit: 100, drainSeconds: P.tailDrain }),
-            runClient<Record<string, any>>('client-http.ts', { mode: 'writer', url: server.url, keys: seeded.ingest.map((w) => w.writeKey), rate: WRITER_RATE, seconds: P.tailSeconds + tailWarmup + 0.5, seedChunk: 7_000_001 + pollMs }),
-          ]);
+          const tail = await tailing(server.url, pollMs, 7_000_001 + pollMs);
           const phase = tailMemory.stop();
           if (!memory.tail || phase.peakMb > (memory.tail as MemoryPhase).peakMb) memory.tail = phase;
-          const serverCpu = cpuSecondsOf(server.pid) - tailCpu0;
-          const undelivered = tailClients.filter((_, i) => tail.received[i] !== tailWriter.okPerKey[i % seeded.ingest.length]).length;
-          delete tail.received;
-          delete tailWriter.okPerKey;
-          result[pollMs === 100 ? 'tail' : 'tailSlow'] = { ...tail, writer: tailWriter, serverCpuSeconds: round(serverCpu, 2), clientsMissingEvents: undelivered, allDelivered: undelivered === 0 };
+          result[pollMs === 100 ? 'tail' : 'tailSlow'] = { ...tail, serverCpuSeconds: round(cpuSecondsOf(server.pid) - tailCpu0, 2) };
         }
         if (kind === 'postgres') {
           // The floor: the same clients at 100 ms against a bare server answering "nothing new",
@@ -438,6 +484,7 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
     } finally {
       await server.stop();
     }
+    if (want('workers')) result.workers = await workersPhase();
     if (want('webhooks')) {
       log(`[${kind}] webhooks: another workspace's delivery latency beside 16 slow endpoints and a tarpit…`);
       result.webhooks = await webhooksPhase(database.url, { quick, log });

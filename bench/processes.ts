@@ -182,6 +182,38 @@ function statOf(pid: number | string): { name: string; user: number; sys: number
 }
 const CLOCK_TICKS = 100;
 
+/** The pids of a process's live children (every thread's), from /proc. */
+function childrenOf(pid: number): number[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
+      readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8')
+        .split(' ')
+        .filter(Boolean)
+        .map(Number),
+    );
+  } catch {
+    return [];
+  }
+}
+
+/** A process and its descendants now (a `serve --workers` primary and its workers). */
+export function processTree(pid: number): number[] {
+  return [pid, ...childrenOf(pid).flatMap(processTree)];
+}
+
+/**
+ * CPU seconds used so far by a process and its live descendants (a primary and its workers).
+ * A worker that exits takes its share with it: compare readings taken while the same processes live.
+ */
+export function treeCpuSecondsOf(pid: number): number {
+  return processTree(pid).reduce((sum, p) => sum + cpuSecondsOf(p), 0);
+}
+
+/** VmRSS of a process and its live descendants, in MB. */
+export function treeRssMbOf(pid: number): number {
+  return processTree(pid).reduce((sum, p) => sum + (memoryOf(p)?.rssMb ?? 0), 0);
+}
+
 /** CPU seconds (user + system) a process has used so far; NaN once it is gone. */
 export function cpuSecondsOf(pid: number): number {
   try {

@@ -120,6 +120,11 @@ export function printTable(r: any): string {
       : `WAL ${fmt(d.ingest.oneWorkspace.walBytesPerEvent)} / ${fmt(d.ingest.manyWorkspaces.walBytesPerEvent)} B (full pages ${fmt(d.ingest.oneWorkspace.fullPageImagesPerEvent, 3)} / ${fmt(d.ingest.manyWorkspaces.fullPageImagesPerEvent, 3)}), CPU ${fmt(d.ingest.oneWorkspace.databaseCpuMsPerEvent, 2)} / ${fmt(d.ingest.manyWorkspaces.databaseCpuMsPerEvent, 2)} ms`,
   );
   both('ingest floor (bare insert) → 1 ws / 100 ws', (d) => `${fmt(d.ingestFloor.oneWorkspace.eventsPerSecond)} / ${fmt(d.ingestFloor.manyWorkspaces.eventsPerSecond)} ev/s (100 ÷ 1 = ${fmt(d.ingestFloor.manyWorkspaces.eventsPerSecond / d.ingestFloor.oneWorkspace.eventsPerSecond, 2)}), ${d.ingestFloor.oneWorkspace.errors + d.ingestFloor.manyWorkspaces.errors} err`);
+  for (const workers of ['1', '2']) {
+    const cpu = (d: any) => d.workers[workers];
+    both(`${workers} worker(s): fan-out replay, 8 readers`, (d) => `${fmt(cpu(d).fanout.eventsPerSecond)} ev/s, page ${lat(cpu(d).fanout.pageMs)}, ${fmt(cpu(d).fanout.serverCpuSecondsPerSecond * 100, 0)}% of a core`);
+    both(`${workers} worker(s): tailing 200 clients, poll 100 ms`, (d) => `${fmt(cpu(d).tail.requestsPerSecond)} req/s, ${lat(cpu(d).tail.latency)}, ${fmt((cpu(d).tail.serverCpuSeconds / cpu(d).tail.totalSeconds) * 100, 0)}% of a core, ${cpu(d).tail.allDelivered ? 'all delivered' : 'MISSED EVENTS'}, RSS ${fmt(cpu(d).tail.rssMbAfter, 0)} MB`);
+  }
   both('HTTP page of 100', (d) => lat(d.mcp.http));
   both('MCP tools/call page of 100', (d) => `${lat(d.mcp.mcp)} (×${fmt(d.mcp.ratio, 2)})`);
   const victim = (w: any) => `p50 ${fmt(w.victim.latencyMs.p50, 0)} / p99 ${fmt(w.victim.latencyMs.p99, 0)} / max ${fmt(w.victim.latencyMs.max, 0)} ms, ${w.victim.delivered}/${w.victim.emitted} delivered`;
