@@ -5,6 +5,8 @@ export interface Config {
   host: string;
   port: number;
   databaseUrl: string;
+  /** Streaming replicas of a Postgres DATABASE_URL that may serve catch-up pages (DATABASE_READ_URLS, comma-separated). */
+  databaseReadUrls: string[];
   /** Cursor HMAC secret; when absent, one is generated once and shared through the database. */
   cursorSecret: string | undefined;
   logLevel: string;
@@ -109,10 +111,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: env.HOST || '127.0.0.1',
     port,
     databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
+    databaseReadUrls: readUrls(env),
     cursorSecret: secret,
     logLevel: env.LOG_LEVEL || 'info',
     workers: env.WORKERS ? parseWorkerCount(env.WORKERS, 'WORKERS') : 1,
   };
+}
+
+/** DATABASE_READ_URLS: Postgres URLs, comma-separated (never echoed: they may hold passwords). */
+function readUrls(env: NodeJS.ProcessEnv): string[] {
+  const urls = (env.DATABASE_READ_URLS ?? '').split(',').map((url) => url.trim()).filter(Boolean);
+  urls.forEach((url, i) => {
+    if (!/^postgres(ql)?:\/\//.test(url)) throw new ConfigError(`DATABASE_READ_URLS: entry ${i + 1} is not a postgres:// URL`);
+  });
+  if (urls.length > 0 && !/^postgres(ql)?:\/\//.test(env.DATABASE_URL ?? '')) throw new ConfigError('DATABASE_READ_URLS names replicas of a Postgres database: set DATABASE_URL to its primary (postgres://…)');
+  return urls;
 }
 
 /** The most workers `serve` forks: past a few per core they only add memory and database connections. */

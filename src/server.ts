@@ -29,7 +29,7 @@ export interface RunningServer {
 /** Opens the database, migrates it, optionally seeds the demo, and listens. */
 export async function startServer(config: Config, log: Logger, options: { seedDemo?: boolean; clock?: Clock } = {}): Promise<RunningServer> {
   await migrateDatabase(config.databaseUrl, log);
-  const store = openStore(config.databaseUrl, { checkpointInBackground: true });
+  const store = openStore(config.databaseUrl, { checkpointInBackground: true, readUrls: config.databaseReadUrls });
   let services: AppServices, demo: DemoAtStart | undefined, server: Server, connections: ConnectionGate;
   try {
     services = await createServices(store, config, options.clock);
@@ -68,6 +68,8 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
   webhooks.start();
   // Where a change channel exists (Postgres), every instance hears each commit and key change.
   const changes = store.listenForChanges?.(services.changes, log);
+  // Replicas serve catch-up pages once a probe shows them up (store/postgres/replicas.ts).
+  const replicas = store.replicas?.watch(log);
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -88,6 +90,7 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
       await pruning.stop();
       await webhooks.stop();
       await changes?.stop();
+      await replicas?.stop();
       await store.close();
     })());
   return { url, server, connections, services, webhooks, close };

@@ -21,16 +21,18 @@ import type { FeedWatermarks } from './storage.ts';
  * there then, unless its events are too young for any prune: no process prunes an event younger
  * than MIN_RETENTION_DAYS (config.ts refuses less), so one stored after `nowMs` minus that, less a
  * day for clocks that disagree, is still there. An older page read ahead asks the watermark.
+ * So does a page read on a replica (store/postgres/replicas.ts), which shows the feed as it was
+ * before the prunes the replica has not applied yet: the watermark asked is the primary's.
  */
 export async function assertCursorNotExpired(
   watermarks: FeedWatermarks,
   workspaceId: string,
   scope: FeedScope,
   afterSeq: number,
-  page?: Pick<StoredPage, 'count' | 'lastSeq' | 'prunedThrough' | 'prefetched' | 'oldestStoredAtMs'>,
+  page?: Pick<StoredPage, 'count' | 'lastSeq' | 'prunedThrough' | 'prefetched' | 'oldestStoredAtMs' | 'fromReplica'>,
   nowMs: number = Date.now(),
 ): Promise<void> {
-  const current = page !== undefined && (!page.prefetched || (page.oldestStoredAtMs ?? -Infinity) > nowMs - PRUNE_FREE_AGE_MS);
+  const current = page !== undefined && (!(page.prefetched || page.fromReplica) || (page.oldestStoredAtMs ?? -Infinity) > nowMs - PRUNE_FREE_AGE_MS);
   if (current && page.count > 0 && scope.readRightAfter(afterSeq, page)) return;
   // A restricted page read on Postgres brought its mailboxes' watermark, from its own snapshot.
   const pruned =

@@ -58,6 +58,15 @@ export class FeedHeads {
     return head !== undefined && this.#now() - head.confirmedAt <= this.#trustMs() ? head.seq : undefined;
   }
 
+  /**
+   * The last head this process heard or learned for the workspace, trusted now or not: a lower
+   * bound of the real one, which only rises. A hint (is a reader a page or more behind?), never a
+   * proof.
+   */
+  atLeast(workspaceId: string): number | undefined {
+    return this.#heads.get(workspaceId)?.seq;
+  }
+
   /** Taken when a request arrives: `nothingAfterNow` then counts every commit made before it. */
   ticket(): number {
     return this.trust.roundTrips.ticket();

@@ -71,7 +71,7 @@ export class FeedReader {
 
     const mark = this.heads.mark();
     const startedAt = this.heads.now();
-    const page = await this.storage.readPage({ workspaceId, afterSeq, limit, mailboxes: scope.mailboxes, withFacts });
+    const page = await this.storage.readPage({ workspaceId, afterSeq, limit, mailboxes: scope.mailboxes, withFacts, catchUp: this.#catchingUp(workspaceId, afterSeq, limit) });
     // Refused if retention removed events after the cursor (feed/expiry.ts); past this, an empty
     // page means nothing is after the cursor.
     await assertCursorNotExpired(this.storage, workspaceId, scope, afterSeq, page, this.clock.now().getTime());
@@ -93,7 +93,7 @@ export class FeedReader {
       const mark = this.heads.mark();
       const startedAt = this.heads.now();
       const afterSeq = await this.storage.prunedThrough(workspaceId);
-      const page = await this.storage.readPage({ workspaceId, afterSeq, limit, mailboxes: scope.mailboxes, withFacts });
+      const page = await this.storage.readPage({ workspaceId, afterSeq, limit, mailboxes: scope.mailboxes, withFacts, catchUp: this.#catchingUp(workspaceId, afterSeq, limit) });
       // A whole-feed page with events shows for itself where it starts; otherwise the watermark,
       // read again, tells whether a prune came in between.
       const startsAtOldest =
@@ -101,6 +101,16 @@ export class FeedReader {
       if (startsAtOldest) this.#learnHead(r, afterSeq, page, mark, startedAt);
       if (startsAtOldest || attempt === FIRST_PAGE_ATTEMPTS) return { events: page, afterSeq };
     }
+  }
+
+  /**
+   * Whether a read after `afterSeq` is likely a page or more behind the head, so that a read replica
+   * may serve it (store/postgres/replicas.ts; only a whole page is taken from one): the head is at
+   * least a page ahead, or this process does not know it (a replay of a workspace it has not seen).
+   */
+  #catchingUp(workspaceId: string, afterSeq: number, limit: number): boolean {
+    const head = this.heads.atLeast(workspaceId);
+    return head === undefined || head - afterSeq >= limit;
   }
 
   /** A short page of the whole feed, read now (begun at `mark`) and holding every seq after the cursor, saw the workspace's head. */

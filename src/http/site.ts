@@ -63,8 +63,10 @@ export function siteRouter(store: Store): Router {
   router.get('/version', (_req, res) => void res.json(serviceVersion()));
   const readiness = sharedReadiness(store);
   router.get('/readyz', async (_req, res) => {
-    if (await readiness()) res.json({ status: 'ready' });
-    else res.status(503).json({ status: 'not ready', reason: 'database unreachable' });
+    // Replicas only take reads off the primary: one that does not serve is reported, not a reason to stop.
+    const replicas = store.replicas ? { replicas: store.replicas.status() } : {};
+    if (await readiness()) res.json({ status: 'ready', ...replicas });
+    else res.status(503).json({ status: 'not ready', reason: 'database unreachable', ...replicas });
   });
   return router;
 }

@@ -20,10 +20,15 @@ export interface OpenOptions {
   queryTimeoutMs?: number;
   /** SQLite: checkpoint the WAL off the event loop (a long-running server). */
   checkpointInBackground?: boolean;
+  /** Postgres: streaming replicas of the database that may serve catch-up pages (DATABASE_READ_URLS). */
+  readUrls?: readonly string[];
 }
 
 const openers: Record<string, (url: string, options: OpenOptions) => Store> = {
-  'sqlite:': (url, options) => createStore(sqliteAdapter(sqliteFileOf(url)!, options)),
+  'sqlite:': (url, options) => {
+    if (options.readUrls?.length) throw new Error('DATABASE_READ_URLS names replicas of a Postgres database: DATABASE_URL is SQLite');
+    return createStore(sqliteAdapter(sqliteFileOf(url)!, options));
+  },
   'postgres:': (url, options) => createStore(postgresAdapter(url, options)),
   'postgresql:': (url, options) => createStore(postgresAdapter(url, options)),
 };

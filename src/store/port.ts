@@ -69,6 +69,23 @@ export interface PageQuery {
   mailboxes: readonly string[] | null;
   /** Also return each event's type and occurred_at (for a text about the page, without parsing it). */
   withFacts?: boolean;
+  /**
+   * The reader is likely a page or more behind the head (a replay, a catch-up): a read replica may
+   * answer it (`Store.replicas`), if its page comes back whole; a reader at the head is answered by
+   * the primary.
+   */
+  catchUp?: boolean;
+}
+
+/** A read replica as the service sees it now (/readyz, logs). */
+export interface ReplicaStatus {
+  /** `replica N (host:port/database)`: never credentials. */
+  name: string;
+  serving: boolean;
+  /** Why it does not serve. */
+  reason?: string;
+  /** How far behind the primary its last applied commit was, at the last probe (null: nothing applied since it started). */
+  lagMs?: number | null;
 }
 
 /** What a person is told of a page's events without parsing them: per event, in page order. */
@@ -106,6 +123,11 @@ export interface StoredPage {
    * any prune (feed/expiry.ts), it proves nothing about what retention removed since.
    */
   prefetched?: boolean;
+  /**
+   * Read on a replica (store/postgres/replicas.ts): a view of a moment ago, which may predate a
+   * prune the primary has made; what retention removed is asked of the primary (feed/expiry.ts).
+   */
+  fromReplica?: boolean;
 }
 
 /** Whether no later read can give this page more events: it holds `limit` events, or stopped at the byte cap. */
@@ -243,6 +265,14 @@ export interface Store {
    * (store/postgres/changes.ts). Absent where nothing else writes without this process knowing.
    */
   readonly listenForChanges?: (events: ChangeEvents, log: Logger, options?: { pingIntervalMs?: number; pingTimeoutMs?: number }) => ChangeListener;
+  /**
+   * Read replicas (Postgres, DATABASE_READ_URLS) that serve catch-up pages (postgres/replicas.ts):
+   * none serves until `watch` probes them (the server does; the CLI and the library read the primary).
+   */
+  readonly replicas?: {
+    status(): ReplicaStatus[];
+    watch(log: Logger): { stop(): Promise<void> };
+  };
   /**
    * How appends may share the database: `concurrent` statements in flight at once (1: a single
    * writer), and whether one may skip the workspaces another transaction holds (AppendOptions.skipLocked).

@@ -7,7 +7,7 @@ import type { SearchSession } from './search-session.ts';
  * (append, page, list_events' statements), the few places its SQL differs, and its capabilities.
  * common/store.ts builds the Store from it. A new database is a new folder implementing this.
  */
-export interface Adapter extends Pick<Store, 'description' | 'knex' | 'appends' | 'othersWritesVersion' | 'listenForChanges'> {
+export interface Adapter extends Pick<Store, 'description' | 'knex' | 'appends' | 'othersWritesVersion' | 'listenForChanges' | 'replicas'> {
   /** Appends `sorted` (workspace order) after `sortOut` dropped what is stored; see Store.append. */
   append(sorted: WorkspaceAppend[], storedAt: number, sortOut: SortOutStored, options: AppendOptions): Promise<FirstSeqs>;
   /** One page, read now (common/feed-page.ts adds the read-ahead). */

@@ -33,6 +33,7 @@ export function createStore(adapter: Adapter): Store {
     appends: adapter.appends,
     ...(adapter.othersWritesVersion ? { othersWritesVersion: adapter.othersWritesVersion } : {}),
     ...(adapter.listenForChanges ? { listenForChanges: adapter.listenForChanges } : {}),
+    ...(adapter.replicas ? { replicas: adapter.replicas } : {}),
 
     append: (appends, storedAt, sortOut, options = {}) => adapter.append(appends, storedAt, sortOut, options),
     readPage,

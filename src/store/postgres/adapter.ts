@@ -6,6 +6,7 @@ import { appendOnPostgres } from './append.ts';
 import { HEADS_CHANNEL, listenForChanges } from './changes.ts';
 import { openPostgresKnex } from './connection.ts';
 import { queryPostgresPage } from './page.ts';
+import { ReadReplicas } from './replicas.ts';
 import { postgresSearchSession } from './search.ts';
 
 // Arbitrary, fixed: the advisory lock every event-feed instance takes around migrations.
@@ -27,8 +28,9 @@ export function migratePostgres(knex: Knex): Promise<string[]> {
  * Postgres: a pool of connections, several instances sharing the database. Each instance hears
  * the others' commits and key changes on a channel of its own (postgres/changes.ts).
  */
-export function postgresAdapter(url: string, options: { queryTimeoutMs?: number } = {}): Adapter {
+export function postgresAdapter(url: string, options: { queryTimeoutMs?: number; readUrls?: readonly string[] } = {}): Adapter {
   const knex: Knex = openPostgresKnex(url, options);
+  const replicas = options.readUrls?.length ? new ReadReplicas(options.readUrls) : undefined;
   return {
     description: 'Postgres',
     knex,
@@ -37,7 +39,9 @@ export function postgresAdapter(url: string, options: { queryTimeoutMs?: number 
     appends: { concurrent: 2, skipLocked: true },
     listenForChanges: (events, log, listenOptions) => listenForChanges(url, events, log, listenOptions),
     append: (appends, storedAt, sortOut, appendOptions) => appendOnPostgres(knex, HEADS_CHANNEL, appends, storedAt, sortOut, appendOptions),
-    queryPage: (q) => queryPostgresPage(knex, q),
+    // A catch-up page from a replica when one serves it whole; anything else from the primary (replicas.ts).
+    queryPage: async (q) => (q.catchUp && replicas ? await replicas.wholePage(q) : undefined) ?? (await queryPostgresPage(knex, q)),
+    ...(replicas ? { replicas: { status: () => replicas.status(), watch: (log) => replicas.watch(log) } } : {}),
     searchSession: () => postgresSearchSession(knex),
     readRows: (sql, bindings) => queryRows(knex, sql, bindings),
     beginWrite: async () => {},
@@ -45,6 +49,9 @@ export function postgresAdapter(url: string, options: { queryTimeoutMs?: number 
     lockRow: async (trx, table, id) => void (await trx(table).where({ id }).forUpdate().first('id')),
     sql: { greatest: 'GREATEST', skipLocked: 'FOR UPDATE SKIP LOCKED', notIndexed: '' },
     migrate: () => migratePostgres(knex),
-    close: () => knex.destroy(),
+    close: async () => {
+      await replicas?.close();
+      await knex.destroy();
+    },
   };
 }

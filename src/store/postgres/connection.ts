@@ -56,7 +56,7 @@ function dropConnectionOnTimeout(conn: PgConnection): void {
  * A knex pool on a Postgres URL. `queryTimeoutMs` bounds how long a query may wait for an answer;
  * 0 lifts it, for migrations that may legitimately run long.
  */
-export function openPostgresKnex(url: string, options: { queryTimeoutMs?: number } = {}): Knex {
+export function openPostgresKnex(url: string, options: { queryTimeoutMs?: number; poolMax?: number } = {}): Knex {
   pgModule();
   const queryTimeoutMs = options.queryTimeoutMs ?? QUERY_TIMEOUT_MS;
   const watched = queryTimeoutMs > 0;
@@ -81,7 +81,7 @@ export function openPostgresKnex(url: string, options: { queryTimeoutMs?: number
     },
     pool: {
       min: 0,
-      max: 10,
+      max: options.poolMax ?? 10,
       afterCreate(conn: PgConnection, done: (err: Error | null, conn: unknown) => void) {
         dropConnectionOnTimeout(conn);
         done(null, conn);
