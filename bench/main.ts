@@ -20,6 +20,8 @@ import { Redis } from 'ioredis';
 import knexFactory from 'knex';
 import { CursorCodec } from '../src/feed/cursor.ts';
 import { feedPageJson } from '../src/feed/page.ts';
+import { clustersAvailable } from './pg-cluster.ts';
+import { replicasPhase } from './replicas-phase.ts';
 import { cpuSecondsOf, cpuSecondsOfAll, machineLoad, memoryOf, processTree, ROOT, runClient, sampleLoad, sampleMemory, startFloorServer, startServer, treeCpuSecondsOf, treeRssMbOf, type MemoryPhase } from './processes.ts';
 import { seed, SPARSE_MAILBOXES, type Seeded } from './seed.ts';
 import { median, round, type Latency } from './stats.ts';
@@ -41,7 +43,7 @@ const { values } = parseArgs({
     phases: { type: 'string', default: 'all' },
   },
 });
-const PHASES = ['ceiling', 'redis', 'replay', 'depth', 'sparse', 'mcp', 'tail', 'ingest', 'workers', 'webhooks'] as const;
+const PHASES = ['ceiling', 'redis', 'replay', 'depth', 'sparse', 'mcp', 'tail', 'ingest', 'workers', 'webhooks', 'replicas'] as const;
 const wanted = new Set(values.phases === 'all' ? PHASES : values.phases!.split(','));
 const want = (phase: (typeof PHASES)[number]) => wanted.has(phase);
 
@@ -485,6 +487,12 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
       await server.stop();
     }
     if (want('workers')) result.workers = await workersPhase();
+    if (kind === 'postgres' && want('replicas')) {
+      // On a primary and a replica of its own; at most 200,000 events (the seed and the replica's catch-up take time).
+      result.replicas = clustersAvailable()
+        ? await replicasPhase({ events: Math.min(events, 200_000), seconds: P.fanoutSeconds, warmupSeconds: P.fanoutWarmup, log })
+        : { skipped: 'no Postgres 15 binaries to start a primary and a replica' };
+    }
     if (want('webhooks')) {
       log(`[${kind}] webhooks: another workspace's delivery latency beside 16 slow endpoints and a tarpit…`);
       result.webhooks = await webhooksPhase(database.url, { quick, log });

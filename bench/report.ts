@@ -125,6 +125,10 @@ export function printTable(r: any): string {
     both(`${workers} worker(s): fan-out replay, 8 readers`, (d) => `${fmt(cpu(d).fanout.eventsPerSecond)} ev/s, page ${lat(cpu(d).fanout.pageMs)}, ${fmt(cpu(d).fanout.serverCpuSecondsPerSecond * 100, 0)}% of a core`);
     both(`${workers} worker(s): tailing 200 clients, poll 100 ms`, (d) => `${fmt(cpu(d).tail.requestsPerSecond)} req/s, ${lat(cpu(d).tail.latency)}, ${fmt((cpu(d).tail.serverCpuSeconds / cpu(d).tail.totalSeconds) * 100, 0)}% of a core, ${cpu(d).tail.allDelivered ? 'all delivered' : 'MISSED EVENTS'}, RSS ${fmt(cpu(d).tail.rssMbAfter, 0)} MB`);
   }
+  const replicaRun = (run: any) =>
+    `readers ${fmt(run.readers.eventsPerSecond)} ev/s, writers ${fmt(run.writers.eventsPerSecond)} ev/s; primary ${fmt(run.primaryCpuPerSecond * 100, 0)}% of a core, ${fmt(run.primaryCpuMsPer1000EventsServed, 2)} ms per 1,000 served`;
+  rows.push(['replicas: 8 readers + 16 writers, primary alone', 'n/a', cell(r.postgres, (d) => replicaRun(d.replicas.primaryAlone))]);
+  rows.push(['  same, with one replica', 'n/a', cell(r.postgres, (d) => `${replicaRun(d.replicas.withReplica)}; replica ${fmt(d.replicas.withReplica.replicaCpuPerSecond * 100, 0)}%`)]);
   both('HTTP page of 100', (d) => lat(d.mcp.http));
   both('MCP tools/call page of 100', (d) => `${lat(d.mcp.mcp)} (×${fmt(d.mcp.ratio, 2)})`);
   const victim = (w: any) => `p50 ${fmt(w.victim.latencyMs.p50, 0)} / p99 ${fmt(w.victim.latencyMs.p99, 0)} / max ${fmt(w.victim.latencyMs.max, 0)} ms, ${w.victim.delivered}/${w.victim.emitted} delivered`;

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { postgresAvailable, underCi } from './support/databases.ts';
 
-const SECTIONS = ['seed', 'ceiling', 'replay', 'replayFloor', 'depth', 'sparse', 'mcp', 'tail', 'tailSlow', 'ingest', 'memory', 'webhooks', 'machineLoad'];
+const SECTIONS = ['seed', 'ceiling', 'replay', 'replayFloor', 'depth', 'sparse', 'mcp', 'tail', 'tailSlow', 'ingest', 'workers', 'memory', 'webhooks', 'machineLoad'];
 
 describe('npm run bench -- --quick', () => {
   it('runs every part on SQLite, Postgres and the Redis peer and writes its results (no timing asserted)', { timeout: 600_000 }, async () => {
@@ -44,12 +44,23 @@ describe('npm run bench -- --quick', () => {
         assert.ok(results[kind].ingest.oneWorkspace.events > 0 && results[kind].ingest.manyWorkspaces.events > 0, `${kind} ingestion measured`);
         for (const scope of ['1 mailbox', '10 mailboxes', '50 mailboxes']) assert.ok(results[kind].sparse.scopes[scope].ratio > 0, `${kind} key of ${scope} measured`);
         assert.ok(results[kind].webhooks.defaults.victim.emitted > 0 && results[kind].webhooks.defaults.noisy.delivered > 0, `${kind} webhook fairness measured`);
+        for (const workers of ['1', '2']) {
+          const run = results[kind].workers[workers];
+          assert.ok(run.fanout.events > 0 && run.tail.requests > 0 && run.tail.allDelivered, `${kind} with ${workers} worker(s): fan-out replay and tailing measured, every event delivered`);
+        }
       }
       if (withPostgres) {
         assert.ok(results.postgres.ingest.oneWorkspace.walBytesPerEvent > 0 && results.postgres.ingest.manyWorkspaces.walBytesPerEvent > 0, 'Postgres WAL per event measured');
         // --quick runs the floor after the round trip only (the bare answer is the same server without it).
         const floor = results.postgres.tailFloor;
         assert.ok(floor.roundTrip.requests > 0 && floor.roundTrip.errors === 0, 'Postgres tailing floor (after the round trip) measured without errors');
+        const replicas = results.postgres.replicas;
+        if (!replicas.skipped || underCi()) {
+          for (const run of [replicas.primaryAlone, replicas.withReplica]) {
+            assert.ok(run.readers.eventsPerSecond > 0 && run.writers.eventsPerSecond > 0 && run.writers.errors === 0, `replicas phase measured: ${JSON.stringify(run)}`);
+          }
+          assert.ok(replicas.withReplica.replicaScans > 0 && replicas.primaryAlone.replicaScans === 0, `the replica served pages only when named: ${replicas.primaryAlone.replicaScans} / ${replicas.withReplica.replicaScans} scans`);
+        }
         const ingestFloor = results.postgres.ingestFloor;
         assert.ok(ingestFloor.oneWorkspace.events > 0 && ingestFloor.manyWorkspaces.events > 0, 'Postgres ingestion floor measured');
         assert.equal(ingestFloor.oneWorkspace.errors + ingestFloor.manyWorkspaces.errors, 0, `Postgres ingestion floor without errors: ${JSON.stringify(ingestFloor.oneWorkspace.errorSamples)}`);

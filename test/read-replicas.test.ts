@@ -12,7 +12,7 @@ import { publish } from '../src/library.ts';
 import { openStore } from '../src/store/open-store.ts';
 import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, underCi } from './support/databases.ts';
-import { clustersAvailable, startPrimaryAndReplicas, type PrimaryAndReplicas } from './support/pg-cluster.ts';
+import { clustersAvailable, startPrimaryAndReplicas, type PrimaryAndReplicas } from '../bench/pg-cluster.ts';
 import { provision, startProcessServer, type ProcessServer } from './support/process-server.ts';
 
 const runnable = (await postgresAvailable()) && (clustersAvailable() || (underCi() ? assert.fail('CI=true but Postgres 15 binaries to start clusters are missing') : false));

@@ -1,5 +1,5 @@
 /**
- * Throwaway Postgres clusters for tests that need a primary and a streaming replica: Debian's
+ * Throwaway Postgres clusters for tests and the benchmark that need a primary and streaming replicas: Debian's
  * Postgres 15 binaries, run as the `postgres` user (Postgres refuses root), in temporary folders,
  * on ports of their own; stopped and removed by `stop()`. The machine's own cluster on 5432 is left
  * alone (its pg_hba.conf has no replication line).
@@ -9,7 +9,7 @@ import { chmodSync, existsSync, mkdtempSync, rmSync, appendFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from './process-server.ts';
+import { freePort } from './processes.ts';
 
 const run = promisify(execFile);
 const BIN = '/usr/lib/postgresql/15/bin';
