@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { AppendOptions, FirstSeqs, PageQuery, SortOutStored, Store, StoredPage, WorkspaceAppend } from '../port.ts';
+import type { SearchPage, SearchQuery } from './event-search.ts';
 import type { SearchSession } from './search-session.ts';
 
 /**
@@ -14,6 +15,8 @@ export interface Adapter extends Pick<Store, 'description' | 'knex' | 'appends' 
   queryPage(q: PageQuery): Promise<StoredPage>;
   /** list_events' statements on this database (common/event-search.ts plans them). */
   searchSession(): SearchSession;
+  /** A list_events page from a read replica, when one can answer it as the primary would (postgres/replicas.ts); undefined: ask the primary. */
+  searchOnReplica?(q: SearchQuery): Promise<SearchPage | undefined>;
   /**
    * Rows of a small fixed read (`?` placeholders), off the write path where the database has one
    * (SQLite's read connection never waits behind a write transaction).

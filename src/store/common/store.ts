@@ -38,7 +38,7 @@ export function createStore(adapter: Adapter): Store {
     append: (appends, storedAt, sortOut, options = {}) => adapter.append(appends, storedAt, sortOut, options),
     readPage,
     readPageRows: (q) => readPageRows(readRows, q),
-    searchEvents: (q) => searchEvents(adapter.searchSession(), q),
+    searchEvents: async (q) => (await adapter.searchOnReplica?.(q)) ?? (await searchEvents(adapter.searchSession(), q)),
     eventsAfter: (workspaceId, afterSeq, limit) => eventsAfter(knex, workspaceId, afterSeq, limit),
 
     feedHead: (workspaceId) => feedHead(readRows, workspaceId),

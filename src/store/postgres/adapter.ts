@@ -43,6 +43,7 @@ export function postgresAdapter(url: string, options: { queryTimeoutMs?: number;
     queryPage: async (q) => (q.catchUp && replicas ? await replicas.wholePage(q) : undefined) ?? (await queryPostgresPage(knex, q)),
     ...(replicas ? { replicas: { status: () => replicas.status(), watch: (log) => replicas.watch(log) } } : {}),
     searchSession: () => postgresSearchSession(knex),
+    ...(replicas ? { searchOnReplica: (q) => replicas.search(q) } : {}),
     readRows: (sql, bindings) => queryRows(knex, sql, bindings),
     beginWrite: async () => {},
     // Under READ COMMITTED two transactions could each read a count and both insert: they take turns on the row.

@@ -1,8 +1,12 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../../log.ts';
+import { searchEvents, type SearchPage, type SearchQuery } from '../common/event-search.ts';
+import { feedHead } from '../common/events.ts';
+import { queryRows } from '../common/sql.ts';
 import { isWhole, type PageQuery, type ReplicaStatus, type StoredPage } from '../port.ts';
 import { openPostgresKnex } from './connection.ts';
 import { queryPostgresPage } from './page.ts';
+import { postgresSearchSession } from './search.ts';
 
 /** How often each replica is probed (reachable, still a standby) while the service watches them. */
 const PROBE_INTERVAL_MS = 1000;
@@ -59,6 +63,29 @@ export class ReadReplicas {
       try {
         const page = await withTimeout(queryPostgresPage(replica.knex, q), 'page read');
         return isWhole(page, q.limit) ? { ...page, fromReplica: true, prunedThrough: undefined } : undefined;
+      } catch (err) {
+        this.#stopServing(replica, `read failed: ${messageOf(err)}`);
+      }
+    }
+    return undefined;
+  }
+
+  /**
+   * A later page of list_events (one with a page token), from a serving replica that holds every
+   * event below the token: those were all committed before the token was handed out, so once the
+   * replica's head reaches them (checked first: its later statements only see more) its page is the
+   * primary's. The first page, read from the head down, stays on the primary (read-your-writes).
+   */
+  async search(q: SearchQuery): Promise<SearchPage | undefined> {
+    if (q.beforeSeq === null) return undefined;
+    const count = this.#replicas.length;
+    for (let tried = 0; tried < count; tried++) {
+      const replica = this.#replicas[this.#next++ % count]!;
+      if (!replica.serving) continue;
+      try {
+        const head = await withTimeout(feedHead((sql, bindings) => queryRows(replica.knex, sql, bindings), q.workspaceId), 'head read');
+        if (head < q.beforeSeq - 1) continue; // behind the token: the primary answers
+        return await withTimeout(searchEvents(postgresSearchSession(replica.knex), q), 'list_events');
       } catch (err) {
         this.#stopServing(replica, `read failed: ${messageOf(err)}`);
       }
