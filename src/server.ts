@@ -12,6 +12,7 @@ import { schedulePruning } from './retention-schedule.ts';
 import { createServices } from './services.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
 import { WebhookSender } from './webhooks/send.ts';
+import { migrateDatabase } from './store/migrate-database.ts';
 import { openStore } from './store/open-store.ts';
 import { createMcpEdge } from './mcp/edge.ts';
 
@@ -111,13 +112,3 @@ function httpServerOptions(config: Config): ServerOptions {
   };
 }
 
-/** Migrations on a handle of their own, without the query timeout: building an index on a big table takes time. */
-export async function migrateDatabase(url: string, log: Logger): Promise<void> {
-  const store = openStore(url, { queryTimeoutMs: 0 });
-  try {
-    const applied = await store.migrate();
-    if (applied.length) log.info({ migrations: applied }, 'database migrated');
-  } finally {
-    await store.close();
-  }
-}

@@ -5,12 +5,8 @@ import { createKey, isPermission, keyIdOf, listKeys, MAX_KEY_MAILBOXES } from '.
 import { revokeKeyEverywhere } from '../auth/revoke-everywhere.ts';
 import type { Permission } from '../auth/principal.ts';
 import { ConfigError, loadConfig, parseWorkerCount } from '../config.ts';
-import { seedDemoWorkspace } from '../demo/seed.ts';
-import { runConformanceKit } from './conformance.ts';
 import { serve } from './serve.ts';
 import { createLogger } from '../log.ts';
-import { pruneExpired } from '../retention-schedule.ts';
-import { createServices } from '../services.ts';
 import { systemClock } from '../clock.ts';
 import { openStore } from '../store/open-store.ts';
 import type { Store } from '../store/port.ts';
@@ -84,6 +80,8 @@ function parseLabel(value: string): string {
 
 const { version } = JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as { version: string };
 
+// Commands load what they use when they run (dynamic imports below): `serve --workers`' primary,
+// which only migrates and supervises, stays small, and a short command starts faster.
 const program = new Command('event-feed')
   .description('Stores mail events and serves them again by cursor (HTTP and MCP). Honours DATABASE_URL.')
   .version(version, '-V, --version', 'print the version of event-feed')
@@ -117,6 +115,7 @@ program
   .action(() =>
     withDatabase(async (store) => {
       const config = loadConfig();
+      const [{ createServices }, { pruneExpired }] = await Promise.all([import('../services.ts'), import('../retention-schedule.ts')]);
       const services = await createServices(store, config);
       const results = await pruneExpired(services, config);
       const deleted = results.reduce((n, r) => n + r.deleted, 0);
@@ -129,6 +128,7 @@ program
   .description('seed a demo workspace with realistic mail events; prints its id and keys')
   .action(() =>
     withDatabase(async (store) => {
+      const { seedDemoWorkspace } = await import('../demo/seed.ts');
       const demo = await seedDemoWorkspace(store, systemClock);
       console.log(
         JSON.stringify({ workspace_id: demo.workspaceId, read_key: demo.readKey, write_key: demo.writeKey, admin_key: demo.adminKey, events: demo.eventCount }, null, 2),
@@ -211,6 +211,7 @@ program
   .allowExcessArguments()
   .argument('[options...]', 'the kit\'s options: --base-url URL --key KEY [--allow-writes] [--project api] …')
   .action(async (args: string[]) => {
+    const { runConformanceKit } = await import('./conformance.ts');
     process.exitCode = await runConformanceKit(args);
   });
 

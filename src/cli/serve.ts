@@ -1,9 +1,8 @@
 import cluster from 'node:cluster';
 import { systemClock } from '../clock.ts';
 import type { Config } from '../config.ts';
-import { demoAtStart, demoBanner } from '../demo/demo-start.ts';
 import { createLogger } from '../log.ts';
-import { migrateDatabase, startServer } from '../server.ts';
+import { migrateDatabase } from '../store/migrate-database.ts';
 import { openStore } from '../store/open-store.ts';
 import { superviseWorkers } from './workers.ts';
 
@@ -16,6 +15,8 @@ import { superviseWorkers } from './workers.ts';
 export async function serve(config: Config, options: { seedDemo?: boolean; workers: number }): Promise<void> {
   if (cluster.isPrimary && options.workers > 1) return servePrimary(config, options.workers, options.seedDemo === true);
   const log = createLogger(config.logLevel, cluster.isWorker ? { worker: cluster.worker!.id } : undefined);
+  // Loaded here, not at the top: the primary of `serve --workers` never serves, and stays small without it.
+  const { startServer } = await import('../server.ts');
   const running = await startServer(config, log, { seedDemo: cluster.isPrimary && options.seedDemo });
   // Once, whichever comes first: under a terminal a worker gets the SIGINT of Ctrl-C and then its primary's SIGTERM.
   let closing: Promise<void> | undefined;
@@ -33,6 +34,7 @@ export async function serve(config: Config, options: { seedDemo?: boolean; worke
 async function servePrimary(config: Config, workers: number, seedDemo: boolean): Promise<void> {
   const log = createLogger(config.logLevel, { role: 'primary' });
   await migrateDatabase(config.databaseUrl, log);
+  const { demoAtStart, demoBanner } = await import('../demo/demo-start.ts');
   let demo;
   if (seedDemo) {
     const store = openStore(config.databaseUrl);
