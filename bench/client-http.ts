@@ -150,7 +150,21 @@ async function probe(c: { url: string; probes: Probe[]; rounds: number; warmupRo
   );
 }
 
-async function tail(c: { url: string; clients: Array<{ key: string; cursor: string }>; pollMs: number; seconds: number; warmupSeconds: number; limit: number; drainSeconds: number }) {
+/** Resolves when a line `drain` arrives on stdin: the orchestrator's word that the writer has stopped. */
+const drainSaid = () =>
+  new Promise<void>((resolve) => {
+    let text = '';
+    process.stdin.setEncoding('utf8');
+    process.stdin.on('data', (chunk: string) => {
+      text += chunk;
+      if (text.split('\n').includes('drain')) resolve();
+    });
+  });
+
+async function tail(c: { url: string; clients: Array<{ key: string; cursor: string }>; pollMs: number; seconds: number; warmupSeconds: number; limit: number; drainSeconds: number; drainOnStdin?: boolean }) {
+  // With drainOnStdin, clients finish only once the writer (another process) has stopped: every
+  // emit is answered then, so a client's first empty poll after it means it has every event.
+  const writerStopped = c.drainOnStdin ? drainSaid() : undefined;
   const pool = new Pool(c.url, { connections: c.clients.length, pipelining: 1, keepAliveTimeout: 60_000 });
   const ms: number[] = [];
   let errors = 0;
@@ -204,6 +218,7 @@ async function tail(c: { url: string; clients: Array<{ key: string; cursor: stri
   const seconds = (now() - measureStart) / 1000;
   // The writer stops with the measurement: let every client catch up, to count what it received.
   await sleep(c.drainSeconds * 1000);
+  if (writerStopped) await writerStopped;
   draining = true;
   await Promise.race([Promise.all(all), sleep(60_000)]);
   abort = true;

@@ -20,6 +20,7 @@ import { Redis } from 'ioredis';
 import knexFactory from 'knex';
 import { CursorCodec } from '../src/feed/cursor.ts';
 import { feedPageJson } from '../src/feed/page.ts';
+import type { ChildProcess } from 'node:child_process';
 import { clustersAvailable } from './pg-cluster.ts';
 import { replicasPhase } from './replicas-phase.ts';
 import { cpuSecondsOf, cpuSecondsOfAll, machineLoad, memoryOf, processTree, ROOT, runClient, sampleLoad, sampleMemory, startFloorServer, startServer, treeCpuSecondsOf, treeRssMbOf, type MemoryPhase } from './processes.ts';
@@ -264,9 +265,12 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
         return { key: ws.readKeys[Math.floor(i / seeded.ingest.length)]!, cursor: codec.encode(ws.workspaceId, heads.get(ws.workspaceId) ?? 0) };
       });
       const tailWarmup = Math.min(3, P.tailSeconds * 0.2);
+      // The tailing clients finish once the writer has stopped (they are told on stdin): a writer
+      // process that started late would otherwise still emit while the clients finish.
+      let tailProcess: ChildProcess | undefined;
       const [tail, tailWriter] = await Promise.all([
-        runClient<Record<string, any>>('client-http.ts', { mode: 'tail', url, clients: tailClients, pollMs, seconds: P.tailSeconds, warmupSeconds: tailWarmup, limit: 100, drainSeconds: P.tailDrain }),
-        runClient<Record<string, any>>('client-http.ts', { mode: 'writer', url, keys: seeded.ingest.map((w) => w.writeKey), rate: WRITER_RATE, seconds: P.tailSeconds + tailWarmup + 0.5, seedChunk }),
+        runClient<Record<string, any>>('client-http.ts', { mode: 'tail', url, clients: tailClients, pollMs, seconds: P.tailSeconds, warmupSeconds: tailWarmup, limit: 100, drainSeconds: P.tailDrain, drainOnStdin: true }, { onStart: (child) => (tailProcess = child) }),
+        runClient<Record<string, any>>('client-http.ts', { mode: 'writer', url, keys: seeded.ingest.map((w) => w.writeKey), rate: WRITER_RATE, seconds: P.tailSeconds + tailWarmup + 0.5, seedChunk }).finally(() => tailProcess?.stdin?.end('drain\n')),
       ]);
       const undelivered = tailClients.filter((_, i) => tail.received[i] !== tailWriter.okPerKey[i % seeded.ingest.length]).length;
       delete tail.received;

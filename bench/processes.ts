@@ -161,8 +161,9 @@ export async function startServer(databaseUrl: string, options: { cpuProfileDir?
 }
 
 /** Runs a load process (`bench/<file>` with its config as JSON) and returns the JSON line it prints. */
-export async function runClient<T>(file: string, config: Record<string, unknown>): Promise<T> {
-  const child = spawn(process.execPath, [...scriptArgs(file), JSON.stringify(config)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function runClient<T>(file: string, config: Record<string, unknown>, options: { onStart?: (child: ChildProcess) => void } = {}): Promise<T> {
+  const child = spawn(process.execPath, [...scriptArgs(file), JSON.stringify(config)], { cwd: ROOT, stdio: [options.onStart ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+  options.onStart?.(child);
   let out = '';
   let err = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
