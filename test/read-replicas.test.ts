@@ -13,6 +13,7 @@ import { openStore } from '../src/store/open-store.ts';
 import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, underCi } from './support/databases.ts';
 import { clustersAvailable, startPrimaryAndReplicas, type PrimaryAndReplicas } from '../bench/pg-cluster.ts';
+import { until } from './support/wait.ts';
 import { provision, startProcessServer, type ProcessServer } from './support/process-server.ts';
 
 const runnable = (await postgresAvailable()) && (clustersAvailable() || (underCi() ? assert.fail('CI=true but Postgres 15 binaries to start clusters are missing') : false));
@@ -51,13 +52,7 @@ describe('read replicas serve catch-up pages (postgres primary + streaming repli
   const replicaScans = async () =>
     Number((await replicaDb.raw("SELECT coalesce(sum(idx_scan + seq_scan), 0) AS n FROM pg_stat_user_tables WHERE relname = 'events'")).rows[0].n);
   const readyz = async (server: ProcessServer) => (await (await fetch(`${server.url}/readyz`)).json()) as { status: string; replicas?: Array<{ name: string; serving: boolean; reason?: string }> };
-  const until = async (condition: () => Promise<boolean>, what: string, timeoutMs = 15_000) => {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await condition())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  };
+
 
   before(async () => {
     clusters = await startPrimaryAndReplicas({ database: 'feed', replicas: [[], ['recovery_min_apply_delay=300ms']] });
@@ -74,10 +69,10 @@ describe('read replicas serve catch-up pages (postgres primary + streaming repli
       await store.close();
     }
     replicaDb = knexFactory({ client: 'pg', connection: replica!.url('feed') });
-    await until(async () => Number((await replicaDb.raw('SELECT count(*) AS n FROM events')).rows[0].n) === SEEDED, 'the replica has the seeded events');
+    await until('the replica has the seeded events', async () => Number((await replicaDb.raw('SELECT count(*) AS n FROM events')).rows[0].n) === SEEDED, 15_000);
     const serve = (readUrls: string[]) => startProcessServer({ databaseUrl: primaryUrl, env: { LOG_LEVEL: 'info', PRUNE_INTERVAL_SECONDS: '0', ...(readUrls.length ? { DATABASE_READ_URLS: readUrls.join(',') } : {}) } });
     [withReplica, withDelayed, primaryOnly] = await Promise.all([serve([replica!.url('feed')]), serve([delayed!.url('feed')]), serve([])]);
-    await until(async () => (await readyz(withReplica)).replicas?.[0]?.serving === true && (await readyz(withDelayed)).replicas?.[0]?.serving === true, 'both replicas serve');
+    await until('both replicas serve', async () => (await readyz(withReplica)).replicas?.[0]?.serving === true && (await readyz(withDelayed)).replicas?.[0]?.serving === true, 15_000);
   });
   after(async () => {
     await Promise.all([withReplica?.kill(), withDelayed?.kill(), primaryOnly?.kill()]);
@@ -99,7 +94,7 @@ describe('read replicas serve catch-up pages (postgres primary + streaming repli
     const restricted = await readAll(withReplica, keys.restricted!, 100);
     assert.deepEqual(restricted.ids, seededIds.filter((_, i) => i % 2 === 1));
     // The replica's statistics reach its views within a second or so.
-    await until(async () => (await replicaScans()) > scans, 'the replica counted the pages it read');
+    await until('the replica counted the pages it read', async () => (await replicaScans()) > scans, 15_000);
   });
 
   it('a cursor obtained on the primary is read from the replica, and the other way round', async () => {
@@ -169,7 +164,7 @@ describe('read replicas serve catch-up pages (postgres primary + streaming repli
       assert.ok(viaReplica.length >= SEEDED / 2, `${viaReplica.length} events listed for ${JSON.stringify(body)}`);
       assert.deepEqual(viaReplica, await listAll(primaryOnly, body), JSON.stringify(body));
     }
-    await until(async () => (await replicaScans()) > scans, 'the replica read list_events pages');
+    await until('the replica read list_events pages', async () => (await replicaScans()) > scans, 15_000);
     // The first page is read from the head down on the primary: an emit answered before it is on it,
     // through the instance whose replica is 300 ms behind too.
     const emitted = await post(primaryOnly, '/v1/emit_event', keys.write!, sampleEvent('mbx_a', 40_000));
@@ -200,7 +195,7 @@ describe('read replicas serve catch-up pages (postgres primary + streaming repli
       cursor = json.next_cursor;
     }
     assert.deepEqual(ids, (await readAll(primaryOnly, keys.read!, 500)).ids);
-    await until(async () => (await readyz(withReplica)).replicas?.[0]?.serving === false, '/readyz reports the replica out');
+    await until('/readyz reports the replica out', async () => (await readyz(withReplica)).replicas?.[0]?.serving === false, 15_000);
     const body = await readyz(withReplica);
     assert.equal(body.status, 'ready', 'the primary still serves');
     assert.match(withReplica.output(), /read replica no longer serving/);

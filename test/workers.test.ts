@@ -13,6 +13,7 @@ import { revokeKeyEverywhere } from '../src/auth/revoke-everywhere.ts';
 import { openStore } from '../src/store/open-store.ts';
 import { sampleEvent } from './support/contract.ts';
 import { databaseKinds, type TestDatabase } from './support/databases.ts';
+import { until } from './support/wait.ts';
 import { provision, startProcessServer, type ProcessServer } from './support/process-server.ts';
 
 const WORKERS = 2;
@@ -52,13 +53,6 @@ const alive = (pid: number) => {
   }
 };
 
-async function until(condition: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`serve --workers ${WORKERS} (${kind})`, { skip }, () => {
@@ -71,7 +65,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       database = await create();
       ({ workspaceId, keys } = await provision(database.url, { read: { permissions: ['read'] }, write: { permissions: ['write'] } }));
       server = await startProcessServer({ databaseUrl: database.url, asShipped: true, serveArgs: ['--workers', String(WORKERS)], env: { LOG_LEVEL: 'info' } });
-      await until(() => listeningWorkers(server.output()).length === WORKERS, `${WORKERS} workers listen`);
+      await until(`${WORKERS} workers listen`, () => listeningWorkers(server.output()).length === WORKERS, 20_000);
     });
     after(async () => {
       await server?.kill();
@@ -126,7 +120,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
     it('a worker that dies is logged and replaced, and the service goes on answering', async () => {
       const [victim, other] = listeningWorkers(server.output());
       process.kill(victim!, 'SIGKILL');
-      await until(() => listeningWorkers(server.output()).length === WORKERS + 1, 'a new worker listens');
+      await until('a new worker listens', () => listeningWorkers(server.output()).length === WORKERS + 1, 20_000);
       assert.match(server.output(), new RegExp(`"pid":${victim},"code":null,"signal":"SIGKILL","msg":"a worker died: starting another"`));
       assert.ok(alive(other!), 'the other worker was left alone');
       for (let i = 0; i < 2 * WORKERS; i++) assert.equal((await postOnNewConnection(server.url, '/v1/event_feed', keys.read!, { limit: 1 })).status, 200);
@@ -137,7 +131,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       assert.equal(workers.length, WORKERS);
       await server.stop(25_000);
       assert.deepEqual(await server.exited, { code: 0, signal: null });
-      await until(() => !workers.some(alive), 'every worker has exited', 5000);
+      await until('every worker has exited', () => !workers.some(alive), 5000);
       assert.equal(server.output().match(/"msg":"shutting down"/g)?.length, WORKERS, 'each worker drained');
     });
   });

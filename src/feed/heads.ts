@@ -46,9 +46,8 @@ export class FeedHeads {
 
   /** True when this process knows that no event of the workspace is past `seq`. */
   nothingAfter(workspaceId: string, seq: number): boolean {
-    if (this.trust.check() !== 'heard') return false;
-    const head = this.#heads.get(workspaceId);
-    return head !== undefined && head.seq <= seq && this.#now() - head.confirmedAt <= this.#trustMs();
+    const head = this.known(workspaceId);
+    return head !== undefined && head <= seq;
   }
 
   /** The workspace's head, when this process knows it now (under the same trust as `nothingAfter`). */
