@@ -22,6 +22,7 @@ import { CursorCodec } from '../src/feed/cursor.ts';
 import { feedPageJson } from '../src/feed/page.ts';
 import type { ChildProcess } from 'node:child_process';
 import { clustersAvailable } from './pg-cluster.ts';
+import { partitionsPhase } from './partitions-phase.ts';
 import { replicasPhase } from './replicas-phase.ts';
 import { cpuSecondsOf, cpuSecondsOfAll, machineLoad, memoryOf, processTree, ROOT, runClient, sampleLoad, sampleMemory, startFloorServer, startServer, treeCpuSecondsOf, treeRssMbOf, type MemoryPhase } from './processes.ts';
 import { seed, SPARSE_MAILBOXES, type Seeded } from './seed.ts';
@@ -44,7 +45,7 @@ const { values } = parseArgs({
     phases: { type: 'string', default: 'all' },
   },
 });
-const PHASES = ['ceiling', 'redis', 'replay', 'depth', 'sparse', 'mcp', 'tail', 'ingest', 'workers', 'webhooks', 'replicas'] as const;
+const PHASES = ['ceiling', 'redis', 'replay', 'depth', 'sparse', 'mcp', 'tail', 'ingest', 'workers', 'webhooks', 'replicas', 'partitions'] as const;
 const wanted = new Set(values.phases === 'all' ? PHASES : values.phases!.split(','));
 const want = (phase: (typeof PHASES)[number]) => wanted.has(phase);
 
@@ -496,6 +497,10 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
       result.replicas = clustersAvailable()
         ? await replicasPhase({ events: Math.min(events, 200_000), seconds: P.fanoutSeconds, warmupSeconds: P.fanoutWarmup, log })
         : { skipped: 'no Postgres 15 binaries to start a primary and a replica' };
+    }
+    if (kind === 'postgres' && want('partitions')) {
+      log('[postgres] partitions: reads over weekly partitions against one plain table, and pruning a week both ways…');
+      result.partitions = await partitionsPhase({ adminUrl: POSTGRES_ADMIN_URL, runId, events, log });
     }
     if (want('webhooks')) {
       log(`[${kind}] webhooks: another workspace's delivery latency beside 16 slow endpoints and a tarpit…`);

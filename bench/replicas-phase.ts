@@ -59,7 +59,7 @@ export async function replicasPhase(o: { events: number; seconds: number; warmup
       const db = openStore(replicaUrl);
       try {
         await new Promise((resolve) => setTimeout(resolve, 1500));
-        return Number((await db.knex.raw("SELECT coalesce(sum(idx_scan + seq_scan), 0) AS n FROM pg_stat_user_tables WHERE relname = 'events'")).rows[0].n);
+        return Number((await db.knex.raw("SELECT coalesce(sum(idx_scan + seq_scan), 0) AS n FROM pg_stat_user_tables WHERE relid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass)")).rows[0].n);
       } finally {
         await db.close();
       }

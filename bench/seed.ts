@@ -25,6 +25,8 @@ export interface SeedOptions {
   /** Small workspaces (for ingestion and tailing), each with a write key and `readKeysPerWorkspace` read keys. */
   ingestWorkspaces: number;
   readKeysPerWorkspace: number;
+  /** Events stored over this many days up to now, oldest first (the partitions phase); otherwise all stored now. */
+  storedOverDays?: number;
   log?: (line: string) => void;
 }
 
@@ -92,7 +94,9 @@ export async function seed(store: Store, options: SeedOptions): Promise<Seeded> 
   const started = performance.now();
   const log = options.log ?? (() => {});
   const nowMs = Date.now();
-  const clock: Clock = { now: () => new Date() };
+  const spreadMs = (options.storedOverDays ?? 0) * 24 * 3_600_000;
+  let storedAt = () => new Date();
+  const clock: Clock = { now: () => storedAt() };
   const main = await store.createWorkspace('Bench — measured workspace', true, nowMs);
   const others: Array<{ id: string }> = [];
   for (let i = 0; i < OTHER_WORKSPACES; i++) others.push(await store.createWorkspace(`Bench — neighbour ${i}`, true, nowMs));
@@ -110,6 +114,10 @@ export async function seed(store: Store, options: SeedOptions): Promise<Seeded> 
     const otherN = Math.max(1, Math.round((n * OTHER_SHARE) / OTHER_WORKSPACES));
     const otherBatches = others.map((_, i) => benchTraffic(otherN, 1_000_000 + k * OTHER_WORKSPACES + i, baseMs));
     for (const e of batch) if (SPARSE_MAILBOXES.includes(e.subject.refs.mailbox_id ?? '')) sparseEvents++;
+    if (spreadMs > 0) {
+      const at = nowMs - spreadMs + Math.floor((spreadMs * done) / options.events);
+      storedAt = () => new Date(at);
+    }
     await store.knex.transaction(async (trx) => {
       // Interleave: neighbours' rows land between the measured workspace's rows.
       const half = Math.ceil(batch.length / 2);

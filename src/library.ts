@@ -57,23 +57,5 @@ export async function publish(
       throw err instanceof ApiError ? invalidArgument(`events[${i}]: ${err.message}`) : err;
     }
   });
-  return publishInTransaction(trx, workspaceId, inputs, clock.now()).catch((err: unknown) => {
-    throw storedMeanwhile(err, inputs) ?? err;
-  });
-}
-
-/**
- * Postgres: another transaction stored one of these client-supplied ids after this one looked for
- * it (two transactions publishing the same event at once). The insert waited for that transaction
- * and then hit the unique index; the caller's transaction is aborted and cannot be answered as a
- * replay from inside. Said plainly instead of as the statement's error, keeping the database's
- * code (23505) for retry helpers: run the transaction again, and publish answers created: false
- * if it is the same event.
- */
-function storedMeanwhile(err: unknown, inputs: EmitEventRequest[]): Error | undefined {
-  const { code, constraint } = (err ?? {}) as { code?: unknown; constraint?: unknown };
-  if (code !== '23505' || constraint !== 'events_workspace_id_id_unique') return undefined;
-  const ids = inputs.flatMap((input) => (input.id === undefined ? [] : [input.id]));
-  const message = `an event id of this call (${ids.join(', ')}) was stored by another transaction while this one published it: run this transaction again (publish then answers created: false for the same event)`;
-  return Object.assign(new Error(message, { cause: err }), { code });
+  return publishInTransaction(trx, workspaceId, inputs, clock.now());
 }

@@ -23,6 +23,8 @@ import { checkoutsDuring, sqliteReadsDuring } from './support/checkouts.ts';
 import { largeEvent, sampleEvent } from './support/contract.ts';
 import { databaseKinds } from './support/databases.ts';
 import { suiteDatabase } from './support/suite-database.ts';
+import { EventPartitions, listPartitions, WEEK_MS } from '../src/store/postgres/partitions.ts';
+import { PAST_EPOCH_WEEK_MS, storeAt } from './support/stored-at.ts';
 
 /** An event of ~2.5 kB with characters of 1 to 4 UTF-8 bytes: a page of 300 outgrows the Postgres reader's 512 kB scratch. */
 const wideEvent = (n: number, mailboxId: string) => {
@@ -278,8 +280,8 @@ for (const { kind, create, skip } of await databaseKinds()) {
     });
 
     it('a page short because retention removed the start of its range teaches no head: the cursor is refused, and later polls still find the events', async () => {
-      await db('events').where({ workspace_id: workspaceId }).andWhere('seq', '<=', 10).update({ stored_at: 0 });
-      await store.pruneAll(1, 1000);
+      await storeAt(db, workspaceId, 0, 10);
+      await store.pruneAll(PAST_EPOCH_WEEK_MS, 1000);
       const ctx = context();
       // Range (2, 12]: only 11 and 12 are left; an expired cursor, refused.
       await assert.rejects(eventFeed(ctx, { after: cursors.encode(workspaceId, 2), limit: 10 }), (err) => err instanceof ApiError && /expired/.test(err.message));
@@ -292,11 +294,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
       await db.transaction((trx) => publish(trx, ws, Array.from({ length: 30 }, (_, i) => sampleEvent('mbx_a', i))));
       const ctx = { ...context(), principal: { ...context().principal, workspaceId: ws } };
       // Old enough to be pruned (a page of young events is out of every prune's reach: next test).
-      await db('events').where({ workspace_id: ws }).andWhere('seq', '<=', 15).update({ stored_at: 0 });
+      await storeAt(db, ws, 0, 15);
       const first = await eventFeed(ctx, { limit: 10 });
       assert.equal(first.events.count, 10);
       await new Promise((resolve) => setTimeout(resolve, 50)); // the next page is read ahead meanwhile
-      await store.pruneAll(1, 1000);
+      await store.pruneAll(PAST_EPOCH_WEEK_MS, 1000);
       await assert.rejects(eventFeed(ctx, { after: first.next_cursor, limit: 10 }), (err) => err instanceof ApiError && /expired/.test(err.message));
     });
 
@@ -322,7 +324,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       assert.equal(await watermarkReads(async () => (second = await eventFeed(ctx, { after: first.next_cursor, limit: 10 }))), 0);
       assert.equal(second!.events.lastSeq, 20);
       // The same page, its events 40 days old: it asks the watermark.
-      await db('events').where({ workspace_id: ws }).update({ stored_at: Date.now() - 40 * 24 * 3600 * 1000 });
+      await storeAt(db, ws, Date.now() - 40 * 24 * 3600 * 1000);
       const again = await eventFeed(ctx, { after: cursors.encode(ws, 0), limit: 10 });
       await new Promise((resolve) => setTimeout(resolve, 50));
       assert.equal(await watermarkReads(() => eventFeed(ctx, { after: again.next_cursor, limit: 10 })), 1);
@@ -331,8 +333,8 @@ for (const { kind, create, skip } of await databaseKinds()) {
     it('without a cursor, the page starts at the oldest retained event', async () => {
       const ws = (await store.createWorkspace('oldest', true, Date.now())).id;
       await db.transaction((trx) => publish(trx, ws, Array.from({ length: 30 }, (_, i) => sampleEvent('mbx_a', i))));
-      await db('events').where({ workspace_id: ws }).andWhere('seq', '<=', 25).update({ stored_at: 0 });
-      await store.pruneAll(1, 1000);
+      await storeAt(db, ws, 0, 25);
+      await store.pruneAll(PAST_EPOCH_WEEK_MS, 1000);
       const ctx = { ...context(), principal: { ...context().principal, workspaceId: ws } };
       const page = await eventFeed(ctx, { limit: 10 });
       assert.equal(page.events.count, 5);
@@ -350,13 +352,16 @@ describe('page plans that cannot sort the rest of the feed (postgres, never anal
   suiteDatabase(postgres.create, async (opened) => {
     store = opened;
     db = opened.knex;
-    await db.raw('ALTER TABLE events SET (autovacuum_enabled = false)');
+    // The events spread over the five weeks before now, each week a partition, none analyzed.
+    const from = Date.now() - 5 * WEEK_MS;
+    for (let week = 0; week <= 5; week++) await new EventPartitions(db).ensureFor(from + week * WEEK_MS);
+    for (const { name } of await listPartitions(db)) await db.raw(`ALTER TABLE ${name} SET (autovacuum_enabled = false)`);
     workspaceId = (await store.createWorkspace('unanalyzed', true, Date.now())).id;
     const envelope = JSON.stringify(sampleEvent('mbx_a', 0));
     await db.raw(
       `INSERT INTO events (workspace_id, seq, id, type, mailbox_id, occurred_at_ms, stored_at, envelope)
-       SELECT ?, n, 'evt_' || n, 'mail.received', 'mbx_' || (n % 40), 0, 0, ? FROM generate_series(1, ?) n`,
-      [workspaceId, envelope, EVENTS],
+       SELECT ?, n, 'evt_' || n, 'mail.received', 'mbx_' || (n % 40), 0, ?::bigint + n * ?::bigint, ? FROM generate_series(1, ?) n`,
+      [workspaceId, from, Math.floor((5 * WEEK_MS) / EVENTS), envelope, EVENTS],
     );
     await db('feed_counters').where({ workspace_id: workspaceId }).update({ last_seq: EVENTS });
   });
@@ -384,9 +389,10 @@ describe('page plans that cannot sort the rest of the feed (postgres, never anal
     assert.equal(setting!.plan_cache_mode, 'force_generic_plan');
   });
 
-  it('the table has no statistics', async () => {
-    const [stats] = await queryRows<{ last_analyze: unknown; last_autoanalyze: unknown }>(db, "SELECT last_analyze, last_autoanalyze FROM pg_stat_user_tables WHERE relname = 'events'", []);
-    assert.deepEqual(stats, { last_analyze: null, last_autoanalyze: null });
+  it('the table has no statistics, over several partitions', async () => {
+    const stats = await queryRows<{ last_analyze: unknown; last_autoanalyze: unknown }>(db, "SELECT last_analyze, last_autoanalyze FROM pg_stat_user_tables WHERE relname LIKE 'events_w%'", []);
+    assert.ok(stats.length >= 5, `${stats.length} partitions`);
+    for (const row of stats) assert.deepEqual(row, { last_analyze: null, last_autoanalyze: null });
   });
 
   it('no plan node handles more rows than the page needs, in the middle of the feed', async () => {

@@ -50,7 +50,7 @@ describe('read replicas serve catch-up pages (postgres primary + streaming repli
   };
   /** Index scans and sequential scans of `events` on the replica: local to it, counted by its statistics. */
   const replicaScans = async () =>
-    Number((await replicaDb.raw("SELECT coalesce(sum(idx_scan + seq_scan), 0) AS n FROM pg_stat_user_tables WHERE relname = 'events'")).rows[0].n);
+    Number((await replicaDb.raw("SELECT coalesce(sum(idx_scan + seq_scan), 0) AS n FROM pg_stat_user_tables WHERE relid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass)")).rows[0].n);
   const readyz = async (server: ProcessServer) => (await (await fetch(`${server.url}/readyz`)).json()) as { status: string; replicas?: Array<{ name: string; serving: boolean; reason?: string }> };
 
 

@@ -63,7 +63,9 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const firstCursor = (await server.post('/v1/event_feed', { limit: 1 }, key)).json.next_cursor;
       clock.advanceDays(20);
       const recent = await emitMany(key, ['mbx_a', 'mbx_b']);
-      clock.advanceDays(11); // the first three are now 31 days old, the others 11
+      // The first three are now 38 days old, the others 18. (Postgres drops a week once its last
+      // moment is past retention: events stay 30 to 37 days; SQLite deletes them at 30.)
+      clock.advanceDays(18);
 
       const results = await pruneExpired(server.services, { retentionDays: 30, pruneBatchSize: 2 });
       assert.equal(results.find((r) => r.workspaceId === ws)?.deleted, 3);
@@ -94,7 +96,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       await emitMany(key, ['mbx_busy', 'mbx_busy']);
       const busyFirst = (await server.post('/v1/event_feed', { limit: 1 }, busy)).json.next_cursor;
       await emitMany(key, ['mbx_busy']);
-      clock.advanceDays(31);
+      clock.advanceDays(38);
       const fresh = await emitMany(key, ['mbx_busy']);
       // Everything but the last event is past retention, including busy events after busyFirst.
       await pruneExpired(server.services, { retentionDays: 30, pruneBatchSize: 1000 });

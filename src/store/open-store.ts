@@ -4,6 +4,7 @@ import { createStore } from './common/store.ts';
 import type { FirstSeqs, SortOutStored, Store, WorkspaceAppend } from './port.ts';
 import { appendOnPostgres } from './postgres/append.ts';
 import { HEADS_CHANNEL } from './postgres/changes.ts';
+import { EventPartitions } from './postgres/partitions.ts';
 import { migratePostgres, postgresAdapter } from './postgres/adapter.ts';
 import { runMigrations } from './common/migrate.ts';
 import { appendOnSqlite, connectionOf } from './sqlite/append.ts';
@@ -64,7 +65,13 @@ export function sqliteFileOf(url: string): string | undefined {
 
 type TransactionAppend = (trx: Knex.Transaction, appends: WorkspaceAppend[], storedAt: number, sortOut: SortOutStored) => Promise<FirstSeqs>;
 
-const postgresInTransaction: TransactionAppend = (trx, appends, storedAt, sortOut) => appendOnPostgres(trx, HEADS_CHANNEL, appends, storedAt, sortOut, { trx });
+/** The partitions known per knex client of the library's callers (postgres/partitions.ts). */
+const partitionsOfClients = new WeakMap<object, EventPartitions>();
+const postgresInTransaction: TransactionAppend = (trx, appends, storedAt, sortOut) => {
+  let partitions = partitionsOfClients.get(trx.client);
+  if (!partitions) partitionsOfClients.set(trx.client, (partitions = new EventPartitions()));
+  return appendOnPostgres(trx, partitions, HEADS_CHANNEL, appends, storedAt, sortOut, { trx });
+};
 /** Per knex driver, how to append inside a transaction of the caller's (the library's publish). */
 const inTransaction: Record<string, TransactionAppend> = {
   'better-sqlite3': async (trx, appends, storedAt, sortOut) => appendOnSqlite(await connectionOf(trx), appends, storedAt, sortOut),

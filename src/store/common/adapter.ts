@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { AppendOptions, FirstSeqs, PageQuery, SortOutStored, Store, StoredPage, WorkspaceAppend } from '../port.ts';
+import type { AppendOptions, FirstSeqs, PageQuery, PruneResult, SortOutStored, Store, StoredPage, WorkspaceAppend } from '../port.ts';
 import type { SearchPage, SearchQuery } from './event-search.ts';
 import type { SearchSession } from './search-session.ts';
 
@@ -11,6 +11,8 @@ import type { SearchSession } from './search-session.ts';
 export interface Adapter extends Pick<Store, 'description' | 'knex' | 'appends' | 'othersWritesVersion' | 'listenForChanges' | 'replicas'> {
   /** Appends `sorted` (workspace order) after `sortOut` dropped what is stored; see Store.append. */
   append(sorted: WorkspaceAppend[], storedAt: number, sortOut: SortOutStored, options: AppendOptions): Promise<FirstSeqs>;
+  /** Store.pruneAll where this database prunes its own way (Postgres drops partitions); otherwise common/retention.ts deletes rows. */
+  prune?(cutoffMs: number, batchSize: number): Promise<PruneResult[]>;
   /** One page, read now (common/feed-page.ts adds the read-ahead). */
   queryPage(q: PageQuery): Promise<StoredPage>;
   /** list_events' statements on this database (common/event-search.ts plans them). */

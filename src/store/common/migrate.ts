@@ -8,6 +8,7 @@ import * as keyChangeNotify from './migrations/005_key_change_notify.ts';
 import * as webhookFairDispatchAndLimits from './migrations/006_webhook_fair_dispatch_and_limits.ts';
 import * as listEventsScanIndex from './migrations/007_list_events_scan_index.ts';
 import * as apiKeysByWorkspace from './migrations/008_api_keys_by_workspace.ts';
+import * as eventsPartitionedByWeek from './migrations/009_events_partitioned_by_week.ts';
 
 // Migrations are imported modules (no loader needed for the knex CLI); names are stable forever.
 const migrations: Record<string, Knex.Migration> = {
@@ -19,6 +20,7 @@ const migrations: Record<string, Knex.Migration> = {
   '006_webhook_fair_dispatch_and_limits': webhookFairDispatchAndLimits,
   '007_list_events_scan_index': listEventsScanIndex,
   '008_api_keys_by_workspace': apiKeysByWorkspace,
+  '009_events_partitioned_by_week': eventsPartitionedByWeek,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

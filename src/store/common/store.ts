@@ -44,7 +44,7 @@ export function createStore(adapter: Adapter): Store {
     feedHead: (workspaceId) => feedHead(readRows, workspaceId),
     prunedThrough: (workspaceId) => prunedThrough(readRows, workspaceId),
     prunedThroughMailboxes: (workspaceId, mailboxes) => prunedThroughMailboxes(readRows, workspaceId, mailboxes),
-    pruneAll: (cutoffMs, batchSize) => pruneAll(knex, sql.greatest, cutoffMs, batchSize),
+    pruneAll: (cutoffMs, batchSize) => adapter.prune?.(cutoffMs, batchSize) ?? pruneAll(knex, sql.greatest, cutoffMs, batchSize),
 
     write: (work) =>
       retryingTransient(() =>

@@ -5,6 +5,8 @@ import { queryRows } from '../common/sql.ts';
 import { appendOnPostgres } from './append.ts';
 import { HEADS_CHANNEL, listenForChanges } from './changes.ts';
 import { openPostgresKnex } from './connection.ts';
+import { prunePartitions } from './partition-pruning.ts';
+import { EventPartitions } from './partitions.ts';
 import { queryPostgresPage } from './page.ts';
 import { ReadReplicas } from './replicas.ts';
 import { postgresSearchSession } from './search.ts';
@@ -31,6 +33,7 @@ export function migratePostgres(knex: Knex): Promise<string[]> {
 export function postgresAdapter(url: string, options: { queryTimeoutMs?: number; readUrls?: readonly string[] } = {}): Adapter {
   const knex: Knex = openPostgresKnex(url, options);
   const replicas = options.readUrls?.length ? new ReadReplicas(options.readUrls) : undefined;
+  const partitions = new EventPartitions(knex);
   return {
     description: 'Postgres',
     knex,
@@ -38,7 +41,9 @@ export function postgresAdapter(url: string, options: { queryTimeoutMs?: number;
     // WAL flush); one may skip a workspace another transaction holds (FOR UPDATE SKIP LOCKED).
     appends: { concurrent: 2, skipLocked: true },
     listenForChanges: (events, log, listenOptions) => listenForChanges(url, events, log, listenOptions),
-    append: (appends, storedAt, sortOut, appendOptions) => appendOnPostgres(knex, HEADS_CHANNEL, appends, storedAt, sortOut, appendOptions),
+    append: (appends, storedAt, sortOut, appendOptions) => appendOnPostgres(knex, partitions, HEADS_CHANNEL, appends, storedAt, sortOut, appendOptions),
+    // Retention drops whole weeks of events (partition-pruning.ts).
+    prune: (cutoffMs, batchSize) => prunePartitions(knex, cutoffMs, batchSize),
     // A catch-up page from a replica when one serves it whole; anything else from the primary (replicas.ts).
     queryPage: async (q) => (q.catchUp && replicas ? await replicas.wholePage(q) : undefined) ?? (await queryPostgresPage(knex, q)),
     ...(replicas ? { replicas: { status: () => replicas.status(), watch: (log) => replicas.watch(log) } } : {}),

@@ -1,8 +1,12 @@
 import type { Knex } from 'knex';
 import { findByIds, idsToLookUp, inWorkspaceOrder } from '../common/events.ts';
-import { preparedRows, type PgStatement } from '../common/sql.ts';
-import { OutcomeUnknown, provesRollback } from '../common/write-outcome.ts';
-import type { AppendOptions, FirstSeqs, SortOutStored, WorkspaceAppend } from '../port.ts';
+import { placeholders, preparedRows, queryRows, type PgStatement } from '../common/sql.ts';
+import { OutcomeUnknown, provesRollback, sqlState } from '../common/write-outcome.ts';
+import type { AppendOptions, FirstSeqs, SortOutStored, StoredIdRow, WorkspaceAppend } from '../port.ts';
+import { sqlWeekOf, type EventPartitions } from './partitions.ts';
+
+/** SQLSTATE of event_feed_append_crosses_week() (migration 009). */
+const CROSSES_WEEK = 'EF001';
 
 /**
  * Store.append on Postgres: two statements whatever the number of workspaces, the stored ids (only
@@ -12,25 +16,119 @@ import type { AppendOptions, FirstSeqs, SortOutStored, WorkspaceAppend } from '.
  * timeout: the commit may have happened) this throws OutcomeUnknown (common/write-outcome.ts).
  * With skipLocked, the workspaces whose counter row another transaction holds are left out of the
  * answer: none of their events was appended.
+ *
+ * Client ids stay unique per workspace across partitions (postgres/partitions.ts). Each
+ * partition's unique index catches a concurrent append of the same id in the same partition, as
+ * one unpartitioned table would. A duplicate in an older partition is either committed before
+ * the lookup, which finds it, or after: then it was stored at or after the newest stored_at the
+ * lookup saw for the workspace (stored_at never goes down, migration 009), so when this append's
+ * stored_at is of that same week, the duplicate is in this append's partition and its index
+ * catches it. Otherwise (once per workspace and week) the statement refuses to run
+ * (CROSSES_WEEK) and the append is made again with the counters locked first, so the lookup then
+ * sees every committed event and no other writer of those workspaces can commit until it ends.
+ * Inside a caller's transaction, which a refused statement would abort, ids are always looked up
+ * with the counters locked.
  */
 export async function appendOnPostgres(
   db: Knex,
+  partitions: EventPartitions,
   notifyChannel: string,
   appends: WorkspaceAppend[],
   storedAt: number,
   sortOut: SortOutStored,
   { trx, skipLocked }: AppendOptions,
 ): Promise<FirstSeqs> {
-  const exec = trx ?? db;
-  const fresh = sortOut(await findByIds(exec, idsToLookUp(appends)));
+  if (!partitions.covers(storedAt)) await partitions.ensureFor(storedAt, trx);
+  const withIds = idsToLookUp(appends).some((w) => w.ids.length > 0);
+  if (trx) return withIds ? appendLocked(trx, notifyChannel, appends, storedAt, sortOut, skipLocked) : appendStatement(trx, notifyChannel, appends, storedAt, sortOut, [], skipLocked);
+  const { stored, newest } = await findByIdsWithNewest(db, appends);
+  try {
+    return await unknownUnlessRolledBack(() => appendStatement(db, notifyChannel, appends, storedAt, sortOut, stored, skipLocked, newest));
+  } catch (err) {
+    if (sqlState(err) === CROSSES_WEEK) {
+      return unknownUnlessRolledBack(() => db.transaction((own) => appendLocked(own, notifyChannel, appends, storedAt, sortOut, skipLocked)));
+    }
+    throw err;
+  }
+}
+
+/** Runs an append that commits by itself: a failure that does not prove it rolled back becomes OutcomeUnknown. */
+async function unknownUnlessRolledBack<T>(append: () => Promise<T>): Promise<T> {
+  try {
+    return await append();
+  } catch (err) {
+    throw provesRollback(err) ? err : new OutcomeUnknown(err);
+  }
+}
+
+/**
+ * The ids lookup and, in the same snapshot, each asking workspace's newest stored_at: anything
+ * committed after this snapshot was stored at or after it.
+ */
+async function findByIdsWithNewest(db: Knex, appends: WorkspaceAppend[]): Promise<{ stored: StoredIdRow[]; newest: Map<string, number> }> {
+  const asked = idsToLookUp(appends).filter((w) => w.ids.length > 0);
+  if (asked.length === 0) return { stored: [], newest: new Map() };
+  const workspaces = asked.map((w) => w.workspaceId);
+  const ids = asked.flatMap((w) => w.ids);
+  const rows = await queryRows<StoredIdRow & { newest: string | null }>(
+    db,
+    `SELECT workspace_id, id, envelope, NULL::bigint AS newest FROM events
+      WHERE workspace_id IN (${placeholders(workspaces.length)}) AND id IN (${placeholders(ids.length)})
+     UNION ALL
+     SELECT workspace_id, NULL, NULL, last_stored_at FROM feed_counters WHERE workspace_id IN (${placeholders(workspaces.length)})`,
+    [...workspaces, ...ids, ...workspaces],
+  );
+  const pairs = new Set(asked.flatMap((w) => w.ids.map((id) => `${w.workspaceId} ${id}`)));
+  const stored = rows.filter((row) => row.newest === null && pairs.has(`${row.workspace_id} ${row.id}`));
+  const newest = new Map(rows.filter((row) => row.newest !== null).map((row) => [row.workspace_id, Number(row.newest)]));
+  return { stored, newest };
+}
+
+/**
+ * The append with the workspaces' counters locked first (in workspace order, skipping those held
+ * elsewhere with skipLocked): the ids lookup that follows sees every event of those workspaces
+ * that will ever precede these.
+ */
+async function appendLocked(
+  trx: Knex.Transaction,
+  notifyChannel: string,
+  appends: WorkspaceAppend[],
+  storedAt: number,
+  sortOut: SortOutStored,
+  skipLocked = false,
+): Promise<FirstSeqs> {
+  const workspaces = inWorkspaceOrder(appends).map((a) => a.workspaceId);
+  const rows = await queryRows<{ workspace_id: string }>(
+    trx,
+    `SELECT workspace_id FROM feed_counters WHERE workspace_id IN (${placeholders(workspaces.length)}) ORDER BY workspace_id FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`,
+    workspaces,
+  );
+  const locked = new Set(rows.map((row) => row.workspace_id));
+  const mine = appends.filter((a) => locked.has(a.workspaceId));
+  if (mine.length === 0) return new Map();
+  return appendStatement(trx, notifyChannel, mine, storedAt, sortOut, await findByIds(trx, idsToLookUp(mine)), skipLocked);
+}
+
+/**
+ * The append statement for what `sortOut` leaves of `appends` given the `stored` ids. With
+ * `newest` (from findByIdsWithNewest), a workspace whose stored_at would fall in another week
+ * than its newest there makes the statement fail with CROSSES_WEEK.
+ */
+async function appendStatement(
+  exec: Knex | Knex.Transaction,
+  notifyChannel: string,
+  appends: WorkspaceAppend[],
+  storedAt: number,
+  sortOut: SortOutStored,
+  stored: StoredIdRow[],
+  skipLocked = false,
+  newest: Map<string, number> = new Map(),
+): Promise<FirstSeqs> {
+  const fresh = sortOut(stored);
   const firstSeqs: FirstSeqs = new Map();
   if (fresh.length === 0) return firstSeqs;
   const sorted = inWorkspaceOrder(fresh);
-  const rows = await preparedRows<{ workspace_id: string; last_seq: number; k: number }>(exec, pgAppendStatement(sorted, storedAt, notifyChannel, skipLocked)).catch(
-    (err: unknown) => {
-      throw !trx && !provesRollback(err) ? new OutcomeUnknown(err) : err;
-    },
-  );
+  const rows = await preparedRows<{ workspace_id: string; last_seq: number; k: number }>(exec, pgAppendStatement(sorted, storedAt, newest, notifyChannel, skipLocked));
   for (const row of rows) firstSeqs.set(row.workspace_id, Number(row.last_seq) - Number(row.k) + 1);
   if (skipLocked) return firstSeqs;
   for (const { workspaceId } of sorted) if (!firstSeqs.has(workspaceId)) throw new Error(`workspace ${workspaceId} has no feed counter`);
@@ -63,7 +161,7 @@ export async function appendOnPostgres(
  * connection: Postgres planned the old text, whose VALUES list followed the batch's shape, on
  * every run, which was about half of its CPU per event.
  */
-function pgAppendStatement(sorted: WorkspaceAppend[], storedAt: number, notifyChannel: string, skipLocked = false): PgStatement {
+function pgAppendStatement(sorted: WorkspaceAppend[], storedAt: number, newest: Map<string, number>, notifyChannel: string, skipLocked = false): PgStatement {
   const single = sorted.length === 1;
   const columns: [string[], number[], string[], string[], (string | null)[], number[], string[]] = [[], [], [], [], [], [], []];
   const [workspaceIds, ords, ids, types, mailboxIds, occurredAts, envelopes] = columns;
@@ -79,35 +177,43 @@ function pgAppendStatement(sorted: WorkspaceAppend[], storedAt: number, notifyCh
     });
   }
   const counters = single ? [sorted[0]!.workspaceId, sorted[0]!.events.length] : [sorted.map((a) => a.workspaceId), sorted.map((a) => a.events.length)];
-  return { ...statementFor(single, skipLocked, notifyChannel), values: [...counters, storedAt, ...columns] };
+  const newestSeen = single ? (newest.get(sorted[0]!.workspaceId) ?? null) : sorted.map((a) => newest.get(a.workspaceId) ?? null);
+  return { ...statementFor(single, skipLocked, notifyChannel), values: [...counters, storedAt, ...columns, newestSeen] };
 }
 
-/** $1 the workspace, $2 its event count. */
+// Each bump also moves the workspace's newest stored_at to GREATEST(it, $3) (migration 009) and
+// returns it as `stored_at`, the one its events get, with `crossed`: the guard of appendOnPostgres
+// ($11, the newest stored_at the ids lookup saw, NULL for no guard) finds it in another week.
+const crossed = (newestSeen: string) => `(${newestSeen} IS NOT NULL AND ${sqlWeekOf('last_stored_at')} <> ${sqlWeekOf(newestSeen)}) AS crossed`;
+
+/** $1 the workspace, $2 its event count, $11 the guard's newest stored_at. */
 const ONE_WORKSPACE_BUMP = `bumped AS (
-      UPDATE feed_counters SET last_seq = last_seq + $2::bigint WHERE workspace_id = $1::text RETURNING workspace_id, last_seq, $2::bigint AS k
+      UPDATE feed_counters SET last_seq = last_seq + $2::bigint, last_stored_at = GREATEST(last_stored_at, $3::bigint)
+       WHERE workspace_id = $1::text
+      RETURNING workspace_id, last_seq, $2::bigint AS k, last_stored_at AS stored_at, ${crossed('$11::bigint')}
     )`;
 
 /** The same, skipping the row when another transaction holds it (then nothing is bumped). */
 const ONE_WORKSPACE_BUMP_UNLESS_LOCKED = `locked AS MATERIALIZED (
       SELECT workspace_id FROM feed_counters WHERE workspace_id = $1::text FOR UPDATE SKIP LOCKED
     ), bumped AS (
-      UPDATE feed_counters c SET last_seq = c.last_seq + $2::bigint FROM locked
+      UPDATE feed_counters c SET last_seq = c.last_seq + $2::bigint, last_stored_at = GREATEST(c.last_stored_at, $3::bigint) FROM locked
        WHERE c.workspace_id = locked.workspace_id
-      RETURNING c.workspace_id, c.last_seq, $2::bigint AS k
+      RETURNING c.workspace_id, c.last_seq, $2::bigint AS k, c.last_stored_at AS stored_at, ${crossed('$11::bigint')}
     )`;
 
 /**
- * $1 the workspaces (sorted, distinct), $2 their event counts. Postgres locks the rows of a
- * multi-row UPDATE in scan order: they are locked in workspace order first (waiting for each, or
- * skipping those another transaction holds), and only the rows locked are bumped.
+ * $1 the workspaces (sorted, distinct), $2 their event counts, $11 their guards. Postgres locks
+ * the rows of a multi-row UPDATE in scan order: they are locked in workspace order first (waiting
+ * for each, or skipping those another transaction holds), and only the rows locked are bumped.
  */
 const manyWorkspacesBump = (lock: 'FOR UPDATE' | 'FOR UPDATE SKIP LOCKED') => `locked AS MATERIALIZED (
       SELECT workspace_id FROM feed_counters WHERE workspace_id = ANY($1::text[]) ORDER BY workspace_id ${lock}
     ), bumped AS (
-      UPDATE feed_counters c SET last_seq = c.last_seq + v.k
-        FROM unnest($1::text[], $2::bigint[]) AS v(workspace_id, k), locked
+      UPDATE feed_counters c SET last_seq = c.last_seq + v.k, last_stored_at = GREATEST(c.last_stored_at, $3::bigint)
+        FROM unnest($1::text[], $2::bigint[], $11::bigint[]) AS v(workspace_id, k, newest_seen), locked
        WHERE c.workspace_id = v.workspace_id AND locked.workspace_id = c.workspace_id
-      RETURNING c.workspace_id, c.last_seq, v.k
+      RETURNING c.workspace_id, c.last_seq, v.k, c.last_stored_at AS stored_at, ${crossed('v.newest_seen')}
     )`;
 
 const BUMPS = {
@@ -135,14 +241,15 @@ function statementFor(single: boolean, skipLocked: boolean, notifyChannel: strin
 }
 
 /**
- * The statement after its counter step `bump`: $3 stored_at, then one array per column of the
- * events, in workspace order and arrival order within a workspace ($4 workspace, $5 position in
- * its workspace's part, $6 id, $7 type, $8 mailbox, $9 occurred_at_ms, $10 envelope).
+ * The statement after its counter step `bump`: $3 the clock's stored_at, then one array per column
+ * of the events, in workspace order and arrival order within a workspace ($4 workspace, $5
+ * position in its workspace's part, $6 id, $7 type, $8 mailbox, $9 occurred_at_ms, $10 envelope),
+ * and $11 the guard (see the bumps).
  */
 function statementText(bump: string, notifyChannel: string): string {
   const insert = `inserted AS (
     INSERT INTO events (workspace_id, seq, id, type, mailbox_id, occurred_at_ms, stored_at, envelope)
-    SELECT r.workspace_id, b.last_seq - b.k + r.ord, r.id, r.type, r.mailbox_id, r.occurred_at_ms, $3::bigint, r.envelope
+    SELECT r.workspace_id, b.last_seq - b.k + r.ord, r.id, r.type, r.mailbox_id, r.occurred_at_ms, b.stored_at, r.envelope
       FROM unnest($4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::text[])
            AS r(workspace_id, ord, id, type, mailbox_id, occurred_at_ms, envelope)
       JOIN bumped b ON b.workspace_id = r.workspace_id
@@ -161,7 +268,9 @@ function statementText(bump: string, notifyChannel: string): string {
         WHERE f.filter = i.type OR (f.filter LIKE '%.*' AND starts_with(i.type, left(f.filter, -1))))
   )`;
 
-  // Data-modifying parts run to completion whether or not the final SELECT reads them.
+  // Data-modifying parts run to completion whether or not the final SELECT reads them; a crossed
+  // guard fails the whole statement (nothing of it stays).
   return `WITH ${bump}, ${insert}${deliveries}
-    SELECT workspace_id, last_seq, k, pg_notify('${notifyChannel}', workspace_id || ' ' || last_seq) FROM bumped`;
+    SELECT workspace_id, last_seq, k, CASE WHEN crossed THEN event_feed_append_crosses_week() END,
+           pg_notify('${notifyChannel}', workspace_id || ' ' || last_seq) FROM bumped`;
 }

@@ -155,9 +155,11 @@ export const positional = (db: Knex, sql: string): string => (db.client as unkno
  * rows and may pick a bitmap scan plus a sort) cannot turn a page into a sort of the rest of the feed:
  * - the whole feed: seqs have no holes, so the range afterSeq < seq ≤ afterSeq + limit holds at
  *   most `limit` rows;
- * - a restricted key: per mailbox, the first `limit` seqs after the cursor from the
- *   (workspace, mailbox, seq) index, merged (Merge Append: it reads about `limit` entries in all),
- *   with the mailboxes' retention watermark in the same snapshot, as a row whose seq is null.
+ * - a restricted key: per mailbox, the first `limit` events after the cursor from the
+ *   (workspace, mailbox, seq) index, merged (Merge Append: it reads about `limit` entries and
+ *   rows in all, one more per mailbox), with the mailboxes' retention watermark in the same
+ *   snapshot, as a row whose seq is null. The rows come with their entries: joining the merged
+ *   seqs back to `events` would let a planner without statistics hash-join every partition.
  */
 // Columns after seq and envelope: stored_at (for the age of a page read ahead), then the facts when asked.
 const FACT_COLUMNS = (alias: string) => `, ${alias}type, ${alias}occurred_at_ms`;
@@ -174,19 +176,18 @@ export function pgPageStatement(q: PageQuery): PgPageStatement {
     };
   }
   const mailboxes = [...new Set(q.mailboxes)];
+  const columns = `seq, envelope, stored_at${withFacts ? FACT_COLUMNS('') : ''}`;
   const perMailbox = mailboxes
-    .map((_, i) => `SELECT seq FROM (SELECT seq FROM events WHERE workspace_id = $1 AND mailbox_id = ($4::text[])[${i + 1}] AND seq > $2::bigint ORDER BY seq LIMIT $3::int) m${i}`)
+    .map((_, i) => `SELECT * FROM (SELECT ${columns} FROM events WHERE workspace_id = $1 AND mailbox_id = ($4::text[])[${i + 1}] AND seq > $2::bigint ORDER BY seq LIMIT $3::int) m${i}`)
     .join(' UNION ALL ');
   return {
     name: `event_feed_page_${mailboxes.length}mbx${withFacts ? '_facts' : ''}`,
-    text: `SELECT seq, envelope, stored_at${withFacts ? FACT_COLUMNS('') : ''} FROM (
+    text: `SELECT ${columns} FROM (
              SELECT NULL::bigint AS seq,
                     (SELECT MAX(pruned_through) FROM feed_retention_mailboxes WHERE workspace_id = $1 AND mailbox_id = ANY($4::text[]))::text AS envelope,
                     NULL::bigint AS stored_at${withFacts ? ', NULL::text AS type, NULL::bigint AS occurred_at_ms' : ''}
              UNION ALL
-             (SELECT e.seq, e.envelope, e.stored_at${withFacts ? FACT_COLUMNS('e.') : ''}
-                FROM (${perMailbox} ORDER BY seq LIMIT $3::int) picked
-                JOIN events e ON e.workspace_id = $1 AND e.seq = picked.seq)
+             (SELECT ${columns} FROM (${perMailbox}) picked ORDER BY seq LIMIT $3::int)
            ) page ORDER BY seq NULLS FIRST`,
     values: [q.workspaceId, q.afterSeq, q.limit, mailboxes],
   };
