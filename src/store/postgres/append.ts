@@ -106,7 +106,9 @@ async function appendLocked(
   const locked = new Set(rows.map((row) => row.workspace_id));
   const mine = appends.filter((a) => locked.has(a.workspaceId));
   if (mine.length === 0) return new Map();
-  return appendStatement(trx, notifyChannel, mine, storedAt, sortOut, await findByIds(trx, idsToLookUp(mine)), skipLocked);
+  // Only the workspaces locked here: another's ids were not looked up under its lock (it is skipped, and sent again).
+  const sortOutMine: SortOutStored = (stored) => sortOut(stored).filter((a) => locked.has(a.workspaceId));
+  return appendStatement(trx, notifyChannel, mine, storedAt, sortOutMine, await findByIds(trx, idsToLookUp(mine)), skipLocked);
 }
 
 /**
