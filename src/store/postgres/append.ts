@@ -45,8 +45,11 @@ export async function appendOnPostgres(
   try {
     return await unknownUnlessRolledBack(() => appendStatement(db, notifyChannel, appends, storedAt, sortOut, stored, skipLocked, newest));
   } catch (err) {
+    // Waiting for the counters here, not skipping: a skipped workspace would be sent again after
+    // the appends queued behind it (in two instances racing on a new workspace, both skipped each
+    // other and a later emit of the same id was stored first).
     if (sqlState(err) === CROSSES_WEEK) {
-      return unknownUnlessRolledBack(() => db.transaction((own) => appendLocked(own, notifyChannel, appends, storedAt, sortOut, skipLocked)));
+      return unknownUnlessRolledBack(() => db.transaction((own) => appendLocked(own, notifyChannel, appends, storedAt, sortOut)));
     }
     throw err;
   }
