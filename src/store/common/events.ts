@@ -53,6 +53,11 @@ export async function findByIds(db: Knex | Knex.Transaction, wanted: Array<{ wor
     `SELECT workspace_id, id, envelope FROM events WHERE workspace_id IN (${placeholders(asked.length)}) AND id IN (${placeholders(ids.length)})`,
     [...asked.map((w) => w.workspaceId), ...ids],
   );
+  return onlyAsked(asked, rows);
+}
+
+/** The rows of pairs (workspace, id) asked for: a lookup by both IN lists also finds pairs not asked. */
+export function onlyAsked<T extends { workspace_id: string; id: string }>(asked: Array<{ workspaceId: string; ids: string[] }>, rows: T[]): T[] {
   const pairs = new Set(asked.flatMap((w) => w.ids.map((id) => `${w.workspaceId} ${id}`)));
   return rows.filter((row) => pairs.has(`${row.workspace_id} ${row.id}`));
 }

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { findByIds, idsToLookUp, inWorkspaceOrder } from '../common/events.ts';
+import { findByIds, idsToLookUp, inWorkspaceOrder, onlyAsked } from '../common/events.ts';
 import { placeholders, preparedRows, queryRows, type PgStatement } from '../common/sql.ts';
 import { OutcomeUnknown, provesRollback, sqlState } from '../common/write-outcome.ts';
 import type { AppendOptions, FirstSeqs, SortOutStored, StoredIdRow, WorkspaceAppend } from '../port.ts';
@@ -39,8 +39,10 @@ export async function appendOnPostgres(
   { trx, skipLocked }: AppendOptions,
 ): Promise<FirstSeqs> {
   if (!partitions.covers(storedAt)) await partitions.ensureFor(storedAt, trx);
-  const withIds = idsToLookUp(appends).some((w) => w.ids.length > 0);
-  if (trx) return withIds ? appendLocked(trx, notifyChannel, appends, storedAt, sortOut, skipLocked) : appendStatement(trx, notifyChannel, appends, storedAt, sortOut, [], skipLocked);
+  if (trx) {
+    const withIds = idsToLookUp(appends).some((w) => w.ids.length > 0);
+    return withIds ? appendLocked(trx, notifyChannel, appends, storedAt, sortOut, skipLocked) : appendStatement(trx, notifyChannel, appends, storedAt, sortOut, [], skipLocked);
+  }
   const { stored, newest } = await findByIdsWithNewest(db, appends);
   try {
     return await unknownUnlessRolledBack(() => appendStatement(db, notifyChannel, appends, storedAt, sortOut, stored, skipLocked, newest));
@@ -81,8 +83,7 @@ async function findByIdsWithNewest(db: Knex, appends: WorkspaceAppend[]): Promis
      SELECT workspace_id, NULL, NULL, last_stored_at FROM feed_counters WHERE workspace_id IN (${placeholders(workspaces.length)})`,
     [...workspaces, ...ids, ...workspaces],
   );
-  const pairs = new Set(asked.flatMap((w) => w.ids.map((id) => `${w.workspaceId} ${id}`)));
-  const stored = rows.filter((row) => row.newest === null && pairs.has(`${row.workspace_id} ${row.id}`));
+  const stored = onlyAsked(asked, rows.filter((row) => row.newest === null));
   const newest = new Map(rows.filter((row) => row.newest !== null).map((row) => [row.workspace_id, Number(row.newest)]));
   return { stored, newest };
 }

@@ -84,7 +84,7 @@ export class EventPartitions {
   private known: EventPartition[] = [];
   private making: Promise<void> | undefined;
 
-  /** `knex`: where to make partitions (none: ensureFor takes the caller's transaction and uses its pool). */
+  /** `knex`: where to make partitions (none: only for a caller's transaction, see ensureFor). */
   constructor(private readonly knex?: Knex) {}
 
   /** True when `ms`'s partition, and the next week's from the last day of a week, are known to exist. */
@@ -111,11 +111,6 @@ export class EventPartitions {
         .finally(() => (this.making = undefined));
       await this.making;
     }
-  }
-
-  /** Forgets what it knew (a partition was missing after all): the next covers() reads the catalog again. */
-  forget(): void {
-    this.known = [];
   }
 
   private has(ms: number): boolean {
