@@ -61,6 +61,40 @@ export type paths = {
          *     - Requires the `read` permission.
          *
          *     The body may be omitted, or be `{}`: both read the first page.
+         *
+         *     **Long-poll.** With the header `Prefer: wait=N` (RFC 7240; N in whole
+         *     seconds, at most 60 (`x-wait-max-seconds`), larger values count as 60),
+         *     a call that finds nothing new is held until an event this key may see
+         *     is stored or N seconds pass, then answered as usual: the page, or
+         *     `events: []` with the cursor echoed. The answer carries
+         *     `Preference-Applied: wait=N` (a server that does not hold reads omits
+         *     it: wait before polling again). A key restricted to mailboxes is
+         *     answered only for its mailboxes' events. An event stored by any
+         *     instance of the service, or by another process on the same SQLite
+         *     file, ends the wait. Held reads (long-polls and streams) are bounded
+         *     per key and per instance: past the bound the call is refused with
+         *     `429 rate_limited` and `Retry-After`. A server shutting down answers
+         *     held calls at once. Behind a proxy, keep N below its idle timeout.
+         *     An unreadable `Prefer` value is ignored (RFC 7240), never refused.
+         *
+         *     **Event stream.** With `Accept: text/event-stream`, the same call
+         *     answers a stream of Server-Sent Events from `after` instead of one
+         *     page: the events stored so far as fast as the client reads them, then
+         *     each new one as it is stored. Each SSE event has `id:` (the cursor
+         *     right after that event, to pass as `after` or `Last-Event-ID`),
+         *     `event:` (its type, e.g. `mail.received`) and `data:` (the envelope,
+         *     one line of JSON, the same bytes a page holds). A `Last-Event-ID`
+         *     header resumes after that cursor (it takes the place of `after`).
+         *     `limit` is the most events read at a time. Comment lines
+         *     (`: keep-alive`) come every 15 seconds while nothing is new. A cursor
+         *     refused before the stream starts is answered like the JSON call (same
+         *     status and body); an error once it has started ends the stream with
+         *     an SSE event `error` whose data is the error body (e.g. the cursor
+         *     expired while the client read too slowly). A client that stops
+         *     reading is disconnected when its unread answer passes 2 MiB for 30
+         *     seconds: the server never holds more for it. Streams count among the
+         *     key's held reads, and pay for their bytes like pages: a key over its
+         *     rate has its stream paused, not refused.
          */
         post: operations["event_feed"];
         delete?: never;
@@ -1694,7 +1728,15 @@ export interface operations {
     event_feed: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description `wait=N` (seconds, at most 60): hold the call while nothing is new (long-poll). Other preferences are ignored.
+                 * @example wait=25
+                 */
+                Prefer?: string;
+                /** @description With `Accept: text/event-stream`, the `id` of the last SSE event received (a cursor): the stream resumes right after it, in place of `after`. */
+                "Last-Event-ID"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1704,13 +1746,19 @@ export interface operations {
             };
         };
         responses: {
-            /** @description A page of events, and the cursor to continue from. */
+            /** @description A page of events, and the cursor to continue from; or, asked with `Accept: text/event-stream`, a stream of them. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /**
+                     * @description `wait=N` when the call was asked with `Prefer: wait=N` and may have been held (N as applied, at most 60).
+                     * @example wait=25
+                     */
+                    "Preference-Applied"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    "text/event-stream": string;
                     "application/json": components["schemas"]["EventFeedResponse"];
                 };
             };

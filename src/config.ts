@@ -31,6 +31,15 @@ export interface Config {
    */
   maxConnections: number;
   maxConnectionsPerAddress: number;
+  /**
+   * Reads held open at once (long-polls of `Prefer: wait` and event streams), in all and per key: a
+   * held read is a busy connection the gate cannot evict, so by default half of MAX_CONNECTIONS stay
+   * for everything else, and one key may hold a quarter of the held ones.
+   */
+  heldReadsMax: number;
+  heldReadsPerKey: number;
+  /** An event stream whose client takes nothing of what was written for this long is closed. */
+  streamStallMs: number;
   /** A connection must send complete request headers within this (also closes one that sends nothing). */
   headersTimeoutMs: number;
   /** ... and its whole request (headers and body) within this. */
@@ -82,7 +91,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const headersTimeoutMs = integer(env, 'HEADERS_TIMEOUT_MS', 10_000, 1);
   const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', Math.max(20_000, headersTimeoutMs), 1);
   if (requestTimeoutMs < headersTimeoutMs) throw new ConfigError('REQUEST_TIMEOUT_MS must be at least HEADERS_TIMEOUT_MS');
-  const maxConnections = integer(env, 'MAX_CONNECTIONS', 1024, 1);
+  const maxConnections = integer(env, 'MAX_CONNECTIONS', 4096, 1);
+  const heldReadsMax = integer(env, 'HELD_READS_MAX', Math.max(1, Math.floor(maxConnections / 2)), 1);
   return {
     retentionDays,
     // 0: the server never prunes on its own (one `event-feed prune` from cron serves every instance).
@@ -104,6 +114,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxyHops: integer(env, 'TRUST_PROXY_HOPS', 0, 0),
     maxConnections,
     maxConnectionsPerAddress: integer(env, 'MAX_CONNECTIONS_PER_ADDRESS', Math.max(1, Math.floor(maxConnections / 2)), 0),
+    heldReadsMax,
+    streamStallMs: integer(env, 'STREAM_STALL_MS', 30_000, 1),
+    heldReadsPerKey: integer(env, 'HELD_READS_PER_KEY', Math.max(1, Math.floor(heldReadsMax / 4)), 1),
     headersTimeoutMs,
     requestTimeoutMs,
     keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 1),

@@ -75,6 +75,8 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
+      // Held reads (long-polls, streams) are answered now rather than cut at the grace's end.
+      services.heldReads.close();
       // Stop accepting, let in-flight requests finish, then release the database. A keep-alive
       // connection that goes idle after close() would otherwise linger until its timeout: close
       // idle ones as they appear, and give in-flight requests at most SHUTDOWN_GRACE_MS.

@@ -4,6 +4,7 @@ import { systemClock, type Clock } from './clock.ts';
 import { RequestValidator } from './contract/request-validator.ts';
 import { CursorCodec } from './feed/cursor.ts';
 import { GroupCommit } from './feed/group-commit.ts';
+import { HeldReads } from './feed/held-reads.ts';
 import { FeedReader } from './feed/reader.ts';
 import { RecentEvents } from './feed/recent-events.ts';
 import type { AppServices } from './operations/context.ts';
@@ -19,7 +20,7 @@ export async function createServices(
   store: Store,
   config: Pick<
     Config,
-    'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'rateLimitPerAddressPerSecond' | 'rateLimitPerAddressBurst' | 'rateLimitBytesPerToken' | 'webhooksAllowInsecure' | 'memoryBudgetMb' | 'webhookRedeliverMaxPending'
+    'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'rateLimitPerAddressPerSecond' | 'rateLimitPerAddressBurst' | 'rateLimitBytesPerToken' | 'webhooksAllowInsecure' | 'memoryBudgetMb' | 'webhookRedeliverMaxPending' | 'heldReadsMax' | 'heldReadsPerKey' | 'streamStallMs'
   >,
   clock: Clock = systemClock,
 ): Promise<AppServices> {
@@ -33,6 +34,7 @@ export async function createServices(
     clock,
     changes,
     feed: new FeedReader(store, changes.heads, recent, clock),
+    heldReads: holdReads(store, changes, config),
     groupCommit: new GroupCommit(store, clock, changes.heads, recent),
     requestValidator: new RequestValidator(),
     rateLimiter: new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst, undefined, {
@@ -46,6 +48,22 @@ export async function createServices(
     webhookPolicy: { allowInsecure: config.webhooksAllowInsecure },
     webhookRedeliverMaxPending: config.webhookRedeliverMaxPending,
   };
+}
+
+/**
+ * Where held reads (long-polls, streams) learn that something happened: every commit heard (this
+ * process's, and on Postgres every instance's through the channel), and on SQLite another
+ * process's write, found by asking the file while reads wait.
+ */
+function holdReads(store: Store, changes: ChangeWatch, config: Pick<Config, 'heldReadsMax' | 'heldReadsPerKey' | 'streamStallMs'>): HeldReads {
+  const held = new HeldReads(
+    { max: config.heldReadsMax ?? 2048, perKey: config.heldReadsPerKey ?? 512, stallMs: config.streamStallMs ?? 30_000 },
+    { channelDown: store.listenForChanges !== undefined, probe: store.othersWritesVersion ? () => changes.trust.check() : undefined },
+  );
+  changes.heads.whenHeard((workspaceId) => held.moved(workspaceId));
+  changes.trust.whenLost(() => held.channelLost());
+  changes.trust.whenOpened(() => held.channelOpened());
+  return held;
 }
 
 /**

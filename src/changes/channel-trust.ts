@@ -34,6 +34,7 @@ export class ChannelTrust {
   #othersVersion: string | undefined;
   readonly #whenLost: Array<() => void> = [];
   readonly #whenOthersWrote: Array<() => void> = [];
+  readonly #whenOpened: Array<() => void> = [];
   /** Postgres: round trips on the channel (set by `open`); SQLite needs none. */
   readonly roundTrips = new RoundTrips();
 
@@ -77,6 +78,12 @@ export class ChannelTrust {
     this.#epoch++;
     this.#live = true;
     this.roundTrips.use(roundTrip);
+    for (const opened of this.#whenOpened) opened();
+  }
+
+  /** `opened` runs each time the channel is up again (SQLite: also right after another process's write was noticed). */
+  whenOpened(opened: () => void): void {
+    this.#whenOpened.push(opened);
   }
 
   /** The channel dropped: changes may go unheard, so nothing heard so far can be believed as heard. */

@@ -54,11 +54,33 @@ export class OperationCall<Id extends OperationId> {
     return this.#services.requestValidator.check(this.operationId, body);
   }
 
-  /** A page's memory, held against the budget until the caller releases it (once its answer is written). */
+  /** A page's memory, held against the budget until `release` (once its answer is written). */
   async admitPage(): Promise<Reservation | undefined> {
     if (!this.answersAPage) return undefined;
     this.#memory = await this.#services.memory.admit(this.context.principal.workspaceId, PAGE_RESERVATION_BYTES);
     return this.#memory;
+  }
+
+  /** The answer is written (or the client went away): its memory goes back to the budget. */
+  release(): void {
+    this.#memory?.release();
+    this.#memory = undefined;
+  }
+
+  /**
+   * Runs the wait of a held read (long-poll): while nothing is read, nothing is held for it, so a
+   * thousand waiting polls cost the key's budget and the memory budget nothing; the page's tokens
+   * and memory are taken again when it reads.
+   */
+  async whileHeld<T>(wait: () => Promise<T>): Promise<T> {
+    this.refund();
+    this.release();
+    try {
+      return await wait();
+    } finally {
+      this.reservePage();
+      await this.admitPage();
+    }
   }
 
   /** Pays for the answer at its size (less what was reserved), and holds only the memory it takes: the key's rate state after it. */

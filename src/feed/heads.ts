@@ -35,6 +35,7 @@ import type { ChannelTrust } from '../changes/channel-trust.ts';
  */
 export class FeedHeads {
   #heads = new Map<string, { seq: number; confirmedAt: number }>();
+  readonly #onHeard: Array<(workspaceId: string) => void> = [];
 
   constructor(
     private readonly trust: ChannelTrust,
@@ -96,6 +97,13 @@ export class FeedHeads {
   /** A commit moved the workspace's head to `seq` (a notification, or this process's own commit). */
   heard(workspaceId: string, seq: number): void {
     if (this.trust.live) this.#raise(workspaceId, seq, this.#now());
+    // Whether or not the head can be kept, a commit happened: held reads (feed/held-reads.ts) look again.
+    for (const listener of this.#onHeard) listener(workspaceId);
+  }
+
+  /** `listener` runs at every commit heard (a notification or this process's own), trusted or not. */
+  whenHeard(listener: (workspaceId: string) => void): void {
+    this.#onHeard.push(listener);
   }
 
   now(): number {

@@ -23,3 +23,35 @@ export function feedPageJson(page: FeedPage): Buffer[] {
 export function pageEnvelopes(page: StoredPage): EventEnvelope[] {
   return JSON.parse(`[${page.bytes.toString('utf8')}]`) as EventEnvelope[];
 }
+
+/**
+ * The page's envelopes as slices of its bytes (no copy): the page is `envelope,envelope,…` of
+ * JSON objects, so an envelope ends where its outermost brace closes, outside strings. (UTF-8
+ * continuation bytes are all above 0x7f: no byte of a multi-byte character is mistaken for one.)
+ */
+export function envelopeSlices(bytes: Buffer): Buffer[] {
+  const slices: Buffer[] = [];
+  let depth = 0;
+  let inString = false;
+  let start = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    const byte = bytes[i]!;
+    if (inString) {
+      if (byte === BACKSLASH) i++;
+      else if (byte === QUOTE) inString = false;
+    } else if (byte === QUOTE) inString = true;
+    else if (byte === OPEN_BRACE || byte === OPEN_BRACKET) depth++;
+    else if ((byte === CLOSE_BRACE || byte === CLOSE_BRACKET) && --depth === 0) {
+      slices.push(bytes.subarray(start, i + 1));
+      start = i + 2; // past the comma
+    }
+  }
+  return slices;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;

@@ -115,7 +115,7 @@ export class RecentEvents {
       lastSeq,
       cutAtByteCap,
     };
-    if (withFacts) page.facts = { types: picked.map((i) => run.types[i]!), occurredAtMs: picked.map((i) => run.occurredAtMs[i]!) };
+    if (withFacts) page.facts = { types: picked.map((i) => run.types[i]!), seqs: picked.map((i) => run.firstSeq + i), occurredAtMs: picked.map((i) => run.occurredAtMs[i]!) };
     // Short of the limit and of the cap, the page ends at the run's end: whole only if nothing is committed past it.
     return picked.length < limit && !cutAtByteCap ? { page, wholeIfNothingAfter: run.firstSeq + run.chunks.length - 1 } : { page };
   }

@@ -8,8 +8,11 @@ import { jsonByteLength, sendJson } from '../edge/send-json.ts';
 import { ApiError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { AppServices } from '../operations/context.ts';
-import { runOperation } from '../operations/registry.ts';
+import { preferredWaitSeconds } from '../edge/prefer-wait.ts';
+import { runOperation, type CallOptions } from '../operations/registry.ts';
 import { authenticateRequest, setRateLimitHeaders } from './authenticate.ts';
+import { streamEventFeed, wantsEventStream } from './event-stream.ts';
+import { withoutIdleTimeout } from './held-socket.ts';
 import { readJsonObjectBody, refuseQueryString } from './json-body.ts';
 
 /**
@@ -39,15 +42,23 @@ export function createApiRouter(services: AppServices, log: Logger) {
       // Refused without a permission: the body is neither read nor validated.
       call = new OperationCall(services, principal, operation);
       refuseQueryString(req);
+      if (isFeed(call) && wantsEventStream(req)) {
+        const request = call.validate(await readJsonObjectBody(req, res));
+        return await streamEventFeed(services, call, request, req, res, locals.requestId, log);
+      }
       call.reservePage();
       const request = call.validate(await readJsonObjectBody(req, res));
-      const memory = await call.admitPage();
-      if (memory) res.once('close', () => memory.release());
-      const outcome = await runOperation(call.operationId, call.context, request);
+      const held = call;
+      res.once('close', () => held.release());
+      await call.admitPage();
+      const outcome = await runOperation(call.operationId, call.context, request, callOptions(call, req, res));
       const rate = call.settle(jsonByteLength(outcome.json));
       if (rate) setRateLimitHeaders(res, rate);
       sendJson(res, outcome.created ? 201 : 200, outcome.json);
     } catch (err) {
+      if (res.headersSent) return void sendError(res, locals.requestId, err, log);
+      res.removeHeader('Preference-Applied');
+      res.removeHeader('Vary');
       const rate = call?.refund();
       if (rate) setRateLimitHeaders(res, rate);
       // Refused before its body was read (no key, no permission, rate limited, body too large):
@@ -56,4 +67,22 @@ export function createApiRouter(services: AppServices, log: Logger) {
       sendError(res, locals.requestId, err, log);
     }
   };
+}
+
+const isFeed = (call: OperationCall<OperationId>): call is OperationCall<'event_feed'> => call.operationId === 'event_feed';
+
+/**
+ * `Prefer: wait=N` on event_feed (RFC 7240): the read may be held up to N seconds while nothing
+ * is new (operations/event-feed.ts), which `Preference-Applied` tells the client; meanwhile the
+ * call holds neither tokens nor memory (OperationCall.whileHeld), and the idle timeout is off.
+ */
+function callOptions(call: OperationCall<OperationId>, req: IncomingMessage, res: EdgeResponse): CallOptions {
+  if (!isFeed(call)) return {};
+  const seconds = preferredWaitSeconds(req.headers.prefer);
+  if (seconds === undefined) return {};
+  res.setHeader('Preference-Applied', `wait=${seconds}`);
+  res.setHeader('Vary', 'Prefer');
+  const gone = new AbortController();
+  res.once('close', () => gone.abort());
+  return { wait: { ms: seconds * 1000, signal: gone.signal, whileHeld: (wait) => call.whileHeld(() => withoutIdleTimeout(req.socket, wait)) } };
 }

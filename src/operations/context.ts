@@ -5,6 +5,7 @@ import type { RequestValidator } from '../contract/request-validator.ts';
 import { forbidden } from '../errors.ts';
 import type { CursorCodec } from '../feed/cursor.ts';
 import type { GroupCommit } from '../feed/group-commit.ts';
+import type { HeldReads } from '../feed/held-reads.ts';
 import type { FeedReader } from '../feed/reader.ts';
 import type { MemoryBudget } from '../limits/memory-budget.ts';
 import type { RateLimiter } from '../limits/rate-limiter.ts';
@@ -20,6 +21,8 @@ export interface Services {
   changes: ChangeWatch;
   /** Reads the feed, answering from the heads and the events just committed when they can tell. */
   feed: FeedReader;
+  /** Reads held until their workspace moves (long-polls, streams): bounded per key and in all. */
+  heldReads: HeldReads;
   /** emit_event's appends, sharing transactions under load. */
   groupCommit: GroupCommit;
   /** Where webhooks may point; secure (public https only) when absent. */

@@ -1,23 +1,85 @@
 import type { OperationInput } from '../../generated/operations.ts';
+import type { HeldSlot } from '../feed/held-reads.ts';
 import type { FeedPage } from '../feed/page.ts';
+import type { FeedRead, FeedReadResult } from '../feed/reader.ts';
 import { FeedScope } from '../feed/scope.ts';
 import { requirePermission, type OperationContext } from './context.ts';
 
-/** How the caller will show the page: `facts` adds each event's type and time (the MCP text), read with the page. */
+/** How the caller will show the page, and whether it may be held while nothing is new. */
 export interface FeedView {
+  /** Each event's type, time and seq, read with the page (the MCP text, an event stream's frames). */
   facts?: boolean;
+  wait?: FeedWait;
 }
+
+/** A read held open while nothing is new (`Prefer: wait`, event streams): feed/held-reads.ts. */
+export interface FeedWait {
+  /** Held at most this long (0: answered at once, like any read). */
+  ms: number;
+  /** The client went away: stop waiting. */
+  signal?: AbortSignal;
+  /** Runs the wait: the edge lets go meanwhile of what a page read holds (its memory, its reserved tokens). */
+  whileHeld?: <T>(wait: () => Promise<T>) => Promise<T>;
+  /** A place among the held reads taken by the caller for longer than this read (a stream holds one for its life). */
+  slot?: HeldSlot;
+}
+
+/** Without `heldReads` (the stress harness, unit tests), a read is never held. */
+type FeedContext = Pick<OperationContext, 'cursors' | 'principal' | 'feed'> & Partial<Pick<OperationContext, 'heldReads'>>;
 
 /**
  * event_feed: the events after a cursor (or from the oldest retained one), in emission order, as
  * far as the key's mailboxes go. Reads only: no row written, no event emitted. Works whether or
  * not the workspace is verified (the feed never looks at it).
+ *
+ * With `view.wait`, a read that finds nothing new is held until a commit of the workspace is
+ * heard, then read again, until it finds something this key may see or the time is up: a
+ * restricted key is answered only for its mailboxes' events. Each read is the same read as an
+ * immediate one (its answer includes every event whose emit was answered before it began), and
+ * the watch on the workspace begins before it, so a commit between a read and its wait is not slept
+ * through.
  */
-export async function eventFeed(ctx: Pick<OperationContext, 'cursors' | 'principal' | 'feed'>, input: OperationInput<'event_feed'>, view: FeedView = {}): Promise<FeedPage> {
+export async function eventFeed(ctx: FeedContext, input: OperationInput<'event_feed'>, view: FeedView = {}): Promise<FeedPage> {
   requirePermission(ctx.principal, 'read');
   const { workspaceId, mailboxes } = ctx.principal;
-  const afterSeq = input.after === undefined ? undefined : ctx.cursors.decode(workspaceId, input.after);
-  const read = await ctx.feed.read({ workspaceId, scope: FeedScope.of(mailboxes), afterSeq, limit: input.limit, withFacts: view.facts === true });
+  const read: FeedRead = {
+    workspaceId,
+    scope: FeedScope.of(mailboxes),
+    afterSeq: input.after === undefined ? undefined : ctx.cursors.decode(workspaceId, input.after),
+    limit: input.limit,
+    withFacts: view.facts === true,
+  };
+  const wait = view.wait;
+  const heldReads = ctx.heldReads;
+  if (!wait || wait.ms <= 0 || !heldReads) return pageOf(ctx, input, await ctx.feed.read(read));
+
+  const deadline = performance.now() + wait.ms;
+  let slot: HeldSlot | undefined;
+  let first: FeedReadResult | undefined;
+  try {
+    for (;;) {
+      const watch = heldReads.watch(workspaceId);
+      try {
+        const result = await ctx.feed.read(read);
+        first ??= result;
+        if (result.events.count > 0) return pageOf(ctx, input, result);
+        // Read on from where this read stood (without a cursor: the oldest retained event's predecessor).
+        read.afterSeq = result.afterSeq;
+        slot ??= wait.slot ?? heldReads.hold(ctx.principal.keyId);
+        const hold = () => watch.until(deadline, wait.signal);
+        const why = await (wait.whileHeld ? wait.whileHeld(hold) : hold());
+        if (why !== 'moved') return pageOf(ctx, input, first);
+      } finally {
+        watch.cancel();
+      }
+    }
+  } finally {
+    if (slot !== wait.slot) slot?.release();
+  }
+}
+
+function pageOf(ctx: FeedContext, input: OperationInput<'event_feed'>, read: FeedReadResult): FeedPage {
+  const { workspaceId } = ctx.principal;
   const { events } = read;
   if (events.lastSeq !== undefined) return { events, next_cursor: ctx.cursors.encode(workspaceId, events.lastSeq) };
   // Nothing new for this key: its own cursor back, byte for byte (a restricted key's cursor follows

@@ -9,7 +9,7 @@ import { feedPageJson } from '../feed/page.ts';
 import type { OperationContext } from './context.ts';
 import { createApiKey } from './create-key.ts';
 import { emitEvent, emitEventJson } from './emit-event.ts';
-import { eventFeed } from './event-feed.ts';
+import { eventFeed, type FeedWait } from './event-feed.ts';
 import { listEvents, listPageJson } from './list-events.ts';
 import { listApiKeys } from './list-keys.ts';
 import { listWebhooks } from './list-webhooks.ts';
@@ -38,11 +38,16 @@ export interface OperationOutcome<Id extends OperationId = OperationId> {
   created: boolean;
 }
 
-type Runner<Id extends OperationId> = (ctx: OperationContext, input: OperationInput<Id>) => Promise<OperationOutcome<Id>>;
+/** How an edge asks an operation to answer, beyond its request: event_feed may be held (`Prefer: wait`). */
+export interface CallOptions {
+  wait?: FeedWait;
+}
+
+type Runner<Id extends OperationId> = (ctx: OperationContext, input: OperationInput<Id>, options: CallOptions) => Promise<OperationOutcome<Id>>;
 
 /** Every operation of the contract by operationId, each with its own input and output types. */
 const runners: { readonly [Id in OperationId]: Runner<Id> } = {
-  event_feed: async (ctx, input) => ({ json: splicedAs(feedPageJson(await eventFeed(ctx, input))), created: false }),
+  event_feed: async (ctx, input, options) => ({ json: splicedAs(feedPageJson(await eventFeed(ctx, input, { wait: options.wait }))), created: false }),
   // 200 whatever the outcome (the body says it): the contract documents no 201 for set_webhook.
   set_webhook: async (ctx, input) => ({ json: jsonOf(await setWebhook(ctx, input)), created: false }),
   list_webhooks: async (ctx) => ({ json: jsonOf(await listWebhooks(ctx)), created: false }),
@@ -67,9 +72,9 @@ export function withDefaults<Id extends OperationId>(operationId: Id, request: O
 }
 
 /** Runs an operation on its validated request: the only way the edges call one. */
-export function runOperation<Id extends OperationId>(operationId: Id, ctx: OperationContext, request: Operations[Id]['request']): Promise<OperationOutcome<Id>> {
+export function runOperation<Id extends OperationId>(operationId: Id, ctx: OperationContext, request: Operations[Id]['request'], options: CallOptions = {}): Promise<OperationOutcome<Id>> {
   const run: Runner<Id> = runners[operationId];
-  return run(ctx, withDefaults(operationId, request));
+  return run(ctx, withDefaults(operationId, request), options);
 }
 
 /** An outcome's body as one string (for the transports that need the object, not the bytes). */

@@ -91,6 +91,8 @@ export interface ReplicaStatus {
 /** What a person is told of a page's events without parsing them: per event, in page order. */
 export interface EventFacts {
   types: string[];
+  /** Each event's seq (its cursor, once encoded: an event stream gives one per event); feed pages only. */
+  seqs?: number[];
   /** occurred_at in epoch milliseconds (NaN for an event stored before the column existed). */
   occurredAtMs: number[];
 }

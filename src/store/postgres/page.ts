@@ -33,6 +33,7 @@ interface PageSink {
   cut: boolean;
   types: string[] | undefined;
   occurredAtMs: number[] | undefined;
+  seqs: number[] | undefined;
   oldestStoredAtMs: number | undefined;
 }
 
@@ -75,6 +76,7 @@ function pageQueryClass() {
       if (sink.oldestStoredAtMs === undefined || stored < sink.oldestStoredAtMs) sink.oldestStoredAtMs = stored;
       if (sink.types) {
         sink.types.push(type!);
+        sink.seqs!.push(sink.lastSeq);
         sink.occurredAtMs!.push(occurredAtMs === null || occurredAtMs === undefined ? NaN : Number(occurredAtMs));
       }
     }
@@ -124,6 +126,7 @@ export async function readPgPage(db: Knex, statement: PgPageStatement, maxBytes:
     cut: false,
     types: withFacts ? [] : undefined,
     occurredAtMs: withFacts ? [] : undefined,
+    seqs: withFacts ? [] : undefined,
     oldestStoredAtMs: undefined,
   };
   const connection = (await db.client.acquireConnection()) as PgClient;
@@ -142,7 +145,7 @@ export async function readPgPage(db: Knex, statement: PgPageStatement, maxBytes:
   const page: StoredPage = { bytes, count: sink.count, lastSeq: sink.lastSeq, cutAtByteCap: sink.cut };
   if (sink.prunedThrough !== undefined) page.prunedThrough = sink.prunedThrough;
   if (sink.oldestStoredAtMs !== undefined) page.oldestStoredAtMs = sink.oldestStoredAtMs;
-  if (sink.types) page.facts = { types: sink.types, occurredAtMs: sink.occurredAtMs! };
+  if (sink.types) page.facts = { types: sink.types, seqs: sink.seqs!, occurredAtMs: sink.occurredAtMs! };
   return page;
 }
 

@@ -92,7 +92,7 @@ function assemble(page: Aggregate, expected: number, cut: boolean): StoredPage {
   if (seqs.length !== expected) throw new Error(`a page read gave ${seqs.length} rows where ${expected} were counted`);
   const stored: StoredPage = { bytes: page.events, count: seqs.length, lastSeq: Number(seqs.at(-1)), cutAtByteCap: cut };
   if (page.oldest !== null && page.oldest !== undefined) stored.oldestStoredAtMs = Number(page.oldest);
-  if (page.types !== undefined) stored.facts = { types: page.types!.split(','), occurredAtMs: page.occurred!.split(',').map((ms) => (ms === '' ? NaN : Number(ms))) };
+  if (page.types !== undefined) stored.facts = { types: page.types!.split(','), seqs: seqs.map(Number), occurredAtMs: page.occurred!.split(',').map((ms) => (ms === '' ? NaN : Number(ms))) };
   return stored;
 }
 

@@ -1,0 +1,21 @@
+import { loadSpec } from '../contract/spec.ts';
+
+/** The longest a read is held (`Prefer: wait=N`): the contract's `x-wait-max-seconds`, documented to clients there. */
+export const WAIT_MAX_SECONDS: number = loadSpec().paths['/v1/event_feed'].post['x-wait-max-seconds'];
+if (!Number.isSafeInteger(WAIT_MAX_SECONDS) || WAIT_MAX_SECONDS < 1) throw new Error('the contract must give event_feed an x-wait-max-seconds of at least 1');
+
+/**
+ * The `wait` preference of a `Prefer` header (RFC 7240: `Prefer: wait=10`, maybe among others,
+ * `respond-async, wait=10`), capped at WAIT_MAX_SECONDS; undefined when absent or unreadable, which
+ * RFC 7240 says to ignore rather than refuse. 0 asks for no wait.
+ */
+export function preferredWaitSeconds(header: string | string[] | undefined): number | undefined {
+  if (header === undefined) return undefined;
+  const text = Array.isArray(header) ? header.join(',') : header;
+  if (text.length > 1024) return undefined;
+  for (const preference of text.split(',')) {
+    const match = /^\s*wait\s*=\s*"?(\d{1,9})"?\s*(?:;.*)?$/i.exec(preference);
+    if (match) return Math.min(Number(match[1]), WAIT_MAX_SECONDS);
+  }
+  return undefined;
+}

@@ -1,0 +1,199 @@
+import { ApiError } from '../errors.ts';
+
+/** Why a held read stopped waiting. */
+export type Wake = 'moved' | 'timeout' | 'closing' | 'aborted';
+
+export interface HeldReadLimits {
+  /** Most reads held at once in this process (long-polls and streams). */
+  max: number;
+  /** Most held at once by one key. */
+  perKey: number;
+  /** A stream whose client has not taken what was written for this long is disconnected (http/event-stream.ts). */
+  stallMs: number;
+}
+
+/** A place among the held reads, taken before the first wait and given back when the request ends. */
+export interface HeldSlot {
+  release(): void;
+}
+
+/** One wait for a workspace to move, registered before the read it follows (so no commit falls in between). */
+export interface Watch {
+  /** Resolves at the first head move of the workspace heard since the watch began (or at once if one was), the deadline, shutdown or the abort. */
+  until(deadlineMs: number, signal?: AbortSignal): Promise<Wake>;
+  cancel(): void;
+}
+
+interface Waiter {
+  moved: boolean;
+  wake?: (why: Wake) => void;
+}
+
+/**
+ * The reads held open until something happens in their workspace: `event_feed` long-polls
+ * (`Prefer: wait`) and event streams. A request first takes a slot (bounded per key and in all:
+ * a held read is an open connection that the gate cannot evict), then, before each read, a `watch`
+ * on its workspace: any head move heard after that wakes it, so an event committed between the
+ * read and the wait is never slept through. The woken request reads again: what it may see (its
+ * mailboxes) is the read's to decide, not this class's.
+ *
+ * Moves come from FeedHeads.heard (this process's own commits, and on Postgres every other
+ * instance's through the channel), from `othersWrote` (SQLite: another process wrote to the file,
+ * workspace unknown) and from `channelLost` (commits may go unheard: every waiter reads again, and
+ * re-reads every `recheckMs` while the channel is down).
+ */
+export class HeldReads {
+  readonly #byWorkspace = new Map<string, Set<Waiter>>();
+  readonly #perKey = new Map<string, number>();
+  #held = 0;
+  #closing = false;
+  #channelDown: boolean;
+  #probe: ReturnType<typeof setInterval> | undefined;
+
+  constructor(
+    readonly limits: HeldReadLimits,
+    private readonly options: {
+      /** Postgres: true until the change channel opens (commits of other instances are not heard yet). */
+      channelDown?: boolean;
+      /** SQLite: asks whether another process wrote to the file (ChannelTrust.check, which reports it as a loss); run every `probeMs` while reads wait. */
+      probe?: () => void;
+      probeMs?: number;
+      recheckMs?: number;
+      now?: () => number;
+    } = {},
+  ) {
+    this.#channelDown = options.channelDown ?? false;
+  }
+
+  /** True once the server shuts down. */
+  get closing(): boolean {
+    return this.#closing;
+  }
+
+  /** Reads held now (long-polls waiting and streams open). */
+  get held(): number {
+    return this.#held;
+  }
+
+  /** Takes a slot for `keyId`, or refuses with 429 when the key or the process holds its most. */
+  hold(keyId: string): HeldSlot {
+    if (this.#closing) throw new ApiError('rate_limited', 'the server is shutting down; retry in 1 s (another instance may answer)', 429, { 'Retry-After': '1' });
+    const ofKey = this.#perKey.get(keyId) ?? 0;
+    if (ofKey >= this.limits.perKey) throw tooMany(`this key already holds ${this.limits.perKey} waiting reads (long-polls and streams)`);
+    if (this.#held >= this.limits.max) throw tooMany('the server holds as many waiting reads as it may');
+    this.#perKey.set(keyId, ofKey + 1);
+    this.#held++;
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#held--;
+        const left = (this.#perKey.get(keyId) ?? 1) - 1;
+        if (left === 0) this.#perKey.delete(keyId);
+        else this.#perKey.set(keyId, left);
+      },
+    };
+  }
+
+  watch(workspaceId: string): Watch {
+    const waiter: Waiter = { moved: false };
+    let waiters = this.#byWorkspace.get(workspaceId);
+    if (!waiters) this.#byWorkspace.set(workspaceId, (waiters = new Set()));
+    waiters.add(waiter);
+    this.#startProbing();
+    const forget = () => {
+      waiters.delete(waiter);
+      if (waiters.size === 0 && this.#byWorkspace.get(workspaceId) === waiters) this.#byWorkspace.delete(workspaceId);
+      if (this.#byWorkspace.size === 0) this.#stopProbing();
+    };
+    return {
+      cancel: forget,
+      until: (deadlineMs, signal) => {
+        if (this.#closing) return settle('closing');
+        if (waiter.moved) return settle('moved');
+        if (signal?.aborted) return settle('aborted');
+        const wait = this.#channelDown ? Math.min(deadlineMs - this.#now(), this.options.recheckMs ?? RECHECK_MS) : deadlineMs - this.#now();
+        if (wait <= 0) return settle(this.#channelDown && this.#now() < deadlineMs ? 'moved' : 'timeout');
+        return new Promise<Wake>((resolve) => {
+          const timer = setTimeout(() => done(this.#channelDown && this.#now() < deadlineMs ? 'moved' : 'timeout'), wait);
+          const onAbort = () => done('aborted');
+          signal?.addEventListener('abort', onAbort, { once: true });
+          function done(why: Wake) {
+            clearTimeout(timer);
+            signal?.removeEventListener('abort', onAbort);
+            waiter.wake = undefined;
+            forget();
+            resolve(why);
+          }
+          waiter.wake = done;
+        });
+      },
+    };
+    function settle(why: Wake): Promise<Wake> {
+      forget();
+      return Promise.resolve(why);
+    }
+  }
+
+  /** A commit moved the workspace's head: its waiters read again. */
+  moved(workspaceId: string): void {
+    const waiters = this.#byWorkspace.get(workspaceId);
+    if (waiters) for (const waiter of [...waiters]) wake(waiter, 'moved');
+  }
+
+  /** Workspaces with waiters now: what a check of another process's writes looks at. */
+  waitingWorkspaces(): string[] {
+    return [...this.#byWorkspace.keys()];
+  }
+
+  /** The channel dropped: commits may go unheard until it is back, so everyone reads again, and keeps re-reading while it is down. */
+  channelLost(): void {
+    this.#channelDown = true;
+    this.#wakeAll('moved');
+  }
+
+  channelOpened(): void {
+    this.#channelDown = false;
+  }
+
+  /** Shutdown: every held read is answered now, and no new one is held. */
+  close(): void {
+    this.#closing = true;
+    this.#stopProbing();
+    this.#wakeAll('closing');
+  }
+
+  /** Another process's write is found only by asking (SQLite): asked while someone waits, never otherwise. */
+  #startProbing(): void {
+    const probe = this.options.probe;
+    if (!probe || this.#probe) return;
+    this.#probe = setInterval(probe, this.options.probeMs ?? PROBE_MS);
+    this.#probe.unref();
+  }
+
+  #stopProbing(): void {
+    clearInterval(this.#probe);
+    this.#probe = undefined;
+  }
+
+  #wakeAll(why: Wake): void {
+    for (const waiters of [...this.#byWorkspace.values()]) for (const waiter of [...waiters]) wake(waiter, why);
+  }
+
+  #now(): number {
+    return this.options.now ? this.options.now() : performance.now();
+  }
+}
+
+function wake(waiter: Waiter, why: Wake): void {
+  waiter.moved = true;
+  waiter.wake?.(why);
+}
+
+const tooMany = (why: string) => new ApiError('rate_limited', `${why}; retry in 1 s`, 429, { 'Retry-After': '1' });
+
+/** SQLite: how often a process with waiting reads asks whether another process wrote (a pragma on its own connection). */
+const PROBE_MS = 50;
+/** While the channel is down, a held read reads again this often (a commit of another instance would go unheard). */
+const RECHECK_MS = 1000;
