@@ -1327,6 +1327,53 @@ export const mcpTools = [
       "destructiveHint": false,
       "openWorldHint": false
     }
+  },
+  {
+    "name": "feed_cursor",
+    "title": "Position dans le flux",
+    "description": "Donne le curseur à passer comme `after` à `event_feed` pour lire à\npartir de maintenant ou d'une date, sans tout relire depuis le plus\nancien événement. `at` : `now` (par défaut : la fin du flux, seuls\nles événements émis ensuite suivront) ou une date RFC 3339 (le\npremier événement enregistré à partir de cette date ; la fin du flux\ns'il n'y en a pas). Une date antérieure à la période de conservation\n(au moins 30 jours) est refusée : appeler alors `event_feed` sans\n`after`.\n",
+    "inputSchema": {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": {
+        "at": {
+          "type": "string",
+          "maxLength": 35,
+          "oneOf": [
+            {
+              "const": "now"
+            },
+            {
+              "format": "date-time"
+            }
+          ],
+          "default": "now",
+          "description": "Où commencer : `now` (la fin du flux : seulement les événements émis après cet appel) ou une date RFC 3339 (le premier événement enregistré à partir de cette date). Une date antérieure à la période de conservation est refusée."
+        }
+      }
+    },
+    "outputSchema": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "cursor"
+      ],
+      "properties": {
+        "cursor": {
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 512,
+          "description": "Curseur opaque à passer comme `after` à `event_feed` : sa première page commence au premier événement enregistré à partir de `at` (pour `now`, au premier émis après cet appel)."
+        }
+      }
+    },
+    "annotations": {
+      "title": "Position dans le flux",
+      "readOnlyHint": true,
+      "idempotentHint": true,
+      "destructiveHint": false,
+      "openWorldHint": false
+    }
   }
 ] as const;
 

@@ -20,6 +20,11 @@ export interface Operations {
     response: Schemas['ListEventsResponse'];
     defaults: {"limit":100};
   };
+  feed_cursor: {
+    request: Schemas['FeedCursorRequest'];
+    response: Schemas['FeedCursorResponse'];
+    defaults: {"at":"now"};
+  };
   set_webhook: {
     request: Schemas['SetWebhookRequest'];
     response: Schemas['SetWebhookResponse'];
@@ -54,13 +59,14 @@ export interface Operations {
 
 export type OperationId = keyof Operations;
 
-export const OPERATION_IDS = ["event_feed","emit_event","list_events","set_webhook","list_webhooks","redeliver_webhook","create_key","list_keys","revoke_key"] as const satisfies readonly OperationId[];
+export const OPERATION_IDS = ["event_feed","emit_event","list_events","feed_cursor","set_webhook","list_webhooks","redeliver_webhook","create_key","list_keys","revoke_key"] as const satisfies readonly OperationId[];
 
 /** What an omitted request property means, per operation (the schema's `default`s). */
 export const OPERATION_DEFAULTS: { readonly [Id in OperationId]: Operations[Id]['defaults'] } = {
   event_feed: {"limit":100},
   emit_event: {},
   list_events: {"limit":100},
+  feed_cursor: {"at":"now"},
   set_webhook: {"rotate_secret":false,"remove":false},
   list_webhooks: {},
   redeliver_webhook: {"limit":1000},

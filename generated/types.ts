@@ -208,6 +208,48 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/feed_cursor": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A feed position from a time
+         * @description Returns the cursor to pass as `after` to `event_feed` to start reading
+         *     at the present or from a date, without reading from the oldest event.
+         *
+         *     - `at: "now"` (the default; the body may be omitted or be `{}`): the
+         *       head of the feed. `event_feed` after it returns exactly the events
+         *       emitted after this call.
+         *     - `at` an RFC 3339 date-time (same forms as `list_events`'
+         *       `occurred_after`): the position just before the first event
+         *       **stored** at or after that time (the time the service stored it,
+         *       which never goes down along the feed; not `occurred_at`, which the
+         *       emitter may set). When no event is stored at or after it (a time in
+         *       the future, or after the newest event), the head, as for `now`.
+         *     - A time before the retention period, when events stored at or after
+         *       it may have been pruned, is refused with `400 invalid_argument`
+         *       (« at has expired »), like an expired cursor: use `event_feed`
+         *       without `after` to start at the oldest retained event.
+         *     - Cursors are positions in the workspace's feed: a key restricted to
+         *       mailboxes gets the same cursor as any other, and its `event_feed`
+         *       then shows only its mailboxes' events from there.
+         *     - The cost does not grow with the size of the feed beyond a logarithm
+         *       (a binary search on the feed's positions). The call has no side
+         *       effects, works whether the workspace is verified or not, and
+         *       requires the `read` permission.
+         */
+        post: operations["feed_cursor"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/set_webhook": {
         parameters: {
             query?: never;
@@ -1204,6 +1246,32 @@ export type components = {
             next_page_token: string | null;
         };
         /**
+         * FeedCursorRequest
+         * @description Parameters of `feed_cursor`. `at` is optional; no other parameter is accepted.
+         * @example {}
+         * @example {
+         *       "at": "2026-11-21T09:00:00Z"
+         *     }
+         */
+        FeedCursorRequest: {
+            /**
+             * @description Where to start reading: `now` (the head of the feed: only events emitted after this call) or an RFC 3339 date-time (the first event stored at or after it). A time before the retention period is refused with invalid_argument.
+             * @default now
+             */
+            at?: string & ("now" | unknown);
+        };
+        /**
+         * FeedCursorResponse
+         * @description A position in the event feed.
+         * @example {
+         *       "cursor": "AnW72zvfLAhhI5wz0sIYdUswMU02RE1CRTAwS0tOUzcwRDAyTUhIUzBLQbEJTGyMGwxl0WNJdL4NTDw"
+         *     }
+         */
+        FeedCursorResponse: {
+            /** @description Opaque cursor to pass as `after` to `event_feed`: its first page starts with the first event stored at or after `at` (for `now`, the first event emitted after this call). */
+            cursor: string;
+        };
+        /**
          * WebhookEndpointId
          * @description Identifier of a webhook endpoint: `whe_` followed by a ULID.
          * @example whe_01JD4S3QW1Y9V5K2M8N7P6R4T3
@@ -1856,6 +1924,46 @@ export interface operations {
             500: components["responses"]["Internal"];
         };
     };
+    feed_cursor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["FeedCursorRequest"];
+            };
+        };
+        responses: {
+            /** @description The cursor to pass as `after` to `event_feed`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeedCursorResponse"];
+                };
+            };
+            /** @description The request is malformed, has an unknown parameter, `at` is neither `now` nor a date-time, or it is before the retention period (`invalid_argument`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+        };
+    };
     set_webhook: {
         parameters: {
             query?: never;
@@ -2241,6 +2349,8 @@ export type Error = components['schemas']['Error'];
 export type EventTypeFilter = components['schemas']['EventTypeFilter'];
 export type ListEventsRequest = components['schemas']['ListEventsRequest'];
 export type ListEventsResponse = components['schemas']['ListEventsResponse'];
+export type FeedCursorRequest = components['schemas']['FeedCursorRequest'];
+export type FeedCursorResponse = components['schemas']['FeedCursorResponse'];
 export type WebhookEndpointId = components['schemas']['WebhookEndpointId'];
 export type WebhookEndpoint = components['schemas']['WebhookEndpoint'];
 export type WebhookAttempt = components['schemas']['WebhookAttempt'];

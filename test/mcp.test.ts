@@ -50,7 +50,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       assert.equal(JSON.stringify(tool).includes('ui://'), false);
       assert.deepEqual(tools.map((t) => t.name).sort(), mcpTools.map((t) => t.name).sort());
       // The read operations, and only them: set_webhook, emit_event and the admin reads are not tools.
-      assert.deepEqual(tools.map((t) => t.name).sort(), ['event_feed', 'list_events']);
+      assert.deepEqual(tools.map((t) => t.name).sort(), ['event_feed', 'feed_cursor', 'list_events']);
       const listEvents = tools.find((t) => t.name === 'list_events')!;
       assertSaysTheContract(listEvents, 'ListEventsRequest', 'ListEventsResponse');
       assert.deepEqual(

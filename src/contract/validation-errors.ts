@@ -34,8 +34,12 @@ export function describeValidationErrors(errors: readonly ErrorObject[] | null |
       return `${field || 'request body'} ${error.message}`;
     case 'enum':
       return `${field} must be one of ${((error.params as { allowedValues: unknown[] }).allowedValues ?? []).map((v) => JSON.stringify(v)).join(', ')}`;
-    case 'format':
-      return `${field} must be a valid ${(error.params as { format: string }).format}`;
+    case 'format': {
+      // A oneOf of a constant and a format (feed_cursor's `at`: "now" or a date-time): name both.
+      const constant = all.find((e) => e.keyword === 'const' && e.instancePath === error.instancePath);
+      const or = constant ? `${JSON.stringify((constant.params as { allowedValue: unknown }).allowedValue)} or ` : '';
+      return `${field} must be ${or}a valid ${(error.params as { format: string }).format}`;
+    }
     case 'uniqueItems': {
       // Ajv names the pair in an order that depends on how the schema was compiled: fix it.
       const { i, j } = error.params as { i: number; j: number };

@@ -1,6 +1,6 @@
 import { MIN_RETENTION_DAYS } from '../config.ts';
 import { invalidArgument } from '../errors.ts';
-import type { StoredPage } from '../store/port.ts';
+import type { StoredPage, TimePosition } from '../store/port.ts';
 import type { FeedScope } from './scope.ts';
 import type { FeedWatermarks } from './storage.ts';
 
@@ -56,6 +56,36 @@ export function assertCursorNotPastHead(head: number, afterSeq: number): void {
   if (afterSeq > head) {
     throw invalidArgument(
       'after is past the end of this feed: the database no longer holds the events this cursor was given after (it was restored, or failed over to a copy that had not received them); restart without "after" and skip the event ids you already processed',
+    );
+  }
+}
+
+/**
+ * Refuses a time (feed_cursor's `at`) when events stored at or after it may have been pruned: the
+ * cursor given for it would silently skip them, which is what an expired cursor is refused for.
+ * `found` is the position the store found for it (Store.positionAt); stored_at never goes down
+ * along the seqs, so every pruned event was stored at or before the oldest retained one and at or
+ * before the newest of all.
+ * - Nothing pruned (watermark 0): every event ever stored is there; any time is answered.
+ * - The position is past the watermark: the event at it is retained and was stored before `atMs`,
+ *   so every pruned event (at a lower seq) was too: nothing at or after `atMs` is missing.
+ * - The position is the watermark and events are retained: the oldest retained one is stored at or
+ *   after `atMs` (atMs ≤ its stored_at), and a pruned one may be too (the brief window between
+ *   them, or the same millisecond): refused, even if none actually was (the rows are gone: nothing
+ *   tells), as an expired cursor is.
+ * - Everything was pruned (the head is the watermark): the newest pruned event is the head's, whose
+ *   stored_at the counter keeps: refused when `atMs` is at or before it, answered (the head) after
+ *   it. Where that was not kept yet (0: pruned whole before migrations 009/010), a pruned event was
+ *   stored before its prune's cutoff, at least MIN_RETENTION_DAYS (less a day of clock skew) before
+ *   now: a time later than that is answered, an earlier one refused.
+ */
+export function assertTimeNotExpired(found: TimePosition, atMs: number, nowMs: number): void {
+  const { seq, head, prunedThrough, newestStoredAtMs } = found;
+  if (prunedThrough === 0 || seq > prunedThrough) return;
+  const prunedMayHold = head > prunedThrough || (newestStoredAtMs > 0 ? atMs <= newestStoredAtMs : atMs <= nowMs - PRUNE_FREE_AGE_MS);
+  if (prunedMayHold) {
+    throw invalidArgument(
+      'at has expired: events stored at or after this time may be past the retention period and deleted; call event_feed without "after" to read from the oldest retained event',
     );
   }
 }

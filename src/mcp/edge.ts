@@ -109,7 +109,7 @@ function mcpRouter(services: AppServices, log: Logger): Router {
       }
       // callTool takes the message's token itself: over the budget, the model reads a rate_limited tool error.
       const answer = await callTool(services, principal, params.name, params.args, requestId, log);
-      if ('reservation' in answer) res.once('close', () => answer.reservation.release());
+      if ('reservation' in answer && answer.reservation) res.once('close', () => answer.reservation?.release());
       res.writeHead(200, { 'Content-Type': 'application/json' });
       for (const chunk of toolResponse(message.id, answer)) res.write(chunk);
       return void res.end();

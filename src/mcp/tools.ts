@@ -11,8 +11,10 @@ import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
 import type { AppServices, OperationContext } from '../operations/context.ts';
 import { eventFeed } from '../operations/event-feed.ts';
+import { feedCursor } from '../operations/feed-cursor.ts';
 import { listEvents, listPageJson } from '../operations/list-events.ts';
 import { withDefaults } from '../operations/registry.ts';
+import { summarizeFeedCursor } from './text/feed-cursor-summary.ts';
 import { summarizeFeedPage } from './text/feed-summary.ts';
 import { summarizeListPage } from './text/list-events-summary.ts';
 
@@ -33,6 +35,10 @@ const tools: { readonly [Name in McpToolName]: ToolRunner<Name> } = {
     const page = await eventFeed(ctx, input, { facts: true });
     return { structuredContent: feedPageJson(page), text: summarizeFeedPage(page.events, page.next_cursor, input.limit) };
   },
+  feed_cursor: async (ctx, input) => {
+    const position = await feedCursor(ctx, input);
+    return { structuredContent: [Buffer.from(JSON.stringify(position.body))], text: summarizeFeedCursor(position) };
+  },
   list_events: async (ctx, input) => {
     const page = await listEvents(ctx, input);
     return { structuredContent: listPageJson(page), text: summarizeListPage(page, input) };
@@ -46,8 +52,11 @@ function runTool<Name extends McpToolName>(name: Name, ctx: OperationContext, re
   return run(ctx, withDefaults(name, request));
 }
 
-/** What tools/call answers: a page to splice into the result, or an error result (`isError`). */
-export type ToolAnswer = { page: ToolPage; reservation: Reservation } | { error: CallToolResult };
+/**
+ * What tools/call answers: a page to splice into the result, with the memory it holds until
+ * written (none for a tool whose answer is not a page: feed_cursor), or an error result (`isError`).
+ */
+export type ToolAnswer = { page: ToolPage; reservation: Reservation | undefined } | { error: CallToolResult };
 
 /**
  * tools/call: validates the arguments against the contract (same validator and messages as HTTP),
@@ -70,7 +79,7 @@ export async function callTool(services: AppServices, principal: Principal, name
     reservation = await call.admitPage();
     const page = await runTool(call.operationId, call.context, request);
     call.settle(page.structuredContent.reduce((sum, chunk) => sum + chunk.length, 0) + Buffer.byteLength(page.text));
-    return { page, reservation: reservation! };
+    return { page, reservation };
   } catch (err) {
     call?.refund();
     reservation?.release();

@@ -10,6 +10,7 @@ import type { OperationContext } from './context.ts';
 import { createApiKey } from './create-key.ts';
 import { emitEvent, emitEventJson } from './emit-event.ts';
 import { eventFeed, type FeedWait } from './event-feed.ts';
+import { feedCursor } from './feed-cursor.ts';
 import { listEvents, listPageJson } from './list-events.ts';
 import { listApiKeys } from './list-keys.ts';
 import { listWebhooks } from './list-webhooks.ts';
@@ -48,6 +49,7 @@ type Runner<Id extends OperationId> = (ctx: OperationContext, input: OperationIn
 /** Every operation of the contract by operationId, each with its own input and output types. */
 const runners: { readonly [Id in OperationId]: Runner<Id> } = {
   event_feed: async (ctx, input, options) => ({ json: splicedAs(feedPageJson(await eventFeed(ctx, input, { wait: options.wait }))), created: false }),
+  feed_cursor: async (ctx, input) => ({ json: jsonOf((await feedCursor(ctx, input)).body), created: false }),
   // 200 whatever the outcome (the body says it): the contract documents no 201 for set_webhook.
   set_webhook: async (ctx, input) => ({ json: jsonOf(await setWebhook(ctx, input)), created: false }),
   list_webhooks: async (ctx) => ({ json: jsonOf(await listWebhooks(ctx)), created: false }),

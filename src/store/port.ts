@@ -135,6 +135,21 @@ export interface StoredPage {
 /** Whether no later read can give this page more events: it holds `limit` events, or stopped at the byte cap. */
 export const isWhole = (page: StoredPage, limit: number): boolean => page.count === limit || page.cutAtByteCap;
 
+/** Where a time falls in a workspace's feed (Store.positionAt): what feed_cursor decides from. */
+export interface TimePosition {
+  /**
+   * The seq just before the first retained event stored at or after the time (prunedThrough when
+   * that is the oldest retained one); the head when no retained event is.
+   */
+  seq: number;
+  /** The workspace's last seq, read as the search began. */
+  head: number;
+  /** The retention watermark the search ran above: every seq up to it was pruned. */
+  prunedThrough: number;
+  /** The workspace's newest stored_at (its head event's, kept on its counter); 0 when unknown (never stored, or all pruned before it was kept). */
+  newestStoredAtMs: number;
+}
+
 export interface StoredEvent {
   seq: number;
   envelope: string;
@@ -298,6 +313,13 @@ export interface Store {
 
   /** The workspace's last seq (0 before its first event): no event of it lies past this. */
   feedHead(workspaceId: string): Promise<number>;
+  /**
+   * Where `atMs` falls in the workspace's feed: the seq just before its first retained event stored
+   * at or after it, found by a binary search of primary-key lookups (stored_at never goes down
+   * along a workspace's seqs: common/time-position.ts), with the head and the watermark it ran
+   * between. `Infinity`: the head, with no lookup.
+   */
+  positionAt(workspaceId: string, atMs: number): Promise<TimePosition>;
   /** The highest seq pruned from a workspace's feed (0 when nothing was): every seq up to it is gone. */
   prunedThrough(workspaceId: string): Promise<number>;
   /** The highest seq pruned among these mailboxes' events: what a restricted key may have missed. */

@@ -24,6 +24,12 @@ export interface Adapter extends Pick<Store, 'description' | 'knex' | 'appends' 
    * (SQLite's read connection never waits behind a write transaction).
    */
   readRows<T>(sql: string, bindings: readonly Knex.Value[]): Promise<T[]>;
+  /**
+   * The stored_at of one event, found by its primary key (workspace_id, seq); undefined when there
+   * is none. `within` (inclusive, infinite ends for none) bounds it where that narrows the lookup
+   * (Postgres: only the weekly partitions between them); an event outside them may be missed.
+   */
+  storedAtOf(workspaceId: string, seq: number, within?: { fromMs: number; toMs: number }): Promise<number | undefined>;
   /** Run first in every Store.write transaction (SQLite takes its write lock up front). */
   beginWrite(trx: Knex.Transaction): Promise<void>;
   /** Holds a row until the transaction ends, where writers could otherwise interleave (Postgres); nothing where writes are serialized. */

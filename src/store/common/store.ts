@@ -7,6 +7,7 @@ import { pageReader } from './feed-page.ts';
 import { countActiveKeys, findKey, insertKey, keysAfter, listKeys, revokeKey, SELECT_KEY } from './keys.ts';
 import { pruneAll, prunedThrough, prunedThroughMailboxes } from './retention.ts';
 import { sharedCursorSecret } from './settings.ts';
+import { positionAt } from './time-position.ts';
 import {
   dueDeliveries,
   findEndpoint,
@@ -42,6 +43,7 @@ export function createStore(adapter: Adapter): Store {
     eventsAfter: (workspaceId, afterSeq, limit) => eventsAfter(knex, workspaceId, afterSeq, limit),
 
     feedHead: (workspaceId) => feedHead(readRows, workspaceId),
+    positionAt: (workspaceId, atMs) => positionAt(readRows, (workspaceId, seq, within) => adapter.storedAtOf(workspaceId, seq, within), workspaceId, atMs),
     prunedThrough: (workspaceId) => prunedThrough(readRows, workspaceId),
     prunedThroughMailboxes: (workspaceId, mailboxes) => prunedThroughMailboxes(readRows, workspaceId, mailboxes),
     pruneAll: (cutoffMs, batchSize) => adapter.prune?.(cutoffMs, batchSize) ?? pruneAll(knex, sql.greatest, cutoffMs, batchSize),

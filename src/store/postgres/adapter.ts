@@ -50,6 +50,13 @@ export function postgresAdapter(url: string, options: { queryTimeoutMs?: number;
     searchSession: () => postgresSearchSession(knex),
     ...(replicas ? { searchOnReplica: (q) => replicas.search(q) } : {}),
     readRows: (sql, bindings) => queryRows(knex, sql, bindings),
+    // With stored_at bounds, only the weeks' partitions between them are looked in (pruned when planned).
+    storedAtOf: async (workspaceId, seq, within) => {
+      const bounds = [...(within && Number.isFinite(within.fromMs) ? [['>=', within.fromMs] as const] : []), ...(within && Number.isFinite(within.toMs) ? [['<=', within.toMs] as const] : [])];
+      const sql = `SELECT stored_at FROM events WHERE workspace_id = ? AND seq = ?${bounds.map(([op]) => ` AND stored_at ${op} ?`).join('')}`;
+      const [row] = await queryRows<{ stored_at: number | string }>(knex, sql, [workspaceId, seq, ...bounds.map(([, ms]) => ms)]);
+      return row === undefined ? undefined : Number(row.stored_at);
+    },
     beginWrite: async () => {},
     // Under READ COMMITTED two transactions could each read a count and both insert: they take turns on the row.
     lockRow: async (trx, table, id) => void (await trx(table).where({ id }).forUpdate().first('id')),

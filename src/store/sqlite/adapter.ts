@@ -15,6 +15,9 @@ import { queryRows } from '../common/sql.ts';
 // A write that changes nothing: it makes SQLite take the database's write lock now.
 const TAKE_WRITE_LOCK = "UPDATE settings SET value = value WHERE key = ''";
 
+const STORED_AT_OF = 'SELECT stored_at FROM events WHERE workspace_id = ? AND seq = ?';
+const storedAtOf = ([row]: Array<{ stored_at: number | string }>) => (row === undefined ? undefined : Number(row.stored_at));
+
 /** Each handle's read connection, for tests that count what it runs (sqliteReaderOf). */
 const readers = new WeakMap<Knex, SqliteReader>();
 
@@ -92,6 +95,8 @@ export function sqliteAdapter(file: string, options: { checkpointInBackground?: 
     queryPage: (q) => onReadConnection((conn) => readSqlitePage(conn, q, PAGE_MAX_BYTES)),
     searchSession: () => sqliteSearchSession(readRows),
     readRows,
+    // One table: the primary key finds the row, bounds would add nothing.
+    storedAtOf: async (workspaceId, seq) => storedAtOf(await readRows<{ stored_at: number }>(STORED_AT_OF, [workspaceId, seq])),
     // Take the write lock first: a transaction that reads and then writes would otherwise ask for
     // it mid-way, and SQLite refuses that upgrade at once when another process writes
     // (SQLITE_BUSY without waiting busy_timeout). Taken up front, it is waited for like any lock.

@@ -12,7 +12,12 @@ import type { SqliteConnection } from './connection.ts';
  * connection's prepared ones (configureSqlite keeps them).
  */
 const STORED_BY_ID = 'SELECT workspace_id, id, envelope FROM events WHERE workspace_id = ? AND id = ?';
-const BUMP_COUNTER = 'UPDATE feed_counters SET last_seq = last_seq + ? WHERE workspace_id = ? RETURNING last_seq';
+// The counter also keeps the workspace's newest stored_at (migration 010): the events get
+// MAX(it, the clock's), so stored_at never goes down along a workspace's seqs, even when this
+// process read its clock before waiting for another process's write lock (feed_cursor's search
+// relies on that order: common/time-position.ts).
+const BUMP_COUNTER =
+  'UPDATE feed_counters SET last_seq = last_seq + ?, last_stored_at = MAX(last_stored_at, ?) WHERE workspace_id = ? RETURNING last_seq, last_stored_at';
 const INSERT_EVENT =
   'INSERT INTO events (workspace_id, seq, id, type, mailbox_id, occurred_at_ms, stored_at, envelope) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
 const ENABLED_ENDPOINTS = 'SELECT id, workspace_id, event_types FROM webhook_endpoints WHERE workspace_id = ? AND enabled = 1';
@@ -74,12 +79,13 @@ export function sqliteAppendEvents(conn: SqliteConnection, sorted: WorkspaceAppe
   const firstSeqs = new Map<string, number>();
   const deliveries: Array<[string, string, number, string]> = [];
   for (const { workspaceId, events } of sorted) {
-    const row = bump.get(events.length, workspaceId) as { last_seq: number | bigint } | undefined;
+    const row = bump.get(events.length, storedAt, workspaceId) as { last_seq: number | bigint; last_stored_at: number | bigint } | undefined;
     if (!row) throw new Error(`workspace ${workspaceId} has no feed counter`);
     const firstSeq = Number(row.last_seq) - events.length + 1;
+    const eventsStoredAt = Number(row.last_stored_at);
     firstSeqs.set(workspaceId, firstSeq);
     events.forEach((event, i) => {
-      insertEvent.run(workspaceId, firstSeq + i, event.id, event.type, event.mailboxId, event.occurredAtMs, storedAt, event.envelope);
+      insertEvent.run(workspaceId, firstSeq + i, event.id, event.type, event.mailboxId, event.occurredAtMs, eventsStoredAt, event.envelope);
     });
     const endpoints = endpointsOf.all(workspaceId) as Array<{ id: string; workspace_id: string; event_types: string }>;
     if (endpoints.length === 0) continue;
