@@ -7,8 +7,9 @@
  * peer, depth, sparse scope, tailing under load (and on Postgres its floor: bench/tail-floor-server.ts),
  * ingestion (and on Postgres its floor: bench/ingest-floor-server.ts), MCP overhead, the server's memory,
  * and webhook fairness (bench/webhook-fairness.ts, on a server of its own once the others are done).
+ * Also long-poll wake-up latency (bench/long-poll-phase.ts, on servers of their own, with its floor).
  * Prints a table and writes bench/results.json (or --out). Phases: ceiling, redis, replay, depth,
- * sparse, mcp, tail, ingest, webhooks (default all). --profile writes the server's `--cpu-prof` profiles
+ * sparse, mcp, tail, ingest, workers, webhooks, replicas, partitions, longpoll (default all). --profile writes the server's `--cpu-prof` profiles
  * there (read them with bench/cpuprofile-summary.ts). See bench/README.md.
  */
 import { cpus, loadavg, release, totalmem, tmpdir } from 'node:os';
@@ -22,6 +23,7 @@ import { CursorCodec } from '../src/feed/cursor.ts';
 import { feedPageJson } from '../src/feed/page.ts';
 import type { ChildProcess } from 'node:child_process';
 import { clustersAvailable } from './pg-cluster.ts';
+import { longPollPhase, longPollTable, longPollTargets } from './long-poll-phase.ts';
 import { partitionsPhase } from './partitions-phase.ts';
 import { replicasPhase } from './replicas-phase.ts';
 import { cpuSecondsOf, cpuSecondsOfAll, machineLoad, memoryOf, processTree, ROOT, runClient, sampleLoad, sampleMemory, startFloorServer, startServer, treeCpuSecondsOf, treeRssMbOf, type MemoryPhase } from './processes.ts';
@@ -45,7 +47,7 @@ const { values } = parseArgs({
     phases: { type: 'string', default: 'all' },
   },
 });
-const PHASES = ['ceiling', 'redis', 'replay', 'depth', 'sparse', 'mcp', 'tail', 'ingest', 'workers', 'webhooks', 'replicas', 'partitions'] as const;
+const PHASES = ['ceiling', 'redis', 'replay', 'depth', 'sparse', 'mcp', 'tail', 'ingest', 'workers', 'webhooks', 'replicas', 'partitions', 'longpoll'] as const;
 const wanted = new Set(values.phases === 'all' ? PHASES : values.phases!.split(','));
 const want = (phase: (typeof PHASES)[number]) => wanted.has(phase);
 
@@ -492,6 +494,13 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
       await server.stop();
     }
     if (want('workers')) result.workers = await workersPhase();
+    if (want('longpoll')) {
+      result.longpoll = await longPollPhase({
+        kind, databaseUrl: database.url, codec, quick, log,
+        workspaces: seeded.ingest,
+        profileDir: values.profile ? join(values.profile, `${kind}-${runId}`) : undefined,
+      });
+    }
     if (kind === 'postgres' && want('replicas')) {
       // On a primary and a replica of its own; at most 200,000 events (the seed and the replica's catch-up take time).
       result.replicas = clustersAvailable()
@@ -542,9 +551,10 @@ delete results.sqlite.redis;
 results.postgres = postgresSkip !== undefined ? { skipped: postgresSkip } : await benchDatabase('postgres', false);
 results.machine.loadavgAtEnd = loadavg().map((x) => round(x, 2));
 results.seconds = round((performance.now() - started) / 1000, 1);
-results.targets = evaluateTargets(results);
+results.targets = [...evaluateTargets(results), ...longPollTargets(results)];
 
 writeFileSync(outFile, `${JSON.stringify(results, null, 2)}\n`);
 process.stdout.write(printTable(results));
+process.stdout.write(longPollTable(results));
 log(`\nwrote ${outFile} in ${results.seconds} s`);
 process.exit(0);

@@ -56,13 +56,16 @@ export async function createServices(
  * process's write, found by asking the file while reads wait.
  */
 function holdReads(store: Store, changes: ChangeWatch, config: Pick<Config, 'heldReadsMax' | 'heldReadsPerKey' | 'streamStallMs'>): HeldReads {
-  const held = new HeldReads(
-    { max: config.heldReadsMax ?? 2048, perKey: config.heldReadsPerKey ?? 512, stallMs: config.streamStallMs ?? 30_000 },
-    { channelDown: store.listenForChanges !== undefined, probe: store.othersWritesVersion ? () => changes.trust.check() : undefined },
-  );
+  const limits = { max: config.heldReadsMax ?? 2048, perKey: config.heldReadsPerKey ?? 512, stallMs: config.streamStallMs ?? 30_000 };
+  const channel = store.listenForChanges !== undefined;
+  const held = channel
+    ? new HeldReads(limits, { channelDown: true })
+    : new HeldReads(limits, { probe: () => changes.trust.check(), headsOf: (workspaceIds) => store.feedHeads(workspaceIds) });
   changes.heads.whenHeard((workspaceId) => held.moved(workspaceId));
-  changes.trust.whenLost(() => held.channelLost());
-  changes.trust.whenOpened(() => held.channelOpened());
+  if (channel) {
+    changes.trust.whenLost(() => held.channelLost());
+    changes.trust.whenOpened(() => held.channelOpened());
+  } else changes.trust.whenOthersWrote(() => held.othersWrote());
   return held;
 }
 

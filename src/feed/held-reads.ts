@@ -45,6 +45,10 @@ interface Waiter {
 export class HeldReads {
   readonly #byWorkspace = new Map<string, Set<Waiter>>();
   readonly #perKey = new Map<string, number>();
+  /** SQLite: each waited-on workspace's head as last looked up after another process wrote. */
+  readonly #storedHeads = new Map<string, number>();
+  #lookingUp: Promise<void> | undefined;
+  #lookAgain = false;
   #held = 0;
   #closing = false;
   #channelDown: boolean;
@@ -55,8 +59,10 @@ export class HeldReads {
     private readonly options: {
       /** Postgres: true until the change channel opens (commits of other instances are not heard yet). */
       channelDown?: boolean;
-      /** SQLite: asks whether another process wrote to the file (ChannelTrust.check, which reports it as a loss); run every `probeMs` while reads wait. */
+      /** SQLite: asks whether another process wrote to the file (ChannelTrust.check, which then calls `othersWrote`); run every `probeMs` while reads wait. */
       probe?: () => void;
+      /** SQLite: the heads of these workspaces as stored, to tell which ones another process's write moved. */
+      headsOf?: (workspaceIds: string[]) => Promise<Map<string, number>>;
       probeMs?: number;
       recheckMs?: number;
       now?: () => number;
@@ -142,9 +148,37 @@ export class HeldReads {
     if (waiters) for (const waiter of [...waiters]) wake(waiter, 'moved');
   }
 
-  /** Workspaces with waiters now: what a check of another process's writes looks at. */
-  waitingWorkspaces(): string[] {
-    return [...this.#byWorkspace.keys()];
+  /**
+   * SQLite: another process wrote to the file, to workspaces unknown. Rather than send every
+   * waiter back to the database, the waited-on workspaces' heads are looked up in one statement
+   * (per few hundred), and only those whose head moved since the last look (or that were not looked
+   * at yet) are woken. A waiter's read began before its head was looked up here, or it saw that
+   * head: a commit after its read moves the head past what was recorded, so it is woken.
+   * Without `headsOf`, everyone is woken. One lookup at a time; writes noticed meanwhile, one more.
+   */
+  othersWrote(): void {
+    const headsOf = this.options.headsOf;
+    if (!headsOf) return this.#wakeAll('moved');
+    if (this.#lookingUp) {
+      this.#lookAgain = true;
+      return;
+    }
+    this.#lookingUp = (async () => {
+      do {
+        this.#lookAgain = false;
+        const workspaces = [...this.#byWorkspace.keys()];
+        // Kept only for the workspaces waited on now (a woken waiter is back before the next look).
+        for (const workspaceId of this.#storedHeads.keys()) if (!this.#byWorkspace.has(workspaceId)) this.#storedHeads.delete(workspaceId);
+        if (workspaces.length === 0) break;
+        const heads = await headsOf(workspaces).catch(() => undefined);
+        for (const workspaceId of workspaces) {
+          const head = heads?.get(workspaceId);
+          const seen = this.#storedHeads.get(workspaceId);
+          if (head !== undefined) this.#storedHeads.set(workspaceId, head);
+          if (head === undefined || seen === undefined || head !== seen) this.moved(workspaceId);
+        }
+      } while (this.#lookAgain);
+    })().finally(() => (this.#lookingUp = undefined));
   }
 
   /** The channel dropped: commits may go unheard until it is back, so everyone reads again, and keeps re-reading while it is down. */

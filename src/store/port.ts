@@ -313,6 +313,8 @@ export interface Store {
 
   /** The workspace's last seq (0 before its first event): no event of it lies past this. */
   feedHead(workspaceId: string): Promise<number>;
+  /** The same for several workspaces at once (0 for one without events). */
+  feedHeads(workspaceIds: readonly string[]): Promise<Map<string, number>>;
   /**
    * Where `atMs` falls in the workspace's feed: the seq just before its first retained event stored
    * at or after it, found by a binary search of primary-key lookups (stored_at never goes down

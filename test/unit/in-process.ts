@@ -9,6 +9,7 @@ await loadHere([
   'cursor',
   'feed-page',
   'feed-heads',
+  'held-reads',
   'recent-events',
   'list-events-plans',
   'migrations',

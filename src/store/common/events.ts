@@ -31,6 +31,19 @@ export async function feedHead(readRows: <T>(sql: string, bindings: readonly Kne
   return Number(row?.last_seq ?? 0);
 }
 
+/** The last seq of each of these workspaces (0 for one without events), a few hundred per statement. */
+export async function feedHeads(readRows: <T>(sql: string, bindings: readonly Knex.Value[]) => Promise<T[]>, workspaceIds: readonly string[]): Promise<Map<string, number>> {
+  const heads = new Map<string, number>(workspaceIds.map((id) => [id, 0]));
+  for (let i = 0; i < workspaceIds.length; i += HEADS_PER_STATEMENT) {
+    const ids = workspaceIds.slice(i, i + HEADS_PER_STATEMENT);
+    const rows = await readRows<{ workspace_id: string; last_seq: number }>(`SELECT workspace_id, last_seq FROM feed_counters WHERE workspace_id IN (${ids.map(() => '?').join(', ')})`, ids);
+    for (const row of rows) heads.set(row.workspace_id, Number(row.last_seq));
+  }
+  return heads;
+}
+
+const HEADS_PER_STATEMENT = 500;
+
 /** The appends that carry events, in workspace order: the order every writer locks counters in. */
 export function inWorkspaceOrder(appends: WorkspaceAppend[]): WorkspaceAppend[] {
   const sorted = appends.filter((a) => a.events.length > 0).sort((a, b) => (a.workspaceId < b.workspaceId ? -1 : a.workspaceId > b.workspaceId ? 1 : 0));

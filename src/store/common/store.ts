@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { KeyRow, Store, WriteTx } from '../port.ts';
 import type { Adapter } from './adapter.ts';
 import { searchEvents } from './event-search.ts';
-import { eventsAfter, feedHead, readPageRows } from './events.ts';
+import { eventsAfter, feedHead, feedHeads, readPageRows } from './events.ts';
 import { pageReader } from './feed-page.ts';
 import { countActiveKeys, findKey, insertKey, keysAfter, listKeys, revokeKey, SELECT_KEY } from './keys.ts';
 import { pruneAll, prunedThrough, prunedThroughMailboxes } from './retention.ts';
@@ -43,6 +43,7 @@ export function createStore(adapter: Adapter): Store {
     eventsAfter: (workspaceId, afterSeq, limit) => eventsAfter(knex, workspaceId, afterSeq, limit),
 
     feedHead: (workspaceId) => feedHead(readRows, workspaceId),
+    feedHeads: (workspaceIds) => feedHeads(readRows, workspaceIds),
     positionAt: (workspaceId, atMs) => positionAt(readRows, (workspaceId, seq, within) => adapter.storedAtOf(workspaceId, seq, within), workspaceId, atMs),
     prunedThrough: (workspaceId) => prunedThrough(readRows, workspaceId),
     prunedThroughMailboxes: (workspaceId, mailboxes) => prunedThroughMailboxes(readRows, workspaceId, mailboxes),

@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { HeldReads } from '../src/feed/held-reads.ts';
+import { ApiError } from '../src/errors.ts';
+
+const LIMITS = { max: 4, perKey: 2, stallMs: 1000 };
+const soon = () => performance.now() + 5000;
+const settled = async (promise: Promise<unknown>) => (await Promise.race([promise.then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 50))])) as boolean;
+
+describe('held reads (long-polls and streams)', () => {
+  it('bounds held reads per key and in all, with 429 and Retry-After, and gives slots back', () => {
+    const held = new HeldReads(LIMITS);
+    const a1 = held.hold('key_a');
+    held.hold('key_a');
+    assert.throws(() => held.hold('key_a'), (err: unknown) => err instanceof ApiError && err.status === 429 && err.headers['Retry-After'] === '1');
+    held.hold('key_b');
+    held.hold('key_c');
+    assert.throws(() => held.hold('key_d'), (err: unknown) => err instanceof ApiError && err.code === 'rate_limited', 'the process bound');
+    a1.release();
+    a1.release(); // twice is once
+    assert.equal(held.held, 3);
+    held.hold('key_d');
+  });
+
+  it('wakes a watch for a move heard after it began, even before it waits (no commit slept through)', async () => {
+    const held = new HeldReads(LIMITS);
+    const watch = held.watch('ws_1');
+    held.moved('ws_1'); // between the read and the wait
+    assert.equal(await watch.until(soon()), 'moved');
+    const other = held.watch('ws_1');
+    const waiting = other.until(soon());
+    held.moved('ws_2');
+    assert.equal(await settled(waiting), false, 'another workspace does not wake it');
+    held.moved('ws_1');
+    assert.equal(await waiting, 'moved');
+  });
+
+  it('ends waits at the deadline, on abort, and at shutdown (after which nothing is held)', async () => {
+    const held = new HeldReads(LIMITS);
+    assert.equal(await held.watch('ws_1').until(performance.now() + 30), 'timeout');
+    const gone = new AbortController();
+    const aborted = held.watch('ws_1').until(soon(), gone.signal);
+    gone.abort();
+    assert.equal(await aborted, 'aborted');
+    const closing = held.watch('ws_1').until(soon());
+    held.close();
+    assert.equal(await closing, 'closing');
+    assert.equal(await held.watch('ws_1').until(soon()), 'closing');
+    assert.throws(() => held.hold('key_a'), (err: unknown) => err instanceof ApiError && err.status === 429);
+  });
+
+  it('after another process wrote (SQLite), wakes only the workspaces whose stored head moved', async () => {
+    const stored = new Map([
+      ['ws_1', 5],
+      ['ws_2', 9],
+    ]);
+    let lookups = 0;
+    const held = new HeldReads(LIMITS, { headsOf: async (ids) => (lookups++, new Map(ids.map((id) => [id, stored.get(id) ?? 0]))) });
+    // Heads not looked at yet: woken, since what changed cannot be told.
+    const first = [held.watch('ws_1').until(soon()), held.watch('ws_2').until(soon())];
+    held.othersWrote();
+    assert.deepEqual(await Promise.all(first), ['moved', 'moved']);
+    const w1 = held.watch('ws_1');
+    const w2 = held.watch('ws_2');
+    const [p1, p2] = [w1.until(soon()), w2.until(soon())];
+    held.othersWrote();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    stored.set('ws_2', 10);
+    held.othersWrote();
+    assert.equal(await p2, 'moved');
+    assert.equal(await settled(p1), false, 'ws_1 did not move: still waiting');
+    assert.ok(lookups >= 2);
+    w1.cancel();
+  });
+
+  it('re-reads every recheck while the change channel is down (Postgres), and waits quietly once it is up', async () => {
+    const held = new HeldReads(LIMITS, { channelDown: true, recheckMs: 30 });
+    const started = performance.now();
+    assert.equal(await held.watch('ws_1').until(soon()), 'moved');
+    assert.ok(performance.now() - started < 1000);
+    held.channelOpened();
+    assert.equal(await settled(held.watch('ws_1').until(soon())), false);
+    const waiting = held.watch('ws_1').until(soon());
+    held.channelLost();
+    assert.equal(await waiting, 'moved', 'a loss wakes everyone: commits may have gone unheard');
+  });
+});
