@@ -151,6 +151,21 @@ for (const { kind, create, skip } of await databaseKinds()) {
       await until('the aborted polls give their slots back', () => server.services.heldReads.held === 0);
     });
 
+    it('keeps nothing of the memory budget for a held poll whose client went away', async () => {
+      const cursor = await head(server, readKey);
+      const gone = new AbortController();
+      const polls = Array.from({ length: 3 }, () =>
+        fetch(server.url + FEED, { method: 'POST', signal: gone.signal, headers: { authorization: `Bearer ${readKey}`, prefer: 'wait=30', 'content-type': 'application/json' }, body: JSON.stringify({ after: cursor }) }).catch(() => undefined),
+      );
+      await until('held', () => server.services.heldReads.held === 3);
+      assert.equal(server.services.memory.used, 0, 'a held poll holds no memory while it waits');
+      gone.abort();
+      await Promise.all(polls);
+      await until('slots given back', () => server.services.heldReads.held === 0);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.equal(server.services.memory.used, 0, 'nor after its client left');
+    });
+
     it('wakes for an event another process publishes to the same database', async () => {
       const cursor = await head(server, readKey);
       const held = poll(server, readKey, { after: cursor }, 'wait=10');

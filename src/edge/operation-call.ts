@@ -27,6 +27,8 @@ export class OperationCall<Id extends OperationId> {
   readonly #services: AppServices;
   #reservedTokens = 0;
   #memory: Reservation | undefined;
+  /** The answer is written or the client went away: nothing more is admitted for this call. */
+  #finished = false;
 
   /** A key without the operation's permission is refused whatever it sent (it would learn the schema): the operation checks again. */
   constructor(services: AppServices, principal: Principal, operation: ContractOperation & { operationId: Id }) {
@@ -56,13 +58,18 @@ export class OperationCall<Id extends OperationId> {
 
   /** A page's memory, held against the budget until `release` (once its answer is written). */
   async admitPage(): Promise<Reservation | undefined> {
-    if (!this.answersAPage) return undefined;
+    if (!this.answersAPage || this.#finished) return undefined;
     this.#memory = await this.#services.memory.admit(this.context.principal.workspaceId, PAGE_RESERVATION_BYTES);
     return this.#memory;
   }
 
-  /** The answer is written (or the client went away): its memory goes back to the budget. */
+  /** The answer is written (or the client went away): its memory goes back to the budget, and none is taken again. */
   release(): void {
+    this.#finished = true;
+    this.#letGoOfMemory();
+  }
+
+  #letGoOfMemory(): void {
     this.#memory?.release();
     this.#memory = undefined;
   }
@@ -74,7 +81,7 @@ export class OperationCall<Id extends OperationId> {
    */
   async whileHeld<T>(wait: () => Promise<T>): Promise<T> {
     this.refund();
-    this.release();
+    this.#letGoOfMemory();
     try {
       return await wait();
     } finally {
