@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { publish } from '../src/library.ts';
 import { sampleEvent } from './support/contract.ts';
@@ -175,6 +177,24 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const res = await held;
       assert.deepEqual(res.json.events.map((e: any) => e.id), [JSON.parse(published!.envelope).id]);
       assert.ok(res.ms < 5000, `${res.ms} ms`);
+    });
+
+    it('wakes for an event published by another process (the library in a process of its own)', async () => {
+      const cursor = await head(server, readKey);
+      const held = poll(server, readKey, { after: cursor }, 'wait=20');
+      await until('held', () => server.services.heldReads.held === 1);
+      const library = fileURLToPath(new URL('../src/library.ts', import.meta.url));
+      const script = `
+        import { openDatabase, publish } from ${JSON.stringify(library)};
+        const db = openDatabase(process.env.URL);
+        const [p] = await db.transaction((trx) => publish(trx, process.env.WS, [JSON.parse(process.env.EVENT)]));
+        process.stdout.write(JSON.parse(p.envelope).id);
+        await db.destroy();`;
+      const id = await new Promise<string>((resolve, reject) =>
+        execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env: { ...process.env, URL: server.database.url, WS: ws, EVENT: JSON.stringify(sampleEvent('mbx_a', 9)) } }, (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(stdout))),
+      );
+      const res = await held;
+      assert.deepEqual(res.json.events.map((e: any) => e.id), [id]);
     });
 
     it('answers held reads at once when the server shuts down', async () => {
