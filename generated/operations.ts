@@ -40,6 +40,16 @@ export interface Operations {
     response: Schemas['RedeliverWebhookResponse'];
     defaults: {"limit":1000};
   };
+  test_webhook: {
+    request: Schemas['TestWebhookRequest'];
+    response: Schemas['TestWebhookResponse'];
+    defaults: {};
+  };
+  rotate_secret: {
+    request: Schemas['RotateSecretRequest'];
+    response: Schemas['RotateSecretResponse'];
+    defaults: {"grace_seconds":86400};
+  };
   create_key: {
     request: Schemas['CreateKeyRequest'];
     response: Schemas['CreateKeyResponse'];
@@ -59,7 +69,7 @@ export interface Operations {
 
 export type OperationId = keyof Operations;
 
-export const OPERATION_IDS = ["event_feed","emit_event","list_events","feed_cursor","set_webhook","list_webhooks","redeliver_webhook","create_key","list_keys","revoke_key"] as const satisfies readonly OperationId[];
+export const OPERATION_IDS = ["event_feed","emit_event","list_events","feed_cursor","set_webhook","list_webhooks","redeliver_webhook","test_webhook","rotate_secret","create_key","list_keys","revoke_key"] as const satisfies readonly OperationId[];
 
 /** What an omitted request property means, per operation (the schema's `default`s). */
 export const OPERATION_DEFAULTS: { readonly [Id in OperationId]: Operations[Id]['defaults'] } = {
@@ -70,6 +80,8 @@ export const OPERATION_DEFAULTS: { readonly [Id in OperationId]: Operations[Id][
   set_webhook: {"rotate_secret":false,"remove":false},
   list_webhooks: {},
   redeliver_webhook: {"limit":1000},
+  test_webhook: {},
+  rotate_secret: {"grace_seconds":86400},
   create_key: {},
   list_keys: {"include_revoked":false,"limit":100},
   revoke_key: {},

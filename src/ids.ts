@@ -28,6 +28,8 @@ export const newEventId = (ms?: number) => `evt_${ulid(ms)}`;
 export const newWorkspaceId = () => `ws_${ulid()}`;
 export const newKeyId = () => `key_${ulid()}`;
 export const newWebhookEndpointId = () => `whe_${ulid()}`;
+/** A test delivery's id (test_webhook): never an event's, so a receiver cannot mistake it for one of the feed. */
+export const newTestDeliveryId = () => `whtest_${ulid()}`;
 export const newRequestId = () => {
   const at = takeRandom(9);
   return `req_${pool.toString('base64url', at, at + 9)}`;

@@ -20,7 +20,7 @@ export async function createServices(
   store: Store,
   config: Pick<
     Config,
-    'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'rateLimitPerAddressPerSecond' | 'rateLimitPerAddressBurst' | 'rateLimitBytesPerToken' | 'webhooksAllowInsecure' | 'memoryBudgetMb' | 'webhookRedeliverMaxPending' | 'heldReadsMax' | 'heldReadsPerKey' | 'streamStallMs'
+    'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'rateLimitPerAddressPerSecond' | 'rateLimitPerAddressBurst' | 'rateLimitBytesPerToken' | 'webhooksAllowInsecure' | 'webhookTimeoutMs' | 'memoryBudgetMb' | 'webhookRedeliverMaxPending' | 'heldReadsMax' | 'heldReadsPerKey' | 'streamStallMs'
   >,
   clock: Clock = systemClock,
 ): Promise<AppServices> {
@@ -47,6 +47,7 @@ export async function createServices(
     memory: new MemoryBudget(config.memoryBudgetMb * MB, (config.memoryBudgetMb * MB) / 8, ADMISSION_WAIT_MS),
     webhookPolicy: { allowInsecure: config.webhooksAllowInsecure },
     webhookRedeliverMaxPending: config.webhookRedeliverMaxPending,
+    webhookTimeoutMs: config.webhookTimeoutMs,
   };
 }
 

@@ -21,13 +21,13 @@ interface HeaderParameter {
 }
 
 /** Validators for the delivery's body and headers, compiled from the served document itself. */
-function deliveryValidators(spec: Record<string, any>) {
+function deliveryValidators(spec: Record<string, any>, webhook: 'event' | 'test' = 'event') {
   const ajv = createAjv();
   // The document as one schema resource: its refs (#/components/…) resolve inside it.
   ajv.addSchema({ components: spec.components, webhooks: spec.webhooks }, 'served');
   const compile = (pointer: string): ValidateFunction => ajv.compile({ $ref: `served#${pointer}` });
-  const base = '/webhooks/event/post';
-  const operation = spec.webhooks.event.post;
+  const base = `/webhooks/${webhook}/post`;
+  const operation = spec.webhooks[webhook].post;
   const headers = (operation.parameters as HeaderParameter[]).map((parameter, i) => {
     assert.equal(parameter.in, 'header', parameter.name);
     return { ...parameter, validate: compile(`${base}/parameters/${i}/schema`) };
@@ -96,6 +96,29 @@ for (const { kind, create, skip } of await databaseKinds()) {
           assert.deepEqual(verifier.verify(delivery.body, delivery.headers as Record<string, string>), body);
         }
         assert.deepEqual(receiver.received.map((d) => JSON.parse(d.body).id).sort(), [...ids].sort(), 'every event delivered once');
+      } finally {
+        await receiver.close();
+      }
+    });
+
+    it('a test delivery (test_webhook) has the headers and body of the section’s `test` webhook, and verifies', async () => {
+      const spec = await (await fetch(`${server.url}/openapi.json`)).json();
+      const validators = deliveryValidators(spec, 'test');
+      const admin = (await server.key(await server.workspace(), ['admin'])).key;
+      const receiver = await startReceiver();
+      try {
+        const { secret } = (await server.post('/v1/set_webhook', { url: receiver.url }, admin)).json.endpoint;
+        const tested = await server.post('/v1/test_webhook', { url: receiver.url }, admin);
+        assert.equal(tested.status, 200, tested.text);
+        const [delivery] = receiver.received;
+        for (const header of validators.headers) {
+          const value = delivery!.headers[header.name.toLowerCase()];
+          assert.equal(typeof value, 'string', `header ${header.name} is sent`);
+          assert.ok(header.validate(value), `header ${header.name}: ${JSON.stringify(value)} ${JSON.stringify(header.validate.errors)}`);
+        }
+        const body = JSON.parse(delivery!.body);
+        assert.ok(validators.body(body), JSON.stringify(validators.body.errors));
+        assert.deepEqual(new Webhook(secret).verify(delivery!.body, delivery!.headers as Record<string, string>), body);
       } finally {
         await receiver.close();
       }

@@ -154,7 +154,7 @@ describe('webhook target policy', () => {
       try {
         const errors = new Map<string, string | null>();
         for (const hostname of Object.keys(fakeDns)) {
-          const result = await sender.send({ url: `https://${hostname}/hook`, secret: 'whsec_AAAA', eventId: 'evt_x', body: '{}' }, 1);
+          const result = await sender.send({ url: `https://${hostname}/hook`, secrets: ['whsec_AAAA'], eventId: 'evt_x', body: '{}' }, 1);
           assert.equal(result.status, null, hostname);
           errors.set(hostname, result.error);
         }
@@ -164,7 +164,7 @@ describe('webhook target policy', () => {
           assert.equal(error.includes(secret), false, `"${error}" reveals ${secret}`);
         }
         // A literal address is refused when sending too (an endpoint set while the policy was looser).
-        const literal = await sender.send({ url: 'https://[::127.0.0.1]/hook', secret: 'whsec_AAAA', eventId: 'evt_x', body: '{}' }, 1);
+        const literal = await sender.send({ url: 'https://[::127.0.0.1]/hook', secrets: ['whsec_AAAA'], eventId: 'evt_x', body: '{}' }, 1);
         assert.equal(literal.status, null);
         assert.ok(literal.error, 'refused');
       } finally {

@@ -75,7 +75,7 @@ describe('outbound safety', () => {
     const sender = new WebhookSender({ allowInsecure: false }, 1000);
     try {
       for (const host of Object.keys(targets)) {
-        const result = await sender.send({ url: `https://${host}:${port}/hook`, secret: 'whsec_AAAA', eventId: 'evt_x', body: '{}' }, 1);
+        const result = await sender.send({ url: `https://${host}:${port}/hook`, secrets: ['whsec_AAAA'], eventId: 'evt_x', body: '{}' }, 1);
         assert.equal(result.status, null, host);
         assert.equal(result.error, UNREACHABLE_TARGET, host);
       }
@@ -95,7 +95,7 @@ describe('outbound safety', () => {
     const receiver = await startReceiver();
     const sender = new WebhookSender({ allowInsecure: false }, 1000);
     for (const url of [receiver.url.replace('http:', 'https:'), receiver.url.replace('http://127.0.0.1', 'https://localhost'), 'https://[::1]/x', 'https://10.1.2.3/x', 'https://169.254.169.254/latest/meta-data']) {
-      const result = await sender.send({ url, secret: 'whsec_AAAA', eventId: 'evt_x', body: '{}' }, 1);
+      const result = await sender.send({ url, secrets: ['whsec_AAAA'], eventId: 'evt_x', body: '{}' }, 1);
       assert.equal(result.status, null, url);
       assert.match(String(result.error), /public address|loopback/, url);
     }

@@ -29,6 +29,8 @@ export interface Services {
   webhookPolicy?: TargetPolicy;
   /** redeliver_webhook's quota: it queues nothing more for an endpoint with this many pending deliveries (10,000 when absent). */
   webhookRedeliverMaxPending?: number;
+  /** How long a webhook request may take (test_webhook uses the deliveries' timeout; 10 s when absent). */
+  webhookTimeoutMs?: number;
 }
 
 /** What the transports hold: the operations' services plus the per-key request budget and the validator they share. */

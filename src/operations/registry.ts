@@ -16,7 +16,9 @@ import { listApiKeys } from './list-keys.ts';
 import { listWebhooks } from './list-webhooks.ts';
 import { redeliverWebhook } from './redeliver-webhook.ts';
 import { revokeApiKey } from './revoke-key.ts';
+import { rotateSecret } from './rotate-secret.ts';
 import { setWebhook } from './set-webhook.ts';
+import { testWebhook } from './test-webhook.ts';
 
 export type { OperationId, OperationInput, OperationOutput };
 
@@ -54,6 +56,8 @@ const runners: { readonly [Id in OperationId]: Runner<Id> } = {
   set_webhook: async (ctx, input) => ({ json: jsonOf(await setWebhook(ctx, input)), created: false }),
   list_webhooks: async (ctx) => ({ json: jsonOf(await listWebhooks(ctx)), created: false }),
   redeliver_webhook: async (ctx, input) => ({ json: jsonOf(await redeliverWebhook(ctx, input)), created: false }),
+  test_webhook: async (ctx, input) => ({ json: jsonOf(await testWebhook(ctx, input)), created: false }),
+  rotate_secret: async (ctx, input) => ({ json: jsonOf(await rotateSecret(ctx, input)), created: false }),
   emit_event: async (ctx, input) => {
     const published = await emitEvent(ctx, input);
     return { json: splicedAs(emitEventJson(published)), created: published.created };

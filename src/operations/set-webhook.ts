@@ -4,6 +4,7 @@ import { newWebhookEndpointId } from '../ids.ts';
 import type { EndpointRow } from '../store/port.ts';
 import { newSigningSecret } from '../webhooks/signature.ts';
 import { endpointView } from '../webhooks/endpoint-view.ts';
+import { DEFAULT_ROTATION_GRACE_SECONDS, rotatedSecret } from '../webhooks/rotation.ts';
 import { urlProblem } from '../webhooks/target-policy.ts';
 import { requireWorkspaceAdmin, type OperationContext } from './context.ts';
 
@@ -20,7 +21,7 @@ export async function setWebhook(ctx: OperationContext, input: SetWebhookRequest
     if (input.remove) {
       if (!existing) throw invalidArgument('no webhook endpoint has this url in this workspace');
       await tx.removeEndpoint(existing.id);
-      return { endpoint: endpointView(existing), outcome: 'removed' };
+      return { endpoint: endpointView(existing, now), outcome: 'removed' };
     }
     const problem = urlProblem(input.url, ctx.webhookPolicy ?? { allowInsecure: false });
     if (problem) throw invalidArgument(problem);
@@ -37,22 +38,27 @@ export async function setWebhook(ctx: OperationContext, input: SetWebhookRequest
         event_types: JSON.stringify(input.event_types ?? []),
         enabled: input.enabled ?? true,
         disabled_reason: null,
+        disabled_at: null,
         secret: newSigningSecret(),
+        previous_secret: null,
+        previous_secret_expires_at: null,
+        last_tested_at: null,
         created_at: now,
         updated_at: now,
       };
       await tx.insertEndpoint(row);
-      return { endpoint: endpointView(row, true), outcome: 'created' };
+      return { endpoint: endpointView(row, now, true), outcome: 'created' };
     }
 
     const changes: Partial<EndpointRow> = { updated_at: now };
     if (input.event_types !== undefined) changes.event_types = JSON.stringify(input.event_types);
     if (input.enabled !== undefined) {
       changes.enabled = input.enabled;
-      if (input.enabled) changes.disabled_reason = null;
+      if (input.enabled) Object.assign(changes, { disabled_reason: null, disabled_at: null });
     }
-    if (input.rotate_secret) changes.secret = newSigningSecret();
+    // As rotate_secret with its default grace: the replaced secret keeps signing for a day.
+    if (input.rotate_secret) Object.assign(changes, rotatedSecret(existing, now, DEFAULT_ROTATION_GRACE_SECONDS));
     await tx.updateEndpoint(existing.id, changes);
-    return { endpoint: endpointView({ ...existing, ...changes }, Boolean(input.rotate_secret)), outcome: 'updated' };
+    return { endpoint: endpointView({ ...existing, ...changes }, now, Boolean(input.rotate_secret)), outcome: 'updated' };
   });
 }

@@ -208,9 +208,22 @@ export interface EndpointRow {
   event_types: string;
   enabled: boolean | number;
   disabled_reason: string | null;
+  /** When the service disabled it (disabled_reason says why); null otherwise. */
+  disabled_at: number | null;
   secret: string;
+  /** The secret a rotation replaced: deliveries carry its signature too until previous_secret_expires_at. */
+  previous_secret: string | null;
+  previous_secret_expires_at: number | null;
+  /** The last test_webhook call's time: its per-endpoint cooldown. */
+  last_tested_at: number | null;
   created_at: number;
   updated_at: number;
+}
+
+/** An endpoint's last attempts (at most `window`), and how many of them delivered. */
+export interface AttemptHealth {
+  attempts: number;
+  delivered: number;
 }
 
 export interface LeaseRequest {
@@ -230,6 +243,8 @@ export interface DueDelivery {
   event_seq: number;
   event_id: string;
   attempts: number;
+  /** When the delivery was queued (ms). */
+  created_at: number;
   envelope: string | null;
 }
 
@@ -241,6 +256,11 @@ export interface AttemptRecord {
   error: string | null;
   outcome: WebhookAttempt['outcome'];
   nextAttemptAt: number | null;
+  /**
+   * Disables the endpoint with this reason, in the attempt's transaction; with
+   * `unlessDeliveredSince`, only if none of its attempts delivered since then (ms).
+   */
+  disable?: { reason: string; unlessDeliveredSince?: number };
 }
 
 /** Listens for changes (ChangeEvents) until stopped. */
@@ -358,9 +378,17 @@ export interface Store {
     renewLease(endpointId: string, owner: string, until: number): Promise<boolean>;
     releaseLease(endpointId: string, owner: string, pauseUntil?: number | null): Promise<void>;
     dueDeliveries(endpointId: string, now: number, max: number): Promise<DueDelivery[]>;
-    recordAttempt(record: AttemptRecord): Promise<void>;
+    /** Records an attempt; `disabled` is true when it disabled an endpoint that was enabled (once, whichever instance). */
+    recordAttempt(record: AttemptRecord): Promise<{ disabled: boolean }>;
     pendingCount(endpointId: string): Promise<number>;
     recentAttempts(endpointId: string, max?: number): Promise<WebhookAttempt[]>;
+    /** The endpoint's last `window` attempts counted, by the (endpoint_id, id) index: bounded whatever its history. */
+    attemptHealth(endpointId: string, window: number): Promise<AttemptHealth>;
+    /**
+     * Claims the endpoint's test slot at `now` unless it was claimed less than `cooldownMs` ago
+     * (one conditional UPDATE: instances agree); when refused, the ms left to wait.
+     */
+    claimTestSlot(endpointId: string, now: number, cooldownMs: number): Promise<{ claimed: true } | { claimed: false; waitMs: number }>;
   };
 
   /** Resolves once the database answers a trivial statement (readiness). */

@@ -3,9 +3,15 @@ import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
 import type { Store } from '../store/port.ts';
+import { logDisabledEndpoint, logFailedAttempt } from './attempt-log.ts';
 import { nextDelayMs } from './retry-schedule.ts';
+import { signingSecrets } from './rotation.ts';
 import type { WebhookSender } from './send.ts';
 import type { EndpointRow } from '../store/port.ts';
+
+/** Why the service disables an endpoint (WebhookEndpoint.disabled_reason). */
+export const DISABLED_GONE = 'the endpoint answered 410 Gone';
+export const DISABLED_RETRIES_EXHAUSTED = 'retries exhausted: an event failed for about 3 days with no successful delivery meanwhile';
 
 /*
  * Slots given back are filled together, by one lease statement, at most this often: its cost is
@@ -140,9 +146,13 @@ export class WebhookDispatcher {
         if (!(await this.store.webhooks.renewLease(endpoint.id, this.#owner, startedAt + this.options.leaseMs))) return;
         if (delivery.envelope === null) {
           await this.store.webhooks.recordAttempt({ delivery, startedAt, status: null, latencyMs: 0, error: 'the event is past retention', outcome: 'failed', nextAttemptAt: null });
+          logFailedAttempt(this.log, endpoint, delivery, { status: null, error: 'the event is past retention', errorCode: null }, null);
           continue;
         }
-        const result = await this.sender.send({ url: endpoint.url, secret: endpoint.secret, eventId: delivery.event_id, body: delivery.envelope }, Math.floor(startedAt / 1000));
+        const result = await this.sender.send(
+          { url: endpoint.url, secrets: signingSecrets(endpoint, startedAt), eventId: delivery.event_id, body: delivery.envelope },
+          Math.floor(startedAt / 1000),
+        );
         this.#attempts++;
         const ended = this.clock.now().getTime();
         if (result.error === null) {
@@ -150,18 +160,26 @@ export class WebhookDispatcher {
           continue;
         }
         if (result.status === 410) {
-          await this.store.webhooks.recordAttempt({ delivery, startedAt, ...result, outcome: 'disabled', nextAttemptAt: null });
+          const { disabled } = await this.store.webhooks.recordAttempt({ delivery, startedAt, ...result, outcome: 'disabled', nextAttemptAt: null, disable: { reason: DISABLED_GONE } });
+          logFailedAttempt(this.log, endpoint, delivery, result, null);
+          if (disabled) logDisabledEndpoint(this.log, endpoint, DISABLED_GONE);
           return;
         }
         const honoured = result.status === 429 || result.status === 503 ? result.retryAfter : undefined;
         const delay = nextDelayMs(delivery.attempts + 1, honoured, ended);
-        await this.store.webhooks.recordAttempt({
+        const nextAttemptAt = delay === undefined ? null : ended + delay;
+        const { disabled } = await this.store.webhooks.recordAttempt({
           delivery,
           startedAt,
           ...result,
           outcome: delay === undefined ? 'failed' : 'retry',
-          nextAttemptAt: delay === undefined ? null : ended + delay,
+          nextAttemptAt,
+          // Out of retries: the endpoint goes off too, unless it delivered something since this
+          // delivery was queued (then it is one event the receiver refuses, not a dead endpoint).
+          ...(delay === undefined ? { disable: { reason: DISABLED_RETRIES_EXHAUSTED, unlessDeliveredSince: Number(delivery.created_at) } } : {}),
         });
+        logFailedAttempt(this.log, endpoint, delivery, result, nextAttemptAt);
+        if (disabled) logDisabledEndpoint(this.log, endpoint, DISABLED_RETRIES_EXHAUSTED);
         pauseUntil = ended + this.options.intervalMs;
         return;
       }

@@ -14,4 +14,13 @@ export function signWebhook(secret: string, id: string, timestampSeconds: number
   return `v1,${createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`).digest('base64')}`;
 }
 
+/**
+ * The `webhook-signature` header for these secrets: one `v1,` signature each, space-separated, as
+ * Standard Webhooks allows (a receiver accepts the request if any one matches). The current
+ * secret comes first; the previous one is there only during a rotation's grace (rotation.ts).
+ */
+export function signatureHeader(secrets: readonly string[], id: string, timestampSeconds: number, body: string): string {
+  return secrets.map((secret) => signWebhook(secret, id, timestampSeconds, body)).join(' ');
+}
+
 export const secretHint = (secret: string) => secret.slice(-4);

@@ -62,12 +62,13 @@ export function urlProblem(raw: string, policy: TargetPolicy): string | undefine
  * not resolve fails with the same error as one refused (UNREACHABLE_TARGET).
  */
 export function safeLookup(policy: TargetPolicy): LookupFunction {
-  const unreachable = () => Object.assign(new Error(UNREACHABLE_TARGET), { code: 'EUNREACHABLETARGET' });
+  // `reason` is for operators' logs (send.ts, errorCode): the workspace only ever sees UNREACHABLE_TARGET.
+  const unreachable = (reason: string) => Object.assign(new Error(UNREACHABLE_TARGET), { code: 'EUNREACHABLETARGET', reason });
   return (hostname, options, callback) => {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
-      if (err) return callback(policy.allowInsecure ? err : unreachable(), '', 0);
+      if (err) return callback(policy.allowInsecure ? err : unreachable(err.code ?? 'lookup failed'), '', 0);
       const allowed = policy.allowInsecure ? addresses : addresses.filter((a) => isPublicAddress(a.address));
-      if (allowed.length === 0) return callback(unreachable(), '', 0);
+      if (allowed.length === 0) return callback(unreachable('non-public address'), '', 0);
       if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, allowed);
       callback(null, allowed[0]!.address, allowed[0]!.family);
     });

@@ -10,6 +10,7 @@ import * as listEventsScanIndex from './migrations/007_list_events_scan_index.ts
 import * as apiKeysByWorkspace from './migrations/008_api_keys_by_workspace.ts';
 import * as eventsPartitionedByWeek from './migrations/009_events_partitioned_by_week.ts';
 import * as sqliteNewestStoredAt from './migrations/010_sqlite_newest_stored_at.ts';
+import * as webhookRotationAndHealth from './migrations/011_webhook_rotation_and_health.ts';
 
 // Migrations are imported modules (no loader needed for the knex CLI); names are stable forever.
 const migrations: Record<string, Knex.Migration> = {
@@ -23,6 +24,7 @@ const migrations: Record<string, Knex.Migration> = {
   '008_api_keys_by_workspace': apiKeysByWorkspace,
   '009_events_partitioned_by_week': eventsPartitionedByWeek,
   '010_sqlite_newest_stored_at': sqliteNewestStoredAt,
+  '011_webhook_rotation_and_health': webhookRotationAndHealth,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -9,6 +9,8 @@ import { pruneAll, prunedThrough, prunedThroughMailboxes } from './retention.ts'
 import { sharedCursorSecret } from './settings.ts';
 import { positionAt } from './time-position.ts';
 import {
+  attemptHealth,
+  claimTestSlot,
   dueDeliveries,
   findEndpoint,
   leaseEndpoints,
@@ -81,6 +83,8 @@ export function createStore(adapter: Adapter): Store {
       recordAttempt: (record) => recordAttempt(knex, record),
       pendingCount: (endpointId) => pendingCount(knex, endpointId),
       recentAttempts: (endpointId, max) => recentAttempts(knex, endpointId, max),
+      attemptHealth: (endpointId, window) => attemptHealth(knex, endpointId, window),
+      claimTestSlot: (endpointId, now, cooldownMs) => claimTestSlot(knex, endpointId, now, cooldownMs),
     },
 
     ping: async () => void (await knex.raw('select 1')),

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { WebhookAttempt } from '../../../generated/types.ts';
-import type { AttemptRecord, DueDelivery, EndpointRow, LeaseRequest } from '../port.ts';
+import type { AttemptHealth, AttemptRecord, DueDelivery, EndpointRow, LeaseRequest } from '../port.ts';
 import type { Adapter } from './adapter.ts';
 import { queryRows } from './sql.ts';
 
@@ -61,7 +61,7 @@ export async function leaseEndpoints(db: Db, sql: Adapter['sql'], request: Lease
          WHERE e.id IN (SELECT id FROM (${PICK_ENDPOINTS}) picked)
            AND e.enabled = ? AND (e.lease_until IS NULL OR e.lease_until < ?)
          ${sql.skipLocked})
-      RETURNING id, workspace_id, url, event_types, enabled, disabled_reason, secret, created_at, updated_at`,
+      RETURNING id, workspace_id, url, event_types, enabled, disabled_reason, disabled_at, secret, previous_secret, previous_secret_expires_at, last_tested_at, created_at, updated_at`,
     [owner, now + leaseMs, now, owner, now, true, now, now, perWorkspace, max, true, now],
   );
   return (Array.isArray(result) ? result : result.rows) as EndpointRow[];
@@ -92,17 +92,21 @@ export async function dueDeliveries(db: Db, sql: Adapter['sql'], endpointId: str
     .leftJoin('events as e', function () {
       this.on('e.workspace_id', '=', 'd.workspace_id').andOn('e.seq', '=', 'd.event_seq');
     })
-    .select('d.id', 'd.endpoint_id', 'd.workspace_id', 'd.event_seq', 'd.event_id', 'd.attempts', 'e.envelope')
+    .select('d.id', 'd.endpoint_id', 'd.workspace_id', 'd.event_seq', 'd.event_id', 'd.attempts', 'd.created_at', 'e.envelope')
     .where('d.endpoint_id', endpointId)
     .andWhereRaw(`${sql.notIndexed}d.next_attempt_at <= ?`, [now])
     .orderBy('d.event_seq')
     .limit(max);
 }
 
-/** Records an attempt and moves its delivery on (done, rescheduled or dropped), in one transaction. */
-export async function recordAttempt(db: Db, record: AttemptRecord): Promise<void> {
+/**
+ * Records an attempt and moves its delivery on (done, rescheduled, dropped or kept for a disabled
+ * endpoint), in one transaction, disabling the endpoint when the record says so. Only the
+ * statement that turns an enabled endpoint off reports `disabled`, so it is reported once.
+ */
+export async function recordAttempt(db: Db, record: AttemptRecord): Promise<{ disabled: boolean }> {
   const { delivery } = record;
-  await db.transaction(async (trx) => {
+  return db.transaction(async (trx) => {
     await trx('webhook_attempts').insert({
       endpoint_id: delivery.endpoint_id,
       event_id: delivery.event_id,
@@ -116,13 +120,44 @@ export async function recordAttempt(db: Db, record: AttemptRecord): Promise<void
     });
     if (record.outcome === 'retry') {
       await trx('webhook_deliveries').where({ id: delivery.id }).update({ attempts: delivery.attempts + 1, next_attempt_at: record.nextAttemptAt });
-    } else if (record.outcome === 'disabled') {
-      // Kept, not counted: delivered if an admin re-enables the endpoint.
-      await trx('webhook_endpoints').where({ id: delivery.endpoint_id }).update({ enabled: false, disabled_reason: 'the endpoint answered 410 Gone', updated_at: record.startedAt });
-    } else {
+    } else if (record.outcome !== 'disabled') {
+      // A delivery that disabled its endpoint is kept, not counted: delivered if an admin re-enables it.
       await trx('webhook_deliveries').where({ id: delivery.id }).del();
     }
+    if (!record.disable) return { disabled: false };
+    const { reason, unlessDeliveredSince } = record.disable;
+    if (unlessDeliveredSince !== undefined) {
+      // Read through the (endpoint_id, id) index: at most the attempts kept per endpoint.
+      const delivered = await trx('webhook_attempts').where({ endpoint_id: delivery.endpoint_id, outcome: 'delivered' }).andWhere('started_at', '>=', unlessDeliveredSince).first('id');
+      if (delivered) return { disabled: false };
+    }
+    const changed = await trx('webhook_endpoints')
+      .where({ id: delivery.endpoint_id, enabled: true })
+      .update({ enabled: false, disabled_reason: reason, disabled_at: record.startedAt, updated_at: record.startedAt });
+    return { disabled: changed > 0 };
   });
+}
+
+/** How many of the endpoint's last `window` attempts there are, and how many delivered: `window` index entries at most. */
+export async function attemptHealth(db: Reader, endpointId: string, window: number): Promise<AttemptHealth> {
+  const [row] = await queryRows<{ attempts: number | string; delivered: number | string | null }>(
+    db,
+    `SELECT COUNT(*) AS attempts, SUM(CASE WHEN outcome = 'delivered' THEN 1 ELSE 0 END) AS delivered
+       FROM (SELECT outcome FROM webhook_attempts WHERE endpoint_id = ? ORDER BY id DESC LIMIT ?) last_attempts`,
+    [endpointId, window],
+  );
+  return { attempts: Number(row?.attempts ?? 0), delivered: Number(row?.delivered ?? 0) };
+}
+
+/** test_webhook's cooldown: one conditional UPDATE claims the slot, so instances racing on it agree. */
+export async function claimTestSlot(db: Db, endpointId: string, now: number, cooldownMs: number): Promise<{ claimed: true } | { claimed: false; waitMs: number }> {
+  const claimed = await db('webhook_endpoints')
+    .where({ id: endpointId })
+    .andWhere((q) => q.whereNull('last_tested_at').orWhere('last_tested_at', '<=', now - cooldownMs))
+    .update({ last_tested_at: now });
+  if (claimed > 0) return { claimed: true };
+  const row: { last_tested_at: number | string | null } | undefined = await db('webhook_endpoints').where({ id: endpointId }).first('last_tested_at');
+  return { claimed: false, waitMs: Math.max(1, Number(row?.last_tested_at ?? now) + cooldownMs - now) };
 }
 
 /** An endpoint's pending deliveries, counted up to `max` (the count stops there: it reads at most that many index entries). */

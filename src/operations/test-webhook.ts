@@ -1,0 +1,25 @@
+import type { TestWebhookRequest, TestWebhookResponse } from '../../generated/types.ts';
+import { ApiError, invalidArgument } from '../errors.ts';
+import { sendTestDelivery } from '../webhooks/test-delivery.ts';
+import { requireWorkspaceAdmin, type OperationContext } from './context.ts';
+
+/**
+ * One test delivery per endpoint per this many seconds, whichever instance is asked: with the
+ * key's rate budget alone, an admin key could make the service POST to a third party's URL a
+ * hundred times a second.
+ */
+export const TEST_WEBHOOK_COOLDOWN_SECONDS = 5;
+
+/** test_webhook: a signed test delivery to one endpoint, now, and what it answered. Writes nothing but the cooldown. */
+export async function testWebhook(ctx: OperationContext, input: TestWebhookRequest): Promise<TestWebhookResponse> {
+  requireWorkspaceAdmin(ctx.principal);
+  const endpoint = await ctx.store.webhooks.findEndpoint(ctx.principal.workspaceId, input.url);
+  if (!endpoint) throw invalidArgument('no webhook endpoint has this url in this workspace');
+  const now = ctx.clock.now().getTime();
+  const slot = await ctx.store.webhooks.claimTestSlot(endpoint.id, now, TEST_WEBHOOK_COOLDOWN_SECONDS * 1000);
+  if (!slot.claimed) {
+    const seconds = Math.ceil(slot.waitMs / 1000);
+    throw new ApiError('rate_limited', `this endpoint was tested less than ${TEST_WEBHOOK_COOLDOWN_SECONDS} seconds ago; retry in ${seconds} seconds`, 429, { 'Retry-After': String(seconds) });
+  }
+  return sendTestDelivery(endpoint, now, ctx.webhookPolicy ?? { allowInsecure: false }, ctx.webhookTimeoutMs ?? 10_000);
+}
