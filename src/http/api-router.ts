@@ -35,7 +35,7 @@ export function createApiRouter(services: AppServices, log: Logger) {
       const { operation, allowed } = routeOf(method, path);
       // Named before authentication, for the log line and the metrics: a 401 still says what it was for.
       locals.operation = operation?.operationId;
-      const principal = (locals.principal = await authenticateRequest(services, req, res, locals.clientAddress));
+      const principal = await authenticateRequest(services, req, res, locals);
       if (!operation) {
         if (allowed.length === 0) throw new ApiError('invalid_argument', `no operation at ${path.slice(0, 100)}; see /openapi.json`, 404);
         res.setHeader('Allow', allowed.join(', '));
