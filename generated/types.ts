@@ -22,6 +22,60 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/healthz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Liveness probe
+         * @description Answers `200 {"status": "ok"}` while the process runs, whatever the
+         *     database does: a liveness probe that failed on the database would
+         *     restart every instance during an outage, which a restart cannot mend.
+         *     Needs no key and is never rate limited (a balancer refused by a limit
+         *     would take the instance out).
+         */
+        get: operations["healthz"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Readiness probe
+         * @description Whether this instance should be sent traffic: `200 {"status": "ready"}`
+         *     while its primary database answers a trivial query (within 1.5 s; one
+         *     check per 100 ms is shared by every caller, so probing costs nothing),
+         *     `503 {"status": "not ready", "reason": …}` when it does not
+         *     (`database unreachable`) or once the instance is shutting down
+         *     (`draining`: it finishes what is in flight, answers held reads, and
+         *     takes nothing new; take it out of rotation). With `DATABASE_READ_URLS`,
+         *     `replicas` reports each read replica (serving or not, and why, or its
+         *     lag); a replica that does not serve never makes an instance unready.
+         *     Under `serve --workers`, `worker` names the worker that answered: each
+         *     is ready or not on its own. Needs no key and is never rate limited.
+         */
+        get: operations["readyz"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/event_feed": {
         parameters: {
             query?: never;
@@ -1858,6 +1912,51 @@ export type components = {
             /** @description The version of this contract (`info.version` of `/openapi.json`) the deployment implements. */
             contract: string;
         };
+        /**
+         * HealthResponse
+         * @description The process answers (`GET /healthz`): nothing else is checked, so a database outage never makes a liveness probe restart the instance.
+         * @example {
+         *       "status": "ok"
+         *     }
+         */
+        HealthResponse: {
+            /**
+             * @description Always `ok`.
+             * @constant
+             */
+            status: "ok";
+        };
+        /**
+         * ReadinessResponse
+         * @description Whether this instance should be sent traffic (`GET /readyz`): ready while its primary database answers and it is not shutting down. Read replicas are reported, never a reason to be unready.
+         * @example {
+         *       "status": "ready"
+         *     }
+         */
+        ReadinessResponse: {
+            /**
+             * @description `ready` (200) or `not ready` (503).
+             * @enum {string}
+             */
+            status: "ready" | "not ready";
+            /**
+             * @description Why it is not ready: `database unreachable` (the primary did not answer within 1.5 s) or `draining` (shutting down: it finishes what it holds and takes nothing new).
+             * @enum {string}
+             */
+            reason?: "database unreachable" | "draining";
+            /** @description Under `serve --workers`, the worker that answered (each is ready or not on its own). */
+            worker?: number;
+            /** @description With `DATABASE_READ_URLS`: each read replica, whether it serves catch-up pages now, and why not or how far behind it is. */
+            replicas?: {
+                /** @description `replica N (host:port/database)`: never credentials. */
+                name: string;
+                serving: boolean;
+                /** @description Why it does not serve. */
+                reason?: string;
+                /** @description How far behind the primary its last applied commit was at the last probe (null: nothing applied since it started). */
+                lagMs?: number | null;
+            }[];
+        };
     };
     responses: {
         /** @description The request is malformed, has an unknown parameter, or a parameter has an invalid value (`invalid_argument`). */
@@ -2032,6 +2131,73 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    healthz: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The process answers. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HealthResponse"];
+                };
+            };
+            /** @description Another method than GET (the probe is served on GET only). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    readyz: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready for traffic. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadinessResponse"];
+                };
+            };
+            /** @description Another method than GET (the probe is served on GET only). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready; the reason says why. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadinessResponse"];
                 };
             };
         };
@@ -2761,3 +2927,5 @@ export type ListKeysResponse = components['schemas']['ListKeysResponse'];
 export type RevokeKeyRequest = components['schemas']['RevokeKeyRequest'];
 export type RevokeKeyResponse = components['schemas']['RevokeKeyResponse'];
 export type VersionResponse = components['schemas']['VersionResponse'];
+export type HealthResponse = components['schemas']['HealthResponse'];
+export type ReadinessResponse = components['schemas']['ReadinessResponse'];

@@ -64,6 +64,10 @@ export interface Config {
   webhookRedeliverMaxPending: number;
   /** Processes `serve` runs on the port (WORKERS: a number or `auto`, one per core); 1: this process alone. */
   workers: number;
+  /** Where Prometheus scrapes `/metrics` (METRICS_PORT; 0: any free port); undefined: no metrics. */
+  metricsPort: number | undefined;
+  /** The metrics' address: loopback unless set (they need no key and tell the traffic's shape). */
+  metricsHost: string;
 }
 
 export const MIN_RETENTION_DAYS = 30;
@@ -128,6 +132,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     cursorSecret: secret,
     logLevel: env.LOG_LEVEL || 'info',
     workers: env.WORKERS ? parseWorkerCount(env.WORKERS, 'WORKERS') : 1,
+    metricsPort: metricsPort(env, port),
+    metricsHost: env.METRICS_HOST || '127.0.0.1',
   };
 }
 
@@ -169,6 +175,15 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
 function positive(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const value = number(env, name, fallback);
   if (value <= 0) throw new ConfigError(`${name} must be greater than 0`);
+  return value;
+}
+
+/** METRICS_PORT: unset or empty, no metrics; never the API's own port (a scrape would go to the API). */
+function metricsPort(env: NodeJS.ProcessEnv, apiPort: number): number | undefined {
+  if (env.METRICS_PORT === undefined || env.METRICS_PORT === '') return undefined;
+  const value = Number(env.METRICS_PORT);
+  if (!Number.isInteger(value) || value < 0 || value > 65535) throw new ConfigError(`METRICS_PORT must be an integer between 0 and 65535 (got "${env.METRICS_PORT.slice(0, 20)}")`);
+  if (value !== 0 && value === apiPort) throw new ConfigError(`METRICS_PORT must differ from PORT (${apiPort}): the metrics have a listener of their own`);
   return value;
 }
 

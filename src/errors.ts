@@ -26,6 +26,25 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * Which limit refused a request (429): `key` and `address` the rate buckets, `held_reads` the bound
+ * on long-polls and streams, `memory` the memory budget, `draining` a server shutting down. The
+ * metrics count refusals by it and the request's log line names it: an operator tells a tenant
+ * over its rate from a server out of room.
+ */
+export type LimitReason = 'key' | 'address' | 'held_reads' | 'memory' | 'draining';
+
+/** A 429 that says which limit refused it (LimitReason); its body is any rate_limited error's. */
+export class RateLimitedError extends ApiError {
+  constructor(
+    readonly reason: LimitReason,
+    message: string,
+    headers: Record<string, string>,
+  ) {
+    super('rate_limited', message, 429, headers);
+  }
+}
+
 export const invalidArgument = (message: string) => new ApiError('invalid_argument', message);
 export const forbidden = (message: string) => new ApiError('forbidden', message);
 export const unauthorized = (message = 'missing or invalid API key') => new ApiError('unauthorized', message);

@@ -15,6 +15,10 @@ import { WebhookSender } from './webhooks/send.ts';
 import { migrateDatabase } from './store/migrate-database.ts';
 import { openStore } from './store/open-store.ts';
 import { createMcpEdge } from './mcp/edge.ts';
+import { reportToPrimary } from './metrics/cluster.ts';
+import { listenForScrapes, type MetricsListener } from './metrics/listener.ts';
+import { Metrics } from './metrics/metrics.ts';
+import { countingAttempts } from './metrics/webhook-attempts.ts';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -24,20 +28,36 @@ export interface RunningServer {
   webhooks: WebhookDispatcher;
   server: Server;
   connections: ConnectionGate;
+  /** Where this process serves its metrics (`…/metrics`), when METRICS_PORT is set and it listens for them itself. */
+  metricsUrl?: string;
   close(): Promise<void>;
 }
 
+export interface StartOptions {
+  seedDemo?: boolean;
+  clock?: Clock;
+  /**
+   * `listen` (the default): this process serves its metrics on METRICS_PORT. `primary`: a worker of
+   * `serve --workers`, whose primary serves them for all (metrics/cluster.ts).
+   */
+  metrics?: 'listen' | 'primary';
+}
+
 /** Opens the database, migrates it, optionally seeds the demo, and listens. */
-export async function startServer(config: Config, log: Logger, options: { seedDemo?: boolean; clock?: Clock } = {}): Promise<RunningServer> {
+export async function startServer(config: Config, log: Logger, options: StartOptions = {}): Promise<RunningServer> {
   await migrateDatabase(config.databaseUrl, log);
   const store = openStore(config.databaseUrl, { checkpointInBackground: true, readUrls: config.databaseReadUrls });
+  // Counted only when someone may scrape them: with METRICS_PORT unset, no request pays for a count.
+  const metrics = config.metricsPort === undefined ? undefined : new Metrics();
   let services: AppServices, demo: DemoAtStart | undefined, server: Server, connections: ConnectionGate;
+  let scrapes: MetricsListener | undefined;
+  let listening: Server | undefined;
   try {
-    services = await createServices(store, config, options.clock);
+    services = await createServices(store, config, options.clock, metrics);
     demo = options.seedDemo ? await demoAtStart(store, services.clock, config.databaseUrl) : undefined;
     // MCP at /mcp, the HTTP API and its site for everything else.
     const edges = [createMcpEdge(services, log), createHttpEdge(services, log)];
-    const s = createServer(httpServerOptions(config), frontDoor(log, { trustProxyHops: config.trustProxyHops }, edges));
+    const s = createServer(httpServerOptions(config), frontDoor(log, { trustProxyHops: config.trustProxyHops, metrics }, edges));
     // A client that stops reading its answer holds the answer's buffers: nothing moving for this long closes it.
     s.timeout = config.socketTimeoutMs;
     // Behind proxies every connection is theirs: a per-address cap would be a cap on the proxy.
@@ -46,8 +66,17 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
       s.once('error', reject);
       s.listen(config.port, config.host, () => resolve(s));
     });
+    listening = server;
+    if (metrics) {
+      const held = services.heldReads;
+      const clock = services.clock;
+      metrics.observe({ heldReads: (kind) => held.heldOf(kind), pool: () => store.poolUse(), webhookBacklog: (cap) => store.webhookBacklog(cap), now: () => clock.now().getTime() });
+      if (options.metrics === 'primary') reportToPrimary(metrics.registry);
+      else scrapes = await listenForScrapes(config.metricsHost, config.metricsPort!, metrics, log);
+    }
   } catch (err) {
     // Do not leave a pool open behind a failed start: the process would linger.
+    listening?.close();
     await store.close();
     throw err;
   }
@@ -58,7 +87,7 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
   if (demo) process.stdout.write(demoBanner(url, demo));
 
   const pruning = schedulePruning(services, config, log);
-  const webhooks = new WebhookDispatcher(store, new WebhookSender(services.webhookPolicy!, config.webhookTimeoutMs), services.clock, log, {
+  const webhooks = new WebhookDispatcher(metrics ? countingAttempts(store, metrics) : store, new WebhookSender(services.webhookPolicy!, config.webhookTimeoutMs), services.clock, log, {
     intervalMs: config.webhookDispatchIntervalMs,
     leaseMs: Math.max(60_000, config.webhookTimeoutMs * 3),
     slots: config.webhookSlots,
@@ -75,6 +104,8 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
+      // /readyz answers 503 from now on: a balancer stops sending while what is in flight finishes.
+      services.lifecycle.draining = true;
       // Held reads (long-polls, streams) are answered now rather than cut at the grace's end.
       services.heldReads.close();
       // Stop accepting, let in-flight requests finish, then release the database. A keep-alive
@@ -94,9 +125,10 @@ export async function startServer(config: Config, log: Logger, options: { seedDe
       await webhooks.stop();
       await changes?.stop();
       await replicas?.stop();
+      await scrapes?.close();
       await store.close();
     })());
-  return { url, server, connections, services, webhooks, close };
+  return { url, server, connections, services, webhooks, close, ...(scrapes ? { metricsUrl: scrapes.url } : {}) };
 }
 
 /**

@@ -10,6 +10,7 @@ import { RecentEvents } from './feed/recent-events.ts';
 import type { AppServices } from './operations/context.ts';
 import { MemoryBudget } from './limits/memory-budget.ts';
 import { RateLimiter } from './limits/rate-limiter.ts';
+import type { Metrics } from './metrics/metrics.ts';
 import type { Store } from './store/port.ts';
 
 const MB = 1024 * 1024;
@@ -23,6 +24,7 @@ export async function createServices(
     'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'rateLimitPerAddressPerSecond' | 'rateLimitPerAddressBurst' | 'rateLimitBytesPerToken' | 'webhooksAllowInsecure' | 'webhookTimeoutMs' | 'memoryBudgetMb' | 'webhookRedeliverMaxPending' | 'heldReadsMax' | 'heldReadsPerKey' | 'streamStallMs'
   >,
   clock: Clock = systemClock,
+  metrics?: Metrics,
 ): Promise<AppServices> {
   const secret = config.cursorSecret ?? (await store.sharedCursorSecret());
   const changes = watchChanges(store);
@@ -35,7 +37,7 @@ export async function createServices(
     changes,
     feed: new FeedReader(store, changes.heads, recent, clock),
     heldReads: holdReads(store, changes, config),
-    groupCommit: new GroupCommit(store, clock, changes.heads, recent),
+    groupCommit: new GroupCommit(store, clock, changes.heads, recent, metrics && ((statement) => metrics.committed(statement))),
     requestValidator: new RequestValidator(),
     rateLimiter: new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst, undefined, {
       addressPerSecond: config.rateLimitPerAddressPerSecond,
@@ -48,6 +50,8 @@ export async function createServices(
     webhookPolicy: { allowInsecure: config.webhooksAllowInsecure },
     webhookRedeliverMaxPending: config.webhookRedeliverMaxPending,
     webhookTimeoutMs: config.webhookTimeoutMs,
+    ...(metrics ? { metrics } : {}),
+    lifecycle: { draining: false },
   };
 }
 

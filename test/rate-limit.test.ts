@@ -293,7 +293,7 @@ describe('rate limiting over HTTP and MCP', () => {
 });
 
 describe('refusals are counted, not logged one by one', () => {
-  it('a flood of 429s writes no line per request; one line per window says how many', async () => {
+  it('a flood of 429s writes a line for the first 10 of a window only; one line per window says how many', async () => {
     const lines: string[] = [];
     const sink = new Writable({
       write(chunk, _encoding, done) {
@@ -308,7 +308,12 @@ describe('refusals are counted, not logged one by one', () => {
       for (let i = 0; i < 30; i++) statuses.push((await server.post('/v1/event_feed', {}, key)).status);
       assert.equal(statuses.filter((s) => s === 429).length, 28);
       const requests = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request');
-      assert.deepEqual(requests.map((l) => l.status), [200, 200], 'only the answered requests are logged');
+      assert.deepEqual(
+        requests.map((l) => l.status),
+        [200, 200, ...Array<number>(10).fill(429)],
+        'the answered requests, and the first 10 refusals of the window',
+      );
+      for (const line of requests.slice(2)) assert.deepEqual([line.error_code, line.limit, line.operation], ['rate_limited', 'key', 'event_feed']);
     } finally {
       await server.stop();
       await server.database.drop();

@@ -17,7 +17,8 @@ export async function serve(config: Config, options: { seedDemo?: boolean; worke
   const log = createLogger(config.logLevel, cluster.isWorker ? { worker: cluster.worker!.id } : undefined);
   // Loaded here, not at the top: the primary of `serve --workers` never serves, and stays small without it.
   const { startServer } = await import('../server.ts');
-  const running = await startServer(config, log, { seedDemo: cluster.isPrimary && options.seedDemo });
+  // A worker counts; its primary serves the metrics of all (metrics/cluster.ts).
+  const running = await startServer(config, log, { seedDemo: cluster.isPrimary && options.seedDemo, metrics: cluster.isWorker ? 'primary' : 'listen' });
   // Once, whichever comes first: under a terminal a worker gets the SIGINT of Ctrl-C and then its primary's SIGTERM.
   let closing: Promise<void> | undefined;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
@@ -43,6 +44,13 @@ async function servePrimary(config: Config, workers: number, seedDemo: boolean):
     } finally {
       await store.close();
     }
+  }
+  if (config.metricsPort !== undefined) {
+    // Before any fork: a port taken fails the start alone. Loaded only when asked for, like the
+    // server itself: the primary stays small without them.
+    const { listenForScrapes } = await import('../metrics/listener.ts');
+    const { workersExposition } = await import('../metrics/cluster.ts');
+    await listenForScrapes(config.metricsHost, config.metricsPort, workersExposition(), log);
   }
   const supervision = superviseWorkers(config, workers, log);
   let stopping: Promise<void> | undefined;

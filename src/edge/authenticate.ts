@@ -20,8 +20,11 @@ export async function authenticateBearer(
   services: AppServices,
   token: string | undefined,
   address: string,
+  identified?: (principal: Principal) => void,
 ): Promise<{ principal: Principal; rate: RateState | undefined }> {
   const principal = await identifyBearer(services, token, address);
+  // Known before its token is taken: a request its key's rate refuses is still logged as that key's.
+  identified?.(principal);
   return { principal, rate: services.rateLimiter.take(principal.keyId) };
 }
 

@@ -1,5 +1,6 @@
 import type { IncomingMessage, RequestListener } from 'node:http';
 import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 import { clientAddress } from './client-address.ts';
 import { RefusalLog } from './refusal-log.ts';
 import { startRequest, type EdgeResponse, type RequestLocals } from './request-context.ts';
@@ -13,6 +14,8 @@ export interface Edge {
 export interface FrontDoorSettings {
   /** How many proxies in front append to X-Forwarded-For (client-address.ts); 0: the socket's peer is the client. */
   trustProxyHops: number;
+  /** Counts every answered request when metrics are on. */
+  metrics?: Metrics;
 }
 
 /**
@@ -22,7 +25,7 @@ export interface FrontDoorSettings {
 export function frontDoor(log: Logger, settings: FrontDoorSettings, edges: readonly Edge[]): RequestListener {
   const refusals = new RefusalLog(log);
   return (req, res: EdgeResponse) => {
-    const locals = startRequest(req, res, log, clientAddress(req, settings.trustProxyHops), refusals);
+    const locals = startRequest(req, res, log, clientAddress(req, settings.trustProxyHops), refusals, settings.metrics);
     const edge = edges.find((candidate) => candidate.takes(req));
     if (!edge) throw new Error(`no edge takes ${req.method} ${req.url}: the last edge must take every request`);
     edge.handle(req, res, locals);

@@ -1,11 +1,14 @@
 import type { Logger } from '../log.ts';
 
 const WINDOW_MS = 10_000;
+/** Refused requests whose own request line is written, per window: who was refused, by which limit. */
+const LINES_PER_WINDOW = 10;
 
 /**
  * Requests refused by a rate limit are counted, not logged one by one: a flood would otherwise
  * cost a log line (a synchronous write) per refusal, which is the work the limit is there to
- * refuse. One line per window says how many there were.
+ * refuse. The first few of a window get their request line (key, workspace, which limit:
+ * request-context.ts), and one line per window says how many there were in all.
  */
 export class RefusalLog {
   #refused = 0;
@@ -13,9 +16,11 @@ export class RefusalLog {
 
   constructor(private readonly log: Logger) {}
 
-  note(): void {
+  /** Counts a refusal; true when its own request line should be written (the first LINES_PER_WINDOW of a window). */
+  note(): boolean {
     this.#refused++;
     this.#timer ??= setTimeout(() => this.flush(), WINDOW_MS).unref();
+    return this.#refused <= LINES_PER_WINDOW;
   }
 
   flush(): void {

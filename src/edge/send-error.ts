@@ -3,12 +3,13 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
 import { ApiError, toErrorBody } from '../errors.ts';
-import { noteRefusal } from './request-context.ts';
+import { noteError, noteRefusal } from './request-context.ts';
 import { sendJson } from './send-json.ts';
 
 /** The contract's error body for any thrown value; works on a plain response as on express's. */
 export function sendError(res: ServerResponse, requestId: string, err: unknown, log: Logger): void {
   const { status, body, headers } = toErrorBody(err, requestId);
+  noteError(res, err);
   if (!(err instanceof ApiError)) log.error({ ...safeErrorFields(err), request_id: requestId }, 'unhandled error');
   // A server-side failure told to the client in its own words (feed/append-failure.ts): the database's error, for the operator.
   else if (status >= 500 && err.cause !== undefined) log.error({ ...safeErrorFields(err.cause), request_id: requestId }, err.message.slice(0, 120));

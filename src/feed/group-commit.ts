@@ -25,6 +25,13 @@ export const POSTGRES_LOCKED_WORKSPACES_WAITING = 2;
  */
 export const SAME_WORKSPACE_PATIENCE_MS = 300;
 
+/**
+ * Told of each append statement that committed: the events it carried, and how many of them are
+ * new in the feed (the others were stored already: idempotent retries, conflicts). The metrics
+ * count batch sizes and events appended from it; the group commit knows nothing of them.
+ */
+export type CommitObserver = (statement: { events: number; appended: number }) => void;
+
 interface Pending {
   workspaceId: string;
   event: NewEvent;
@@ -83,6 +90,7 @@ export class GroupCommit {
     private readonly clock: Clock,
     private readonly heads?: FeedHeads,
     private readonly recent?: RecentEvents,
+    private readonly onCommit?: CommitObserver,
   ) {
     this.#maxInFlight = store.appends.concurrent;
     this.#overlapping = this.#maxInFlight > 1;
@@ -244,14 +252,18 @@ export class GroupCommit {
       this.recent?.committed(workspaceId, firstSeq, events);
       this.heads?.heard(workspaceId, firstSeq + events.length - 1);
     }
+    let answered = 0;
     [...groups.values()].forEach((group, g) => {
       if (skipped.includes(group[0]!.workspaceId)) return;
+      answered += group.length;
       group.forEach((pending, i) => {
         const outcome = outcomes[g]![i]!;
         if (outcome instanceof ApiError) pending.reject(outcome);
         else pending.resolve(outcome);
       });
     });
+    // Skipped events are counted with the lane's statement that carries them.
+    if (answered > 0) this.onCommit?.({ events: answered, appended: appended.reduce((sum, append) => sum + append.events.length, 0) });
   }
 }
 

@@ -1,4 +1,7 @@
-import { ApiError } from '../errors.ts';
+import { RateLimitedError } from '../errors.ts';
+
+/** What holds a read: an `event_feed` long-poll (`Prefer: wait`) or an event stream (counted apart in the metrics). */
+export type HeldKind = 'long_poll' | 'stream';
 
 /** Why a held read stopped waiting. */
 export type Wake = 'moved' | 'timeout' | 'closing' | 'aborted';
@@ -50,6 +53,7 @@ export class HeldReads {
   #lookingUp: Promise<void> | undefined;
   #lookAgain = false;
   #held = 0;
+  readonly #heldByKind: Record<HeldKind, number> = { long_poll: 0, stream: 0 };
   #closing = false;
   #channelDown: boolean;
   #probe: ReturnType<typeof setInterval> | undefined;
@@ -81,20 +85,27 @@ export class HeldReads {
     return this.#held;
   }
 
+  /** Reads of this kind held now (metrics). */
+  heldOf(kind: HeldKind): number {
+    return this.#heldByKind[kind];
+  }
+
   /** Takes a slot for `keyId`, or refuses with 429 when the key or the process holds its most. */
-  hold(keyId: string): HeldSlot {
-    if (this.#closing) throw new ApiError('rate_limited', 'the server is shutting down; retry in 1 s (another instance may answer)', 429, { 'Retry-After': '1' });
+  hold(keyId: string, kind: HeldKind = 'long_poll'): HeldSlot {
+    if (this.#closing) throw new RateLimitedError('draining', 'the server is shutting down; retry in 1 s (another instance may answer)', { 'Retry-After': '1' });
     const ofKey = this.#perKey.get(keyId) ?? 0;
     if (ofKey >= this.limits.perKey) throw tooMany(`this key already holds ${this.limits.perKey} waiting reads (long-polls and streams)`);
     if (this.#held >= this.limits.max) throw tooMany('the server holds as many waiting reads as it may');
     this.#perKey.set(keyId, ofKey + 1);
     this.#held++;
+    this.#heldByKind[kind]++;
     let released = false;
     return {
       release: () => {
         if (released) return;
         released = true;
         this.#held--;
+        this.#heldByKind[kind]--;
         const left = (this.#perKey.get(keyId) ?? 1) - 1;
         if (left === 0) this.#perKey.delete(keyId);
         else this.#perKey.set(keyId, left);
@@ -225,7 +236,7 @@ function wake(waiter: Waiter, why: Wake): void {
   waiter.wake?.(why);
 }
 
-const tooMany = (why: string) => new ApiError('rate_limited', `${why}; retry in 1 s`, 429, { 'Retry-After': '1' });
+const tooMany = (why: string) => new RateLimitedError('held_reads', `${why}; retry in 1 s`, { 'Retry-After': '1' });
 
 /** SQLite: how often a process with waiting reads asks whether another process wrote (a pragma on its own connection). */
 const PROBE_MS = 50;

@@ -30,10 +30,12 @@ export function createApiRouter(services: AppServices, log: Logger) {
   return async (req: IncomingMessage, res: EdgeResponse, locals: RequestLocals): Promise<void> => {
     let call: OperationCall<OperationId> | undefined;
     try {
-      const principal = (locals.principal = await authenticateRequest(services, req, res, locals.clientAddress));
       const method = req.method ?? 'GET';
       const path = (req.url ?? '').split('?', 1)[0]!;
       const { operation, allowed } = routeOf(method, path);
+      // Named before authentication, for the log line and the metrics: a 401 still says what it was for.
+      locals.operation = operation?.operationId;
+      const principal = await authenticateRequest(services, req, res, locals);
       if (!operation) {
         if (allowed.length === 0) throw new ApiError('invalid_argument', `no operation at ${path.slice(0, 100)}; see /openapi.json`, 404);
         res.setHeader('Allow', allowed.join(', '));
@@ -52,9 +54,11 @@ export function createApiRouter(services: AppServices, log: Logger) {
       res.once('close', () => held.release());
       await call.admitPage();
       const outcome = await runOperation(call.operationId, call.context, request, callOptions(call, req, res));
-      const rate = call.settle(jsonByteLength(outcome.json));
+      const bytes = jsonByteLength(outcome.json);
+      const rate = call.settle(bytes);
       if (rate) setRateLimitHeaders(res, rate);
       sendJson(res, outcome.created ? 201 : 200, outcome.json);
+      if (call.answersAPage) services.metrics?.pageServed(call.operationId, 'http', bytes);
     } catch (err) {
       if (res.headersSent) return void sendError(res, locals.requestId, err, log);
       res.removeHeader('Preference-Applied');

@@ -42,7 +42,7 @@ function siteApp(services: AppServices, log: Logger): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  app.use(siteRouter(services.store));
+  app.use(siteRouter(services.store, services.lifecycle));
   app.use(viewRouter());
   app.use(nothingHere(log));
   app.use(errorHandler(log));

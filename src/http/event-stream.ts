@@ -39,7 +39,7 @@ export async function streamEventFeed(services: AppServices, call: OperationCall
     input.after = lastEventId;
   }
   const { principal } = call.context;
-  const slot = services.heldReads.hold(principal.keyId);
+  const slot = services.heldReads.hold(principal.keyId, 'stream');
   const gone = new AbortController();
   res.once('close', () => gone.abort());
   let memory: Reservation | undefined;
@@ -74,6 +74,8 @@ export async function streamEventFeed(services: AppServices, call: OperationCall
         const frames = framesOf(value.page, (seq) => services.cursors.encode(principal.workspaceId, seq));
         memory?.resize(frames.bytes + PAGE_OVERHEAD_BYTES);
         services.rateLimiter.chargeForBytes(principal.keyId, frames.bytes);
+        if (res.locals) res.locals.bytes = (res.locals.bytes ?? 0) + frames.bytes;
+        services.metrics?.pageServed('event_feed', 'http', frames.bytes);
         if (!writeAll(res, frames.chunks) && !(await drained(res, services.heldReads.limits.stallMs, gone.signal))) return void res.destroy();
       } else if (!res.writableNeedDrain) res.write(': keep-alive\n\n');
       if (!(await paidForNextRead(services, principal.keyId, gone.signal))) break;

@@ -1,4 +1,5 @@
 import express, { Router } from 'express';
+import cluster from 'node:cluster';
 import { existsSync, readFileSync } from 'node:fs';
 import { setTimeout } from 'node:timers/promises';
 // Only the folder's path: the package's index loads the whole browser bundle into the server (~18 MB).
@@ -37,7 +38,7 @@ const DOCS_INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '
 const CONFORMANCE_KIT = packageFile('dist/kit/event-feed-conformance.tgz');
 
 /** The contract, its reference page (bundled from node_modules, no CDN), health probes, the version and the conformance kit. */
-export function siteRouter(store: Store): Router {
+export function siteRouter(store: Store, lifecycle: { readonly draining: boolean }): Router {
   const router = Router();
   const yaml = readFileSync(specYamlPath, 'utf8');
 
@@ -59,14 +60,20 @@ export function siteRouter(store: Store): Router {
     );
   }
 
+  // The process answers: nothing else is asked (a liveness probe that failed on the database would
+  // restart every instance during a database outage, which a restart cannot mend).
   router.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   router.get('/version', (_req, res) => void res.json(serviceVersion()));
   const readiness = sharedReadiness(store);
+  // Under `serve --workers`, which worker answered: each one is ready or not on its own.
+  const worker = cluster.isWorker && cluster.worker ? { worker: cluster.worker.id } : {};
   router.get('/readyz', async (_req, res) => {
+    // Shutting down: a balancer takes the instance out while it finishes what it holds.
+    if (lifecycle.draining) return void res.status(503).json({ status: 'not ready', reason: 'draining', ...worker });
     // Replicas only take reads off the primary: one that does not serve is reported, not a reason to stop.
     const replicas = store.replicas ? { replicas: store.replicas.status() } : {};
-    if (await readiness()) res.json({ status: 'ready', ...replicas });
-    else res.status(503).json({ status: 'not ready', reason: 'database unreachable', ...replicas });
+    if (await readiness()) res.json({ status: 'ready', ...replicas, ...worker });
+    else res.status(503).json({ status: 'not ready', reason: 'database unreachable', ...replicas, ...worker });
   });
   return router;
 }

@@ -1,4 +1,4 @@
-import { ApiError } from '../errors.ts';
+import { RateLimitedError } from '../errors.ts';
 
 /** Memory held for a request's answer until it is on its way; `resize` once its real size is known. */
 export interface Reservation {
@@ -106,4 +106,4 @@ export class MemoryBudget {
 }
 
 const busy = () =>
-  new ApiError('rate_limited', 'the server is answering too many large requests right now; retry in 1 s', 429, { 'Retry-After': '1' });
+  new RateLimitedError('memory', 'the server is answering too many large requests right now; retry in 1 s', { 'Retry-After': '1' });

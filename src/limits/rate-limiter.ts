@@ -1,4 +1,4 @@
-import { ApiError } from '../errors.ts';
+import { RateLimitedError, type LimitReason } from '../errors.ts';
 import { KnownTokens } from './known-tokens.ts';
 import { PAGE_MAX_BYTES } from './page-bytes.ts';
 import { TokenBuckets, type RateState } from './token-buckets.ts';
@@ -66,7 +66,7 @@ export class RateLimiter {
    */
   take(keyId: string, cost = 1): RateState | undefined {
     if (!this.enabled) return undefined;
-    return this.keys.spend(keyId, cost) ?? this.#refuse(this.keys, keyId, 'too many requests for this key');
+    return this.keys.spend(keyId, cost) ?? this.#refuse(this.keys, keyId, 'key', 'too many requests for this key');
   }
 
   /** Charges the key after the fact (may take its bucket below zero); never throws. */
@@ -106,7 +106,7 @@ export class RateLimiter {
   /** Takes `cost` tokens from the address's bucket; throws rate_limited when it holds less than one. */
   takeForAddress(address: string, cost = 1): RateState | undefined {
     if (!this.enabled) return undefined;
-    return this.addresses.spend(address, cost) ?? this.#refuse(this.addresses, address, 'too many unauthenticated requests from this address');
+    return this.addresses.spend(address, cost) ?? this.#refuse(this.addresses, address, 'address', 'too many unauthenticated requests from this address');
   }
 
   /** Gives tokens back to an address (a request it was charged for proved to be paid by a key), or charges it more. */
@@ -114,9 +114,9 @@ export class RateLimiter {
     if (this.enabled) this.addresses.charge(address, tokens);
   }
 
-  #refuse(buckets: TokenBuckets, name: string, why: string): never {
+  #refuse(buckets: TokenBuckets, name: string, reason: LimitReason, why: string): never {
     const retryAfter = buckets.retryAfterSeconds(name);
-    throw new ApiError('rate_limited', `${why}; retry in ${retryAfter} s`, 429, {
+    throw new RateLimitedError(reason, `${why}; retry in ${retryAfter} s`, {
       'Retry-After': String(retryAfter),
       ...rateLimitHeaders(buckets.state(name)),
     });

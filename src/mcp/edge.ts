@@ -7,15 +7,16 @@ import { identifyBearer } from '../edge/authenticate.ts';
 import { bearerToken } from '../edge/bearer.ts';
 import { MAX_BODY_BYTES } from '../edge/body-bytes.ts';
 import type { Edge } from '../edge/front-door.ts';
-import { noteRefusal, type RequestLocals } from '../edge/request-context.ts';
+import { noteError, noteRefusal, type RequestLocals } from '../edge/request-context.ts';
 import { errorHandler, nothingHere } from '../edge/send-error.ts';
 import { ApiError, toErrorBody } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
+import { operationLabel } from '../metrics/metrics.ts';
 import type { AppServices } from '../operations/context.ts';
 import { errorResponse, INVALID_PARAMS, INVALID_REQUEST, messageProblem, toolCallParams, type JsonRpcMessage } from './json-rpc.ts';
 import { answerWithSdk } from './sdk-session.ts';
-import { callTool, toolResponse } from './tools.ts';
+import { callTool, isTool, toolResponse } from './tools.ts';
 
 /** `/mcp` as express routes it: any case, with or without a trailing slash, whatever the query string. */
 const isMcpPath = (url: string) => /^\/mcp\/?(?:\?|$)/i.test(url);
@@ -30,7 +31,10 @@ export function createMcpEdge(services: AppServices, log: Logger): Edge {
   app.use(errorHandler(log));
   return {
     takes: (req: IncomingMessage) => isMcpPath(req.url ?? ''),
-    handle: (req, res) => void app(req, res),
+    handle: (req, res, locals) => {
+      locals.transport = 'mcp';
+      void app(req, res);
+    },
   };
 }
 
@@ -61,6 +65,7 @@ function mcpRouter(services: AppServices, log: Logger): Router {
       (res.locals as { principal?: Principal }).principal = await identifyBearer(services, bearerToken(header), (res.locals as RequestLocals).clientAddress);
       return next();
     } catch (err) {
+      noteError(res, err);
       if (err instanceof ApiError && err.code === 'unauthorized') {
         const description = header === undefined ? 'missing Authorization header' : bearerToken(header) === undefined ? 'malformed Authorization header' : 'missing or invalid API key';
         res.set('WWW-Authenticate', `Bearer error="invalid_token", error_description="${description}"`);
@@ -85,7 +90,8 @@ function mcpRouter(services: AppServices, log: Logger): Router {
     });
 
   router.post('/mcp', authenticated, jsonRpcBody, async (req: Request, res: Response) => {
-    const principal = (res.locals as { principal: Principal }).principal;
+    const locals = res.locals as RequestLocals;
+    const principal = locals.principal!;
     const requestId = String(res.locals.requestId);
     const body: unknown = req.body;
     const problem = messageProblem(body);
@@ -103,6 +109,11 @@ function mcpRouter(services: AppServices, log: Logger): Router {
       const refused = transportProblem(req);
       if (refused) return void res.status(refused.status).json(errorResponse(null, -32000, refused.message));
       const params = toolCallParams(message.params);
+      if (!('problem' in params)) {
+        // The tool as sent, for the log line; the operation only when it is one of ours (a bounded metrics label).
+        locals.tool = params.name.slice(0, 60);
+        if (isTool(params.name)) locals.operation = params.name;
+      }
       if ('problem' in params) {
         takeToken(services, principal, res);
         return void res.status(200).json(errorResponse(message.id, INVALID_PARAMS, params.problem));
@@ -110,9 +121,14 @@ function mcpRouter(services: AppServices, log: Logger): Router {
       // callTool takes the message's token itself: over the budget, the model reads a rate_limited tool error.
       const answer = await callTool(services, principal, params.name, params.args, requestId, log);
       if ('reservation' in answer && answer.reservation) res.once('close', () => answer.reservation?.release());
+      if ('thrown' in answer) noteError(res, answer.thrown);
       res.writeHead(200, { 'Content-Type': 'application/json' });
-      for (const chunk of toolResponse(message.id, answer)) res.write(chunk);
-      return void res.end();
+      const chunks = toolResponse(message.id, answer);
+      for (const chunk of chunks) res.write(chunk);
+      res.end();
+      locals.bytes = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
+      if ('page' in answer && answer.answersAPage && locals.operation) services.metrics?.pageServed(operationLabel(locals.operation), 'mcp', locals.bytes);
+      return;
     }
 
     if (!takeToken(services, principal, res)) {
@@ -136,6 +152,7 @@ function takeToken(services: AppServices, principal: Principal, res: Response): 
     return true;
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
+    noteError(res, err);
     for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
     res.locals.rateLimitMessage = err.message;
     return false;

@@ -45,7 +45,7 @@ const tools: { readonly [Name in McpToolName]: ToolRunner<Name> } = {
   },
 };
 
-const isTool = (name: string): name is McpToolName => Object.hasOwn(tools, name);
+export const isTool = (name: string): name is McpToolName => Object.hasOwn(tools, name);
 
 function runTool<Name extends McpToolName>(name: Name, ctx: OperationContext, request: Operations[Name]['request']): Promise<ToolPage> {
   const run: ToolRunner<Name> = tools[name];
@@ -56,7 +56,7 @@ function runTool<Name extends McpToolName>(name: Name, ctx: OperationContext, re
  * What tools/call answers: a page to splice into the result, with the memory it holds until
  * written (none for a tool whose answer is not a page: feed_cursor), or an error result (`isError`).
  */
-export type ToolAnswer = { page: ToolPage; reservation: Reservation | undefined } | { error: CallToolResult };
+export type ToolAnswer = { page: ToolPage; reservation: Reservation | undefined; answersAPage: boolean } | { error: CallToolResult; thrown: unknown };
 
 /**
  * tools/call: validates the arguments against the contract (same validator and messages as HTTP),
@@ -79,11 +79,11 @@ export async function callTool(services: AppServices, principal: Principal, name
     reservation = await call.admitPage();
     const page = await runTool(call.operationId, call.context, request);
     call.settle(page.structuredContent.reduce((sum, chunk) => sum + chunk.length, 0) + Buffer.byteLength(page.text));
-    return { page, reservation };
+    return { page, reservation, answersAPage: call.answersAPage };
   } catch (err) {
     call?.refund();
     reservation?.release();
-    return { error: toolError(err, requestId, log) };
+    return { error: toolError(err, requestId, log), thrown: err };
   }
 }
 

@@ -8,6 +8,7 @@ import type { GroupCommit } from '../feed/group-commit.ts';
 import type { HeldReads } from '../feed/held-reads.ts';
 import type { FeedReader } from '../feed/reader.ts';
 import type { MemoryBudget } from '../limits/memory-budget.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 import type { RateLimiter } from '../limits/rate-limiter.ts';
 import type { Store } from '../store/port.ts';
 import type { TargetPolicy } from '../webhooks/target-policy.ts';
@@ -40,6 +41,10 @@ export interface AppServices extends Services {
   requestValidator: RequestValidator;
   /** What answers in flight may hold: pages are admitted against it (limits/memory-budget.ts). */
   memory: MemoryBudget;
+  /** Counted at the edges when METRICS_PORT is set (metrics/metrics.ts); absent: nothing is counted. */
+  metrics?: Metrics;
+  /** Set once the server starts shutting down: /readyz answers 503 from then on, so balancers stop sending. */
+  lifecycle: { draining: boolean };
 }
 
 /** One call: the services plus who is calling. */

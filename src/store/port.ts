@@ -263,6 +263,23 @@ export interface AttemptRecord {
   disable?: { reason: string; unlessDeliveredSince?: number };
 }
 
+/** A connection pool's use now (Store.poolUse). */
+export interface PoolUse {
+  used: number;
+  free: number;
+  /** Queries waiting for a connection. */
+  pending: number;
+  max: number;
+}
+
+/** What webhooks owe now (Store.webhookBacklog): enabled endpoints' pending deliveries. */
+export interface WebhookBacklog {
+  /** Counted up to the cap asked for. */
+  pending: number;
+  /** When the oldest of what each endpoint sends next was queued (ms), null when nothing is pending. */
+  oldestCreatedAt: number | null;
+}
+
 /** Listens for changes (ChangeEvents) until stopped. */
 export interface ChangeListener {
   stop(): Promise<void>;
@@ -393,6 +410,10 @@ export interface Store {
 
   /** Resolves once the database answers a trivial statement (readiness). */
   ping(): Promise<void>;
+  /** The primary's connection pool now, from its counters (metrics; no query). */
+  poolUse(): PoolUse;
+  /** Webhooks' pending deliveries (counted up to `cap`) and the oldest's age, in two cheap statements (metrics). */
+  webhookBacklog(cap: number): Promise<WebhookBacklog>;
   /** The cursor secret every instance on this database shares (created by the first to ask). */
   sharedCursorSecret(): Promise<string>;
   /** Applies pending migrations; returns the names applied. Safe when several instances start at once. */

@@ -5,6 +5,7 @@ import { searchEvents } from './event-search.ts';
 import { eventsAfter, feedHead, feedHeads, readPageRows } from './events.ts';
 import { pageReader } from './feed-page.ts';
 import { countActiveKeys, findKey, insertKey, keysAfter, listKeys, revokeKey, SELECT_KEY } from './keys.ts';
+import { poolUse } from './pool-use.ts';
 import { pruneAll, prunedThrough, prunedThroughMailboxes } from './retention.ts';
 import { sharedCursorSecret } from './settings.ts';
 import { positionAt } from './time-position.ts';
@@ -23,6 +24,7 @@ import {
   releaseLease,
   renewLease,
 } from './webhooks.ts';
+import { webhookBacklog } from './webhook-backlog.ts';
 import { countWorkspaces, createWorkspace, findWorkspace, listWorkspaces } from './workspaces.ts';
 import { retryingTransient } from './write-transaction.ts';
 
@@ -88,6 +90,8 @@ export function createStore(adapter: Adapter): Store {
     },
 
     ping: async () => void (await knex.raw('select 1')),
+    poolUse: () => poolUse(knex),
+    webhookBacklog: (cap) => webhookBacklog(knex, cap),
     sharedCursorSecret: () => sharedCursorSecret(knex),
     migrate: () => adapter.migrate(),
     close: () => adapter.close(),
