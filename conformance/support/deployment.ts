@@ -45,10 +45,21 @@ export interface FeedResponse {
   headers: Record<string, string>;
 }
 
-export async function feed(request: APIRequestContext, key: string | undefined, body: unknown): Promise<FeedResponse> {
-  const response = await request.post('/v1/event_feed', {
-    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
-    data: typeof body === 'string' ? body : JSON.stringify(body),
+export async function feed(request: APIRequestContext, key: string | undefined, body: unknown, headers: Record<string, string> = {}): Promise<FeedResponse> {
+  return post(request, '/v1/event_feed', key, body, headers);
+}
+
+/** `POST /v1/feed_cursor` (`body` undefined: no body at all). */
+export async function feedCursor(request: APIRequestContext, key: string | undefined, body?: unknown): Promise<FeedResponse> {
+  return post(request, '/v1/feed_cursor', key, body);
+}
+
+async function post(request: APIRequestContext, path: string, key: string | undefined, body: unknown, headers: Record<string, string> = {}): Promise<FeedResponse> {
+  const response = await request.post(path, {
+    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers },
+    ...(body === undefined ? {} : { data: typeof body === 'string' ? body : JSON.stringify(body) }),
+    // A held call (Prefer: wait) may take up to the contract's 60 s.
+    timeout: 90_000,
   });
   const text = await response.text();
   let parsed: unknown;

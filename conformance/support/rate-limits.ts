@@ -107,18 +107,42 @@ async function paceBefore(bucket: string): Promise<void> {
   if (due > 0) await wait(due, 'RateLimit-Remaining: 0');
 }
 
-/** Sends a request of `bucket` (its key, or '' for none) as the deployment's limits allow. */
-export async function paced(bucket: string, send: () => Promise<APIResponse>): Promise<APIResponse> {
+/** What pacing reads of an answer, whichever client made the request. */
+interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  dispose(): Promise<void>;
+}
+
+async function pacedAnswer<R>(bucket: string, send: () => Promise<R>, answer: (response: R) => Answer): Promise<R> {
   for (;;) {
     await paceBefore(bucket);
     const response = await send();
-    const headers = response.headers();
+    const { status, headers, dispose } = answer(response);
     note(bucket, headers);
-    if (response.status() !== 429) return response;
+    if (status !== 429) return response;
     const seconds = retryAfterSeconds(headers);
-    await response.dispose();
+    await dispose();
     await wait(Math.ceil(seconds * 1000), `429, Retry-After ${seconds} s`);
   }
+}
+
+/** Sends a request of `bucket` (its key, or '' for none) as the deployment's limits allow. */
+export function paced(bucket: string, send: () => Promise<APIResponse>): Promise<APIResponse> {
+  return pacedAnswer(bucket, send, (response) => ({ status: response.status(), headers: response.headers(), dispose: () => response.dispose() }));
+}
+
+/**
+ * The same for a request Playwright's context cannot make (an event stream, read as it comes: raw
+ * `fetch`), `bucket` being its Authorization header's value. A spent wait bound throws
+ * RateLimitBudgetSpent, which the check turns into a skip (see stream.ts).
+ */
+export function pacedFetch(bucket: string, send: () => Promise<Response>): Promise<Response> {
+  return pacedAnswer(bucket, send, (response) => ({
+    status: response.status,
+    headers: Object.fromEntries([...response.headers].map(([name, value]) => [name.toLowerCase(), value])),
+    dispose: async () => void (await response.body?.cancel().catch(() => undefined)),
+  }));
 }
 
 type Options = { headers?: Record<string, string> } | undefined;
