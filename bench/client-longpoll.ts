@@ -39,24 +39,26 @@ export interface PollRecord {
   errors: number;
 }
 
-async function polls(c: { url: string; polls: Array<{ key: string; cursor: string }>; waitSeconds: number; limit: number; settleMs: number }) {
+async function polls(c: { url: string; polls: number; workspaces: Array<{ key: string; cursor: string }>; waitSeconds: number; limit: number; settleMs: number }) {
+  // Poll i tails workspace i % W, with its key, from its cursor (one per workspace: the config stays within argv's bounds).
+  const of = (i: number) => c.workspaces[i % c.workspaces.length]!;
   const drained = drainSaid();
   const timeoutMs = (c.waitSeconds + 15) * 1000;
   // One connection per poll: each held request has its own, as a real consumer's would.
-  const pool = new Pool(c.url, { connections: c.polls.length, pipelining: 1, keepAliveTimeout: 120_000, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: 30_000 });
+  const pool = new Pool(c.url, { connections: c.polls, pipelining: 1, keepAliveTimeout: 120_000, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: 30_000 });
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
-  const records: PollRecord[] = c.polls.map(() => ({ events: [], empties: [], requests: 0, errors: 0 }));
+  const records: PollRecord[] = Array.from({ length: c.polls }, () => ({ events: [], empties: [], requests: 0, errors: 0 }));
   const errorSamples: string[] = [];
   let notApplied = 0;
   let stopping = false;
   const stop = new AbortController();
   const poll = async (i: number) => {
-    let cursor = c.polls[i]!.cursor;
+    let cursor = of(i).cursor;
     const record = records[i]!;
     while (!stopping) {
       try {
         const { statusCode, headers, body } = await pool.request({
-          method: 'POST', path: '/v1/event_feed', headers: { ...jsonHeaders(c.polls[i]!.key), prefer: `wait=${c.waitSeconds}` },
+          method: 'POST', path: '/v1/event_feed', headers: { ...jsonHeaders(of(i).key), prefer: `wait=${c.waitSeconds}` },
           body: JSON.stringify({ after: cursor, limit: c.limit }), signal: stop.signal,
         });
         const text = await body.text();
@@ -82,11 +84,11 @@ async function polls(c: { url: string; polls: Array<{ key: string; cursor: strin
     }
   };
   const started = at();
-  const all = c.polls.map((_, i) => poll(i));
+  const all = Array.from({ length: c.polls }, (_, i) => poll(i));
   // Ready once every poll's request is on a connection of its own (then a moment for the server to hold them all).
   for (const deadline = Date.now() + 30_000; ; ) {
     const s = pool.stats;
-    if (s.connected >= c.polls.length && s.running >= c.polls.length && s.pending === 0) break;
+    if (s.connected >= c.polls && s.running >= c.polls && s.pending === 0) break;
     if (Date.now() > deadline) throw new Error(`polls: only ${s.connected} connected, ${s.running} running after 30 s`);
     await sleep(20);
   }
@@ -107,7 +109,7 @@ async function polls(c: { url: string; polls: Array<{ key: string; cursor: strin
   await Promise.all(all);
   const ms = (ns: number) => round(ns / 1e6, 2);
   return {
-    polls: c.polls.length,
+    polls: c.polls,
     readySeconds: round(readySeconds, 2),
     notApplied,
     errorSamples,

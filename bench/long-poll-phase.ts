@@ -62,27 +62,28 @@ export async function longPollPhase(o: {
   const shape = { polls, workspaces: workspaces.length, pollsPerWorkspace: POLLS_PER_WORKSPACE, waitSeconds: WAIT_SECONDS, writerRate: WRITER_RATE, seconds, warmupSeconds, limit: LIMIT };
   const result: Record<string, unknown> = { ...shape };
   // Poll i tails workspace i % W with that workspace's first read key.
-  const pollKeys = Array.from({ length: polls }, (_, i) => workspaces[i % workspaces.length]!.readKeys[0]!);
+  const pollKeys = workspaces.map((w) => w.readKeys[0]!);
   const writeKeys = workspaces.map((w) => w.writeKey);
   const run = (label: string, polled: Endpoint, written: Endpoint, cursors: string[], seedChunk: number) =>
-    measure({ label, polled, written, keys: pollKeys, cursors, writeKeys, seconds, warmupSeconds, seedChunk, log: o.log });
+    measure({ label, polls, polled, written, keys: pollKeys, cursors, writeKeys, seconds, warmupSeconds, seedChunk, log: o.log });
 
   const serverOptions = (name: string) => ({ env: SERVER_ENV, ...(o.profileDir ? { cpuProfileDir: `${o.profileDir}/longpoll-${name}` } : {}) });
-  const a = await startServer(o.databaseUrl, serverOptions('a'));
+  // Fresh servers for each run: nothing one run leaves behind (its closed polls) weighs on the next.
+  o.log(`[${o.kind}] long-poll: ${polls} polls held (wait=${WAIT_SECONDS}) on ${workspaces.length} workspaces, writer ${WRITER_RATE}/s, ${seconds} s…`);
+  const a = await startServer(o.databaseUrl, serverOptions('one'));
   try {
-    o.log(`[${o.kind}] long-poll: ${polls} polls held (wait=${WAIT_SECONDS}) on ${workspaces.length} workspaces, writer ${WRITER_RATE}/s, ${seconds} s…`);
-    result.oneInstance = await run('one instance', a, a, await headCursors(o.databaseUrl, o.codec, workspaces, polls), 7_013_001);
-    if (o.kind === 'postgres') {
-      const b = await startServer(o.databaseUrl, serverOptions('b'));
-      try {
-        o.log(`[${o.kind}] long-poll, two instances: polls held on A, the writer emitting through B, ${seconds} s…`);
-        result.twoInstances = await run('two instances', a, b, await headCursors(o.databaseUrl, o.codec, workspaces, polls), 7_013_002);
-      } finally {
-        await b.stop();
-      }
-    }
+    result.oneInstance = await run('one instance', a, a, await headCursors(o.databaseUrl, o.codec, workspaces), 7_013_001);
   } finally {
     await a.stop();
+  }
+  if (o.kind === 'postgres') {
+    o.log(`[${o.kind}] long-poll, two instances: polls held on A, the writer emitting through B, ${seconds} s…`);
+    const [a2, b] = await Promise.all([startServer(o.databaseUrl, serverOptions('a')), startServer(o.databaseUrl, serverOptions('b'))]);
+    try {
+      result.twoInstances = await run('two instances', a2, b, await headCursors(o.databaseUrl, o.codec, workspaces), 7_013_002);
+    } finally {
+      await Promise.all([a2.stop(), b.stop()]);
+    }
   }
   o.log(`[${o.kind}] long-poll floor: the same polls and writer against a bare node:http server, ${seconds} s…`);
   const workspaceOfKey = Object.fromEntries(workspaces.flatMap((w, i) => [[w.writeKey, i], ...w.readKeys.map((k) => [k, i])]));
@@ -96,16 +97,13 @@ export async function longPollPhase(o: {
   return result;
 }
 
-/** Each poll's first cursor: its workspace's head now (earlier phases may have written there). */
-async function headCursors(url: string, codec: CursorCodec, workspaces: LongPollWorkspace[], polls: number): Promise<string[]> {
+/** Each workspace's polls' first cursor: its head now (earlier phases may have written there). */
+async function headCursors(url: string, codec: CursorCodec, workspaces: LongPollWorkspace[]): Promise<string[]> {
   const db = openStore(url);
   try {
     const rows = await db.knex('feed_counters').select('workspace_id', 'last_seq').whereIn('workspace_id', workspaces.map((w) => w.workspaceId));
     const head = new Map(rows.map((r: { workspace_id: string; last_seq: number }) => [r.workspace_id, Number(r.last_seq)]));
-    return Array.from({ length: polls }, (_, i) => {
-      const w = workspaces[i % workspaces.length]!.workspaceId;
-      return codec.encode(w, head.get(w) ?? 0);
-    });
+    return workspaces.map((w) => codec.encode(w.workspaceId, head.get(w.workspaceId) ?? 0));
   } finally {
     await db.close();
   }
@@ -116,6 +114,7 @@ type PollsResult = { polls: number; readySeconds: number; notApplied: number; er
 
 async function measure(m: {
   label: string;
+  polls: number;
   polled: Endpoint;
   written: Endpoint;
   keys: string[];
@@ -130,7 +129,7 @@ async function measure(m: {
   const pids = [...new Set([m.polled.pid, m.written.pid])];
   const memory = pids.map((pid) => sampleMemory(pid));
   let child: ChildProcess | undefined;
-  const pollsDone = runClient<PollsResult>('client-longpoll.ts', { mode: 'polls', url: m.polled.url, polls: m.keys.map((key, i) => ({ key, cursor: m.cursors[i] })), waitSeconds: WAIT_SECONDS, limit: LIMIT, settleMs: SETTLE_MS }, { onStart: (c) => (child = c) });
+  const pollsDone = runClient<PollsResult>('client-longpoll.ts', { mode: 'polls', url: m.polled.url, polls: m.polls, workspaces: m.keys.map((key, i) => ({ key, cursor: m.cursors[i] })), waitSeconds: WAIT_SECONDS, limit: LIMIT, settleMs: SETTLE_MS }, { onStart: (c) => (child = c) });
   await new Promise<void>((resolve, reject) => {
     let out = '';
     child!.stdout!.on('data', (c: Buffer) => {
@@ -187,6 +186,8 @@ export function analyse(writer: Pick<EmitterResult, 'emits' | 'startedAt'>, reco
     ofWorkspace[w]!.push(id);
   }
   const samples: number[] = [];
+  // Per measured event: the latency of the first and of the last of its workspace's polls to get it.
+  const perEvent = new Map<string, { first: number; last: number }>();
   let duplicates = 0;
   let missing = 0;
   let unexpected = 0;
@@ -214,7 +215,16 @@ export function analyse(writer: Pick<EmitterResult, 'emits' | 'startedAt'>, reco
         continue;
       }
       if (t - e.answered > MISS_AFTER_MS) over1s++;
-      if (e.sent >= from && e.sent < to) samples.push(t - e.answered);
+      if (e.sent >= from && e.sent < to) {
+        const ms = t - e.answered;
+        samples.push(ms);
+        const span = perEvent.get(id);
+        if (!span) perEvent.set(id, { first: ms, last: ms });
+        else {
+          span.first = Math.min(span.first, ms);
+          span.last = Math.max(span.last, ms);
+        }
+      }
     }
     for (const id of ofWorkspace[w]!) {
       if (!seen.has(id)) {
@@ -234,6 +244,11 @@ export function analyse(writer: Pick<EmitterResult, 'emits' | 'startedAt'>, reco
   return {
     latencyMs: percentiles(samples),
     wakeUps: samples.length,
+    /** Of each event's polls, the first and the last answered: how long one workspace's wake-ups take to go out. */
+    firstPollMs: percentiles([...perEvent.values()].map((s) => s.first)),
+    lastPollMs: percentiles([...perEvent.values()].map((s) => s.last)),
+    /** Last minus first, per event: what answering one workspace's polls one after another costs (the machine's stalls weigh less on it). */
+    spreadMs: percentiles([...perEvent.values()].map((s) => s.last - s.first)),
     negative: samples.filter((x) => x < 0).length,
     overOneSecond: over1s,
     requests,
@@ -296,6 +311,8 @@ export function longPollTable(r: any): string {
   both('  two instances: CPU, RSS', (lp) => (lp.twoInstances ? cost(lp.twoInstances) : 'n/a'));
   both('  floor (bare node:http, no database)', (lp) => wake(lp.floor));
   both('  floor: CPU', (lp) => cost(lp.floor));
+  const spread = (run: any) => (run ? `${run.spreadMs.p50} / ${run.spreadMs.p90}` : 'n/a');
+  both('  last − first poll of an event, p50 / p90 ms', (lp) => `${spread(lp.oneInstance)}${lp.twoInstances ? `; two: ${spread(lp.twoInstances)}` : ''}; floor ${spread(lp.floor)}`);
   both('  CPU pressure (service run / floor run)', (lp) => `${lp.oneInstance.machineLoad.cpuPressureMean}% / ${lp.floor.machineLoad.cpuPressureMean}%`);
   const cols = ['long-poll (phase 13)', 'SQLite', 'Postgres'];
   const widths = cols.map((c, i) => Math.max(c.length, ...rows.map((row) => row[i]!.length)));

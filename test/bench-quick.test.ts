@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { postgresAvailable, underCi } from './support/databases.ts';
 
-const SECTIONS = ['seed', 'ceiling', 'replay', 'replayFloor', 'depth', 'sparse', 'mcp', 'tail', 'tailSlow', 'ingest', 'workers', 'memory', 'webhooks', 'machineLoad'];
+const SECTIONS = ['seed', 'ceiling', 'replay', 'replayFloor', 'depth', 'sparse', 'mcp', 'tail', 'tailSlow', 'ingest', 'workers', 'memory', 'webhooks', 'longpoll', 'machineLoad'];
 
 describe('npm run bench -- --quick', () => {
   it('runs every part on SQLite, Postgres and the Redis peer and writes its results (no timing asserted)', { timeout: 600_000 }, async () => {
@@ -44,6 +44,10 @@ describe('npm run bench -- --quick', () => {
         assert.ok(results[kind].ingest.oneWorkspace.events > 0 && results[kind].ingest.manyWorkspaces.events > 0, `${kind} ingestion measured`);
         for (const scope of ['1 mailbox', '10 mailboxes', '50 mailboxes']) assert.ok(results[kind].sparse.scopes[scope].ratio > 0, `${kind} key of ${scope} measured`);
         assert.ok(results[kind].webhooks.defaults.victim.emitted > 0 && results[kind].webhooks.defaults.noisy.delivered > 0, `${kind} webhook fairness measured`);
+        // Long-poll (phase 13): measured, and every poll got every event of its workspace exactly once (service and floor).
+        for (const run of [results[kind].longpoll.oneInstance, results[kind].longpoll.floor, ...(kind === 'postgres' ? [results[kind].longpoll.twoInstances] : [])]) {
+          assert.ok(run.wakeUps > 0 && run.missing === 0 && run.duplicates === 0 && run.unexpected === 0, `${kind} long-poll measured, every event once: ${JSON.stringify({ ...run, latencyMs: undefined })}`);
+        }
         for (const workers of ['1', '2']) {
           const run = results[kind].workers[workers];
           assert.ok(run.fanout.events > 0 && run.tail.requests > 0 && run.tail.allDelivered, `${kind} with ${workers} worker(s): fan-out replay and tailing measured, every event delivered`);
