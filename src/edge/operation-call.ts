@@ -9,6 +9,14 @@ import { requirePermission, type AppServices, type OperationContext } from '../o
 /** The operations whose answer may be a whole page (PAGE_MAX_BYTES): they reserve its cost first (RateLimiter.reservePage). */
 const ANSWERS_A_PAGE: ReadonlySet<OperationId> = new Set<OperationId>(['event_feed', 'list_events']);
 
+/**
+ * How long a woken held read may wait for its page's memory. Many polls of one workspace wake at
+ * once, and a workspace may read a few pages at a time (its share of the budget): the rest queue,
+ * each read brief (its events just arrived). A client that chose to wait is better answered late
+ * than refused, and a queued read holds nothing.
+ */
+export const WOKEN_ADMISSION_WAIT_MS = 10_000;
+
 /** What an answer holds in memory besides its body (headers, the response's own buffers). */
 const ANSWER_OVERHEAD_BYTES = 64 * 1024;
 
@@ -57,9 +65,9 @@ export class OperationCall<Id extends OperationId> {
   }
 
   /** A page's memory, held against the budget until `release` (once its answer is written). */
-  async admitPage(): Promise<Reservation | undefined> {
+  async admitPage(maxWaitMs?: number): Promise<Reservation | undefined> {
     if (!this.answersAPage || this.#finished) return undefined;
-    this.#memory = await this.#services.memory.admit(this.context.principal.workspaceId, PAGE_RESERVATION_BYTES);
+    this.#memory = await this.#services.memory.admit(this.context.principal.workspaceId, PAGE_RESERVATION_BYTES, maxWaitMs);
     return this.#memory;
   }
 
@@ -86,7 +94,7 @@ export class OperationCall<Id extends OperationId> {
       return await wait();
     } finally {
       this.reservePage();
-      await this.admitPage();
+      await this.admitPage(WOKEN_ADMISSION_WAIT_MS);
     }
   }
 

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Operations } from '../../generated/operations.ts';
-import type { OperationCall } from '../edge/operation-call.ts';
+import { WOKEN_ADMISSION_WAIT_MS, type OperationCall } from '../edge/operation-call.ts';
 import type { EdgeResponse } from '../edge/request-context.ts';
 import { ApiError, invalidArgument, toErrorBody } from '../errors.ts';
 import { envelopeSlices, type FeedPage } from '../feed/page.ts';
@@ -43,7 +43,7 @@ export async function streamEventFeed(services: AppServices, call: OperationCall
   const gone = new AbortController();
   res.once('close', () => gone.abort());
   let memory: Reservation | undefined;
-  const admit = async () => (memory = await services.memory.admit(principal.workspaceId, PAGE_RESERVATION_BYTES));
+  const admit = async (maxWaitMs?: number) => (memory = await services.memory.admit(principal.workspaceId, PAGE_RESERVATION_BYTES, maxWaitMs));
   const letGo = () => {
     memory?.release();
     memory = undefined;
@@ -55,7 +55,7 @@ export async function streamEventFeed(services: AppServices, call: OperationCall
       try {
         return await withoutIdleTimeout(req.socket, wait);
       } finally {
-        await admit();
+        await admit(WOKEN_ADMISSION_WAIT_MS);
       }
     };
     const steps = eventFeedStream(call.context, input, { slot, signal: gone.signal, idleMs: KEEP_ALIVE_MS, firstWaitMs: 0, whileHeld, closing: () => services.heldReads.closing });

@@ -38,8 +38,8 @@ export class MemoryBudget {
     return this.#used;
   }
 
-  /** Reserves `bytes` for `tenant`, waiting for room up to maxWaitMs; rejects rate_limited after that. */
-  admit(tenant: string, bytes: number): Promise<Reservation> {
+  /** Reserves `bytes` for `tenant`, waiting for room up to `maxWaitMs` (the budget's, unless given); rejects rate_limited after that. */
+  admit(tenant: string, bytes: number, maxWaitMs: number = this.maxWaitMs): Promise<Reservation> {
     if (this.#waiting.length === 0 && this.#fits(tenant, bytes)) return Promise.resolve(this.#reserve(tenant, bytes));
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
@@ -49,7 +49,7 @@ export class MemoryBudget {
         timer: setTimeout(() => {
           this.#waiting.splice(this.#waiting.indexOf(waiter), 1);
           reject(busy());
-        }, this.maxWaitMs),
+        }, maxWaitMs),
       };
       this.#waiting.push(waiter);
       // Behind a key at its share only: the budget may well have room for this one.
