@@ -23,8 +23,9 @@ function sendAsset(res: Response, dir: string, file: string, type: string): void
 }
 
 /**
- * « Flux des événements »: a static page at `/` that reads the feed through `POST /v1/event_feed`
- * like any API client (the key stays in the browser's sessionStorage; the server sees only requests).
+ * « Flux des événements »: a static page at `/` that reads the API like any client (feed_cursor,
+ * list_events, event_feed held with Prefer: wait); the key stays in the browser's sessionStorage,
+ * the server sees only requests.
  */
 export function viewRouter(): Router {
   const router = Router();

@@ -1,29 +1,87 @@
-// « Flux des événements » : lit POST /v1/event_feed comme n'importe quel client de l'API.
-// La clé ne quitte jamais sessionStorage, le champ mot de passe et l'en-tête Authorization :
-// elle n'est ni journalisée ni affichée.
+// « Flux des événements » : lit l'API comme n'importe quel client (POST /v1/feed_cursor,
+// /v1/list_events, /v1/event_feed). La clé ne quitte jamais sessionStorage, le champ mot de passe
+// et l'en-tête Authorization : elle n'est ni journalisée, ni affichée, ni mise dans une adresse.
 //
-// Ordre : celui d'émission (le plus ancien en haut). « Charger plus » et le suivi en direct
-// ajoutent tous deux en bas, ce qui garde une seule règle de lecture.
+// Ordre : le plus récent en haut.
+// - À l'ouverture : le curseur de la tête du flux d'abord (feed_cursor « now »), puis la première
+//   page de list_events (les plus récents, filtres appliqués par le service).
+// - « Charger plus ancien » : les pages suivantes de list_events (page_token).
+// - Suivi en direct : event_feed depuis ce curseur, en attente longue (Prefer: wait=N) ; les
+//   nouveaux événements s'ajoutent en haut, dédoublonnés par id (ceux que list_events a déjà
+//   donnés reviennent aussi par le flux), filtrés ici avec les mêmes règles que le service.
+// - Le nombre d'événements affichés est borné (MAX_ROWS) : le suivi retire les plus anciens (et
+//   « Charger plus ancien » repart alors de là), remonter dans le temps retire les plus récents et
+//   met le suivi en pause (« Revenir aux plus récents » recharge).
 
 // Les libellés des types d'événements viennent de la liste des types du contrat
 // (schemas/event-types.json, servie générée à /event-labels.js).
 import { EVENT_HEADINGS_FR } from '/event-labels.js';
 
 const KEY_STORAGE = 'event-feed.key';
+/** Events per list_events page (the newest, then older on demand). */
 const PAGE_LIMIT = 50;
-const POLL_MS = 2000;
+/** list_events page size while looking for the oldest shown event again (after the tail trimmed). */
+const ANCHOR_PAGE_LIMIT = 100;
+/** The most events on screen at once: about ten elements each. */
+const MAX_ROWS = 300;
+const TAIL_LIMIT = 500;
+/** Seconds a tail read asks the service to hold it (Prefer: wait=N; the service caps it at 60). */
+const LONG_POLL_SECONDS = 25;
+/** Without long-poll (no Preference-Applied in the answer: an older service), the pause between reads. */
+const FALLBACK_POLL_MS = 500;
 const MAX_BACKOFF_MS = 30000;
 const REQUEST_TIMEOUT_MS = 15000;
+/** A deployment without feed_cursor: at most this many event_feed pages of 500 read to find the head. */
+const WALK_MAX_PAGES = 200;
+/** New events are announced to screen readers at most this often, as one count. */
+const ANNOUNCE_EVERY_MS = 5000;
+/** Rate-limited reads are retried after Retry-After, this many times. */
+const MAX_RATE_RETRIES = 5;
+/** Ids recently shown, so that an event the feed returns again is not shown twice. */
+const SEEN_IDS = 5000;
+const MAILBOX_ID = /^mbx_[A-Za-z0-9_-]{1,64}$/;
+const MAX_MAILBOXES = 100;
 
 const MSG = {
   unauthorized: 'Clé invalide ou révoquée. Saisissez une autre clé.',
-  forbidden: 'Cette clé n’a pas la permission de lecture (read).',
+  noRead: 'Cette clé n’a pas la permission de lecture (read).',
+  forbidden: 'Accès refusé pour cette clé.',
   rateLimited: (s) => `Trop de requêtes : nouvel essai dans ${s} s.`,
-  badCursor: (m) => `Curseur refusé : ${m}`,
-  badRequest: (m) => `Requête refusée : ${m}`,
+  badRequest: 'Requête refusée par le service.',
+  internal: 'Erreur interne du service.',
   unavailable: 'Le service ne répond pas.',
+  down: 'Le service est momentanément indisponible.',
   emptyKey: 'Saisissez une clé d’API.',
+  badMailbox: (id) => `Identifiant de boîte non valide : « ${id} ». Attendu : mbx_ suivi de 1 à 64 lettres, chiffres, _ ou -.`,
+  tooManyMailboxes: `Au plus ${MAX_MAILBOXES} boîtes par filtre.`,
+  noHead: 'Ce service ne fournit pas la position de la fin du flux (feed_cursor) et le flux est trop long pour la trouver autrement : le suivi en direct est indisponible.',
+  anchorLost: 'Impossible de reprendre la lecture de l’historique à cet endroit : les événements les plus récents sont rechargés.',
+  retry: 'Réessayer',
+  reload: 'Recharger les plus récents',
 };
+
+/**
+ * The service's English messages the view knows, in French. Unknown ones are shown after a French
+ * sentence for their code, never alone.
+ */
+const KNOWN_MESSAGES = [
+  [/^missing or invalid API key/, () => MSG.unauthorized],
+  [/^this key lacks the "read" permission/, () => MSG.noRead],
+  [/^this key lacks the "([a-z]+)" permission/, (m) => `Cette clé n’a pas la permission « ${m[1]} ».`],
+  [/^this key may not read events of mailbox "([^"]*)"/, (m) => `Cette clé ne peut pas lire les événements de la boîte « ${m[1]} » : choisissez parmi les boîtes auxquelles elle est restreinte.`],
+  [/^after has expired/, () => 'Le curseur a expiré : les événements qui le suivaient ont dépassé la durée de conservation et ont été supprimés.'],
+  [/^after is past the end of this feed/, () => 'Le curseur est au-delà de la fin du flux : la base a été restaurée, ou a basculé sur une copie qui n’avait pas reçu ces événements.'],
+  [/^after is not a valid cursor/, () => 'Curseur refusé : il est mal formé, altéré ou émis pour un autre espace.'],
+  [/^page_token was issued for other filters/, () => 'Jeton de page émis pour d’autres filtres.'],
+  [/^page_token is not valid/, () => 'Jeton de page refusé : il est mal formé ou altéré.'],
+  [/^at .*(retention|expired)/, () => 'Cette date est antérieure à la durée de conservation des événements.'],
+  [/^occurred_after must not be later than occurred_before/, () => 'La date de début doit précéder la date de fin.'],
+  [/must be a valid date-time|is not a representable UTC date-time/, () => 'Date non valide.'],
+  [/^mailbox_ids/, () => 'Filtre de boîtes refusé : identifiants mbx_ suivis de 1 à 64 lettres, chiffres, _ ou -, sans doublon, 100 au plus.'],
+  [/^types/, () => 'Filtre de types refusé.'],
+  [/^request body is over/, () => 'Requête trop volumineuse.'],
+  [/too many (held|waiting|pending)/, () => 'Trop de lectures en attente pour cette clé.'],
+];
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -35,36 +93,77 @@ const ui = {
   feed: $('feed'),
   feedTitle: $('feed-title'),
   live: $('live'),
+  filters: $('filters'),
+  typeOptions: $('type-options'),
+  mailboxes: $('mailboxes'),
+  filtersClear: $('filters-clear'),
   status: $('status'),
+  announcer: $('announcer'),
+  count: $('count'),
+  newestRow: $('newest-row'),
+  newest: $('newest'),
   list: $('events'),
-  more: $('more'),
+  older: $('older'),
   dialog: $('detail'),
   detailClose: $('detail-close'),
+  detailCopy: $('detail-copy'),
+  copyStatus: $('copy-status'),
   detailSummary: $('detail-summary'),
   detailJson: $('detail-json'),
 };
 
-const timeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
-const countFormat = new Intl.NumberFormat(undefined);
+// Dates and numbers in French whatever the browser's language, in the viewer's time zone, named.
+const TIME_ZONE = (() => {
+  try {
+    return new Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+  } catch {
+    return 'UTC';
+  }
+})();
+const timeFormat = new Intl.DateTimeFormat('fr-FR', {
+  timeZone: TIME_ZONE,
+  day: 'numeric',
+  month: 'short',
+  year: 'numeric',
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+  timeZoneName: 'short',
+});
+const countFormat = new Intl.NumberFormat('fr-FR');
 
 /** Everything tied to one key; replaced wholesale on connect and disconnect. */
-let generations = 0;
 let state = newState();
 
 function newState() {
-  generations += 1;
   return {
-    generation: generations,
+    /** Aborts every request of this key at once. */
+    session: new AbortController(),
+    /** The feed cursor the live tail reads after. */
     cursor: undefined,
+    /** The events on screen, by id (the list shows them newest first). */
+    rows: new Map(),
     seen: new Set(),
-    envelopes: new Map(),
+    /** Where « Charger plus ancien » goes on: a page token, or the oldest shown event to find again. */
+    older: { token: null, anchorId: null },
+    filters: { types: [], mailboxes: [] },
+    /** Bumped by each reload: an answer for an older one is dropped. */
+    viewGen: 0,
+    /** Bumped when the tail stops: a loop of an older generation ends. */
+    tailGen: 0,
+    tailing: false,
+    tailAbort: null,
+    /** Tail events read while the list is being replaced, put on top of it once it is there. */
+    pendingTail: [],
     caughtUp: false,
-    busy: false,
-    controller: null,
-    pollTimer: null,
-    retryTimer: null,
-    notBefore: 0,
-    backoffMs: POLL_MS,
+    longPoll: undefined,
+    loading: false,
+    olderBusy: false,
+    walking: false,
+    history: false,
+    announced: 0,
+    pendingAnnounce: 0,
+    announceTimer: null,
   };
 }
 
@@ -98,9 +197,12 @@ function clearKey() {
 
 let memoryKey = readKey();
 
-// ---------------------------------------------------------------- alerts and status
+// ---------------------------------------------------------------- alerts, status, announcements
 
-function showAlert(text, action) {
+/** Shows an alert (announced); `from` marks one the tail clears itself once it reads again. */
+function showAlert(text, action, from) {
+  if (from) ui.alert.dataset.from = from;
+  else delete ui.alert.dataset.from;
   const same = ui.alert.dataset.text === text && !action && !ui.alert.querySelector('button');
   if (same) return; // pas de nouvelle annonce pour un message identique (suivi en direct)
   ui.alert.replaceChildren();
@@ -112,31 +214,71 @@ function showAlert(text, action) {
     const button = document.createElement('button');
     button.type = 'button';
     button.textContent = action.label;
-    button.addEventListener('click', action.run);
+    button.addEventListener('click', () => {
+      clearAlert();
+      action.run();
+    });
     ui.alert.append(button);
   }
   ui.alert.classList.add('visible');
 }
 
 function clearAlert() {
+  delete ui.alert.dataset.from;
   if (!ui.alert.dataset.text) return;
   ui.alert.replaceChildren();
   delete ui.alert.dataset.text;
   ui.alert.classList.remove('visible');
 }
 
-function updateStatus(extra) {
-  const n = state.seen.size;
-  const parts = [n === 0 ? 'Aucun événement affiché.' : `${countFormat.format(n)} événement${n > 1 ? 's' : ''} affiché${n > 1 ? 's' : ''}.`];
-  if (extra) parts.push(extra);
-  if (state.caughtUp) parts.push('Vous êtes à jour.');
-  if (ui.live.checked) parts.push('Suivi en direct actif.');
+const plural = (n, one, many) => `${countFormat.format(n)} ${n > 1 ? many : one}`;
+
+function updateStatus() {
+  const parts = [];
+  if (state.loading) parts.push('Chargement…');
+  else if (ui.live.checked && state.tailing) {
+    parts.push(state.caughtUp ? 'Suivi en direct : vous êtes à jour.' : 'Suivi en direct : lecture des nouveaux événements…');
+  } else if (ui.live.checked && state.walking) parts.push('Suivi en direct : recherche de la fin du flux…'); else if (state.history) parts.push('Suivi en direct en pause : vous consultez l’historique.');
+  else if (!ui.live.checked) parts.push('Suivi en direct en pause.');
+  if (!state.loading && !state.older.token && !state.older.anchorId) parts.push('Début de l’historique atteint.');
   const text = parts.join(' ');
   if (ui.status.textContent !== text) ui.status.textContent = text;
-  ui.feed.dataset.caughtUp = String(state.caughtUp);
+  ui.feed.dataset.caughtUp = String(state.caughtUp && state.tailing);
+  ui.feed.dataset.live = String(state.tailing);
+  ui.older.disabled = !state.older.token && !state.older.anchorId;
+  ui.newestRow.hidden = !state.history;
+  updateCount();
+}
+
+/** How many events are shown: plain text, not announced (it changes with every new event). */
+function updateCount() {
+  const n = state.rows.size;
+  const text = n === 0 ? 'Aucun événement affiché.' : `${plural(n, 'événement affiché', 'événements affichés')}.`;
+  if (ui.count.textContent !== text) ui.count.textContent = text;
+}
+
+/** Tells screen readers how many events arrived, at most once every ANNOUNCE_EVERY_MS. */
+function announce(n) {
+  state.pendingAnnounce += n;
+  if (state.announceTimer) return;
+  const wait = Math.max(0, state.announced + ANNOUNCE_EVERY_MS - Date.now());
+  const current = state;
+  current.announceTimer = setTimeout(() => {
+    current.announceTimer = null;
+    if (current !== state || current.pendingAnnounce === 0) return;
+    const count = current.pendingAnnounce;
+    current.pendingAnnounce = 0;
+    current.announced = Date.now();
+    ui.announcer.textContent = `${plural(count, 'nouvel événement', 'nouveaux événements')}.`;
+  }, wait);
 }
 
 // ---------------------------------------------------------------- rendering
+
+function formatTime(iso) {
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? String(iso) : timeFormat.format(t);
+}
 
 function detailLine(event) {
   const data = event && typeof event.data === 'object' && event.data ? event.data : {};
@@ -144,6 +286,8 @@ function detailLine(event) {
   if (typeof data.subject_line === 'string') parts.push(`Objet : ${data.subject_line || '(sans objet)'}`);
   if (typeof data.recipient === 'string') parts.push(`Destinataire : ${data.recipient}`);
   if (typeof data.diagnostic === 'string') parts.push(`Diagnostic : ${data.diagnostic}`);
+  if (typeof data.size_bytes === 'number') parts.push(`Taille : ${countFormat.format(data.size_bytes)} octets`);
+  if (typeof data.delivery_ms === 'number') parts.push(`Délai : ${countFormat.format(data.delivery_ms)} ms`);
   return parts.join(' · ');
 }
 
@@ -155,11 +299,6 @@ function personText(event) {
 
 function typeLabel(type) {
   return Object.hasOwn(EVENT_HEADINGS_FR, type) ? EVENT_HEADINGS_FR[type] : type;
-}
-
-function formatTime(iso) {
-  const t = Date.parse(iso);
-  return Number.isNaN(t) ? String(iso) : timeFormat.format(t);
 }
 
 function span(className, text) {
@@ -200,29 +339,112 @@ function renderEvent(event) {
   return li;
 }
 
-/** Appends the events not shown yet; returns how many were new. */
-function appendEvents(events) {
-  const atBottom = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 48;
+const isEnvelope = (event) => !!event && typeof event.id === 'string' && typeof event.type === 'string';
+
+function remember(id) {
+  state.seen.add(id);
+  if (state.seen.size > SEEN_IDS) state.seen.delete(state.seen.values().next().value);
+}
+
+/** The active filters, applied to the tail as the service applies them to list_events. */
+function matchesFilters(event) {
+  const { types, mailboxes } = state.filters;
+  if (types.length && !types.includes(event.type)) return false;
+  if (mailboxes.length && !mailboxes.includes(event.subject?.refs?.mailbox_id)) return false;
+  return true;
+}
+
+/** Replaces what is shown by a first page of list_events (newest first). */
+function replaceRows(events) {
+  state.rows.clear();
+  const fragment = document.createDocumentFragment();
+  for (const event of events) {
+    if (!isEnvelope(event) || state.rows.has(event.id)) continue;
+    state.rows.set(event.id, event);
+    remember(event.id);
+    fragment.append(renderEvent(event));
+    if (state.rows.size >= MAX_ROWS) break;
+  }
+  ui.list.replaceChildren(fragment);
+}
+
+/**
+ * Puts newer events (in emission order) on top. With `anchored`, only those after the newest
+ * event shown, when it is among them. Returns how many were added.
+ */
+function insertNewer(events, { anchored = false } = {}) {
+  let fresh = events;
+  if (anchored) {
+    const top = ui.list.firstElementChild?.dataset.eventId;
+    const at = top ? events.findIndex((e) => e && e.id === top) : -1;
+    if (at >= 0) fresh = events.slice(at + 1);
+  }
+  fresh = fresh.filter((e) => isEnvelope(e) && !state.rows.has(e.id) && !state.seen.has(e.id) && matchesFilters(e));
+  if (fresh.length === 0) return 0;
+  if (fresh.length > MAX_ROWS) fresh = fresh.slice(-MAX_ROWS);
+  const fragment = document.createDocumentFragment();
+  let added = 0;
+  for (let i = fresh.length - 1; i >= 0; i--) {
+    const event = fresh[i];
+    if (state.rows.has(event.id)) continue;
+    state.rows.set(event.id, event);
+    remember(event.id);
+    fragment.append(renderEvent(event));
+    added += 1;
+  }
+  ui.list.prepend(fragment);
+  trimOldest();
+  announce(added);
+  updateCount();
+  return added;
+}
+
+/** Past MAX_ROWS, the tail drops the oldest shown; « Charger plus ancien » finds the new oldest again. */
+function trimOldest() {
+  if (state.rows.size <= MAX_ROWS) return;
+  while (state.rows.size > MAX_ROWS) {
+    const li = ui.list.lastElementChild;
+    state.rows.delete(li.dataset.eventId);
+    li.remove();
+  }
+  state.older = { token: null, anchorId: ui.list.lastElementChild?.dataset.eventId ?? null };
+  updateStatus();
+}
+
+/** Appends older events (newest first); going past MAX_ROWS drops the newest and pauses the tail. */
+function appendOlder(events) {
   const fragment = document.createDocumentFragment();
   let added = 0;
   for (const event of events) {
-    if (!event || typeof event.id !== 'string' || state.seen.has(event.id)) continue;
-    state.seen.add(event.id);
-    state.envelopes.set(event.id, event);
+    if (!isEnvelope(event) || state.rows.has(event.id)) continue;
+    state.rows.set(event.id, event);
+    remember(event.id);
     fragment.append(renderEvent(event));
     added += 1;
   }
   ui.list.append(fragment);
-  return { added, atBottom };
+  if (state.rows.size > MAX_ROWS) {
+    stopTail();
+    ui.live.checked = false;
+    state.history = true;
+    while (state.rows.size > MAX_ROWS) {
+      const li = ui.list.firstElementChild;
+      state.rows.delete(li.dataset.eventId);
+      li.remove();
+    }
+  }
+  updateCount();
+  return added;
 }
 
-// ---------------------------------------------------------------- the API call
+// ---------------------------------------------------------------- the API
 
 class FeedError extends Error {
-  constructor(kind, { status = 0, message = '', retryAfter = 0, requestId = '' } = {}) {
+  constructor(kind, { status = 0, code = '', message = '', retryAfter = 0, requestId = '' } = {}) {
     super(kind);
     this.kind = kind;
     this.status = status;
+    this.code = code;
     this.serverMessage = message;
     this.retryAfter = retryAfter;
     this.requestId = requestId;
@@ -232,176 +454,498 @@ class FeedError extends Error {
 function parseRetryAfter(value) {
   if (!value) return 1;
   const seconds = Number(value);
-  if (Number.isFinite(seconds)) return Math.max(1, Math.ceil(seconds));
+  if (Number.isFinite(seconds)) return Math.min(3600, Math.max(1, Math.ceil(seconds)));
   const date = Date.parse(value);
-  return Number.isNaN(date) ? 1 : Math.max(1, Math.ceil((date - Date.now()) / 1000));
+  return Number.isNaN(date) ? 1 : Math.min(3600, Math.max(1, Math.ceil((date - Date.now()) / 1000)));
 }
 
-async function fetchPage(after) {
-  const controller = new AbortController();
-  state.controller = controller;
-  const timeout = setTimeout(() => controller.abort(), REQUEST_TIMEOUT_MS);
-  const body = { limit: PAGE_LIMIT };
-  if (after !== undefined) body.after = after;
-  let response;
-  try {
-    response = await fetch('/v1/event_feed', {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${memoryKey}`, 'Content-Type': 'application/json', Accept: 'application/json' },
-      body: JSON.stringify(body),
-      cache: 'no-store',
-      credentials: 'omit',
-      signal: controller.signal,
-    });
-  } catch {
-    throw new FeedError('network');
-  } finally {
-    clearTimeout(timeout);
-    if (state.controller === controller) state.controller = null;
-  }
-  let payload = null;
-  try {
-    payload = await response.json();
-  } catch {
-    payload = null;
-  }
-  if (response.ok && payload && Array.isArray(payload.events) && typeof payload.next_cursor === 'string') {
-    return payload;
-  }
-  const error = payload?.error ?? {};
-  const info = { status: response.status, message: String(error.message ?? ''), requestId: String(error.request_id ?? '') };
-  if (response.status === 401) throw new FeedError('unauthorized', info);
-  if (response.status === 403) throw new FeedError('forbidden', info);
-  if (response.status === 429) throw new FeedError('rate_limited', { ...info, retryAfter: parseRetryAfter(response.headers.get('Retry-After')) });
-  if (response.status === 400 && error.code === 'invalid_argument' && after !== undefined) throw new FeedError('bad_cursor', info);
-  if (response.status >= 400 && response.status < 500) throw new FeedError('bad_request', info);
-  throw new FeedError('unavailable', info);
+function sleep(ms, signal) {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }
 
 /**
- * Reads one page from the saved cursor. Only one read runs at a time: a poll that finds one in
- * flight is skipped, a click waits for it. Returns the number of new events, or null on error.
+ * One POST /v1/<operation>. Returns the JSON body and whether the service held the read
+ * (Preference-Applied); throws a FeedError whose kind is the contract's error code, `not_found`
+ * (an operation this deployment does not have), `network` or `aborted`.
  */
-async function readNext({ fromPoll = false } = {}) {
-  const generation = state.generation;
-  if (state.busy) {
-    if (fromPoll) return null;
-    while (state.busy && generation === state.generation) await new Promise((r) => setTimeout(r, 50));
-    if (generation !== state.generation) return null;
-  }
-  state.busy = true;
-  ui.feed.setAttribute('aria-busy', 'true');
-  ui.more.dataset.loading = 'true';
+async function call(operation, body, { signal = state.session.signal, wait, timeoutMs = REQUEST_TIMEOUT_MS } = {}) {
+  const controller = new AbortController();
+  const abort = () => controller.abort();
+  if (signal.aborted) throw new FeedError('aborted');
+  signal.addEventListener('abort', abort, { once: true });
+  const timer = setTimeout(abort, timeoutMs);
+  const headers = { Authorization: `Bearer ${memoryKey}`, 'Content-Type': 'application/json', Accept: 'application/json' };
+  if (wait) headers.Prefer = `wait=${wait}`;
   try {
-    const page = await fetchPage(state.cursor);
-    if (generation !== state.generation) return null;
-    const previous = state.cursor;
-    state.cursor = page.next_cursor;
-    // Seule une page vide (le curseur inchangé) dit que tout est lu : une page plus courte que
-    // demandé peut s'être arrêtée à la taille maximale d'une page (1 Mio d'événements).
-    state.caughtUp = page.events.length === 0 || page.next_cursor === previous;
-    let { added, atBottom } = appendEvents(page.events);
-    if (!fromPoll && !state.caughtUp && page.events.length < PAGE_LIMIT) {
-      // Au clic, une lecture de plus dit s'il reste des événements (le suivi en direct relit de lui-même).
-      const next = await fetchPage(state.cursor);
-      if (generation !== state.generation) return null;
-      const before = state.cursor;
-      state.cursor = next.next_cursor;
-      state.caughtUp = next.events.length === 0 || next.next_cursor === before;
-      const more = appendEvents(next.events);
-      added += more.added;
-      atBottom = atBottom && more.atBottom;
+    let response;
+    try {
+      response = await fetch(`/v1/${operation}`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(body),
+        cache: 'no-store',
+        credentials: 'omit',
+        signal: controller.signal,
+      });
+    } catch {
+      throw new FeedError(signal.aborted ? 'aborted' : 'network');
     }
-    state.backoffMs = POLL_MS;
-    clearAlert();
-    updateStatus(fromPoll && added > 0 ? `${countFormat.format(added)} nouveau${added > 1 ? 'x' : ''}.` : '');
-    if (fromPoll && added > 0 && atBottom && !ui.dialog.open) {
-      window.scrollTo({ top: document.documentElement.scrollHeight });
+    let payload = null;
+    try {
+      payload = await response.json();
+    } catch {
+      if (signal.aborted) throw new FeedError('aborted');
+      payload = null;
     }
-    return added;
-  } catch (err) {
-    if (generation !== state.generation) return null;
-    handleError(err instanceof FeedError ? err : new FeedError('unavailable'), fromPoll);
-    return null;
+    if (response.ok && payload && typeof payload === 'object') {
+      return { payload, longPoll: /\bwait\s*=/i.test(response.headers.get('Preference-Applied') ?? '') };
+    }
+    const error = payload?.error ?? {};
+    const info = {
+      status: response.status,
+      code: String(error.code ?? ''),
+      message: String(error.message ?? ''),
+      requestId: String(error.request_id ?? response.headers.get('X-Request-Id') ?? ''),
+      retryAfter: parseRetryAfter(response.headers.get('Retry-After')),
+    };
+    if (response.status === 404) throw new FeedError('not_found', info);
+    if (response.status === 401) throw new FeedError('unauthorized', info);
+    if (response.status === 403) throw new FeedError('forbidden', info);
+    if (response.status === 429) throw new FeedError('rate_limited', info);
+    if (response.status >= 400 && response.status < 500) throw new FeedError('invalid_argument', info);
+    throw new FeedError('internal', info);
   } finally {
-    if (generation === state.generation) {
-      state.busy = false;
-      ui.feed.removeAttribute('aria-busy');
-      delete ui.more.dataset.loading;
+    clearTimeout(timer);
+    signal.removeEventListener('abort', abort);
+  }
+}
+
+/** call(), waiting out a 429 (Retry-After, said in French) a few times before giving up. */
+async function request(operation, body, options = {}) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const result = await call(operation, body, options);
+      if (attempt > 0) clearAlert();
+      return result;
+    } catch (err) {
+      if (!(err instanceof FeedError) || err.kind !== 'rate_limited' || attempt >= MAX_RATE_RETRIES) throw err;
+      showAlert(MSG.rateLimited(err.retryAfter));
+      const signal = options.signal ?? state.session.signal;
+      await sleep(err.retryAfter * 1000, signal);
+      if (signal.aborted) throw new FeedError('aborted');
     }
   }
 }
 
-function handleError(err, fromPoll) {
+/** The French text for an error: never the service's English alone. */
+function frenchError(err) {
+  if (!(err instanceof FeedError)) return MSG.unavailable;
+  const message = err.serverMessage;
+  for (const [pattern, text] of KNOWN_MESSAGES) {
+    const m = pattern.exec(message);
+    if (m) return text(m);
+  }
+  let base;
   switch (err.kind) {
+    case 'unauthorized':
+      return MSG.unauthorized;
+    case 'forbidden':
+      base = MSG.forbidden;
+      break;
+    case 'rate_limited':
+      return MSG.rateLimited(err.retryAfter);
+    case 'invalid_argument':
+    case 'not_found':
+      base = MSG.badRequest;
+      break;
+    case 'network':
+      return MSG.unavailable;
+    default:
+      base = err.status === 503 ? MSG.down : MSG.internal;
+      if (err.requestId) base += ` Référence : ${err.requestId}.`;
+      return base;
+  }
+  return message ? `${base} (Détail du service, en anglais : « ${message.slice(0, 300)} ».)` : base;
+}
+
+function listBody(limit, pageToken) {
+  const body = { limit };
+  if (state.filters.types.length) body.types = state.filters.types;
+  if (state.filters.mailboxes.length) body.mailbox_ids = state.filters.mailboxes;
+  if (pageToken) body.page_token = pageToken;
+  return body;
+}
+
+function isFeedPage(payload) {
+  return Array.isArray(payload?.events) && typeof payload.next_cursor === 'string';
+}
+
+function isListPage(payload) {
+  return Array.isArray(payload?.events) && (payload.next_page_token === undefined || payload.next_page_token === null || typeof payload.next_page_token === 'string');
+}
+
+function malformed() {
+  return new FeedError('internal', { message: '' });
+}
+
+/**
+ * For a deployment without feed_cursor (it answers 404): the head's cursor, by reading event_feed
+ * pages of 500 from `after` without rendering them. Bounded: at most WALK_MAX_PAGES pages (100,000
+ * events, a few seconds on this service; a rate limit stretches it); past that, no live tail.
+ * Returns the last page read too, which holds what arrived while list_events was answering.
+ */
+async function walkToHead(after) {
+  let recent = [];
+  for (let page = 0; page < WALK_MAX_PAGES; page++) {
+    let payload;
+    try {
+      ({ payload } = await request('event_feed', after === undefined ? { limit: TAIL_LIMIT } : { after, limit: TAIL_LIMIT }));
+    } catch (err) {
+      // A cursor kept from before a pause may have expired: start again from the oldest event.
+      if (err instanceof FeedError && err.kind === 'invalid_argument' && after !== undefined && page === 0) {
+        after = undefined;
+        continue;
+      }
+      throw err;
+    }
+    if (!isFeedPage(payload)) throw malformed();
+    if (payload.events.length > 0) recent = payload.events;
+    const end = payload.events.length === 0 || payload.next_cursor === after;
+    after = payload.next_cursor;
+    if (end) return { cursor: after, recent };
+  }
+  throw new FeedError('no_head');
+}
+
+// ---------------------------------------------------------------- loading
+
+function setLoading(loading) {
+  state.loading = loading;
+  if (loading) ui.feed.setAttribute('aria-busy', 'true');
+  else ui.feed.removeAttribute('aria-busy');
+  updateStatus();
+}
+
+/**
+ * Shows the newest events. With `freshCursor`, first takes the head's cursor (before listing: what
+ * arrives in between comes through the tail, and twice is deduplicated) and starts the tail when
+ * live; without it, a running tail goes on from its cursor (a change of filters).
+ */
+async function loadNewest({ freshCursor = true } = {}) {
+  const current = state;
+  const gen = ++current.viewGen;
+  const stale = () => current !== state || gen !== current.viewGen;
+  const live = ui.live.checked;
+  if (freshCursor) stopTail();
+  current.history = false;
+  current.olderBusy = false;
+  current.pendingTail = [];
+  delete ui.older.dataset.loading;
+  setLoading(true);
+  try {
+    let walkFrom = null;
+    if (live && freshCursor) {
+      try {
+        const { payload } = await request('feed_cursor', { at: 'now' });
+        if (typeof payload.cursor !== 'string') throw malformed();
+        if (stale()) return;
+        current.cursor = payload.cursor;
+      } catch (err) {
+        if (!(err instanceof FeedError) || err.kind !== 'not_found') throw err;
+        walkFrom = { after: current.cursor };
+      }
+    }
+    const { payload } = await request('list_events', listBody(PAGE_LIMIT));
+    if (stale()) return;
+    if (!isListPage(payload)) throw malformed();
+    replaceRows(payload.events);
+    current.older = { token: payload.next_page_token ?? null, anchorId: null };
+    clearAlert();
+    setLoading(false);
+    const pending = current.pendingTail;
+    current.pendingTail = [];
+    insertNewer(pending);
+    if (walkFrom) {
+      current.walking = true;
+      updateStatus();
+      const { cursor, recent } = await walkToHead(walkFrom.after).finally(() => (current.walking = false));
+      if (stale()) return;
+      current.cursor = cursor;
+      insertNewer(recent, { anchored: true });
+    }
+    if (ui.live.checked && !current.tailing) startTail();
+    updateStatus();
+  } catch (err) {
+    if (stale()) return;
+    setLoading(false);
+    handleError(err, () => void loadNewest({ freshCursor: true }));
+  }
+}
+
+/**
+ * Finds the oldest shown event again in list_events (newest first, same filters) after the tail
+ * dropped what was below it: the events after it in that page, and the token that goes on.
+ */
+async function findAnchor(anchorId, stale) {
+  let token;
+  const pages = Math.ceil((MAX_ROWS * 4) / ANCHOR_PAGE_LIMIT);
+  for (let page = 0; page < pages; page++) {
+    const { payload } = await request('list_events', listBody(ANCHOR_PAGE_LIMIT, token));
+    if (stale()) return null;
+    if (!isListPage(payload)) throw malformed();
+    const at = payload.events.findIndex((e) => e && e.id === anchorId);
+    if (at >= 0) return { events: payload.events.slice(at + 1), token: payload.next_page_token ?? null };
+    token = payload.next_page_token;
+    if (!token) return null;
+  }
+  return null;
+}
+
+async function loadOlder() {
+  const current = state;
+  if (current.olderBusy || current.loading) return;
+  const gen = current.viewGen;
+  const stale = () => current !== state || gen !== current.viewGen;
+  current.olderBusy = true;
+  ui.older.dataset.loading = 'true';
+  ui.feed.setAttribute('aria-busy', 'true');
+  try {
+    let added = 0;
+    // A page may come back empty while more match (list_events stopped looking): go on a little.
+    for (let round = 0; round < 10 && added === 0; round++) {
+      const older = current.older;
+      if (older.anchorId) {
+        const found = await findAnchor(older.anchorId, stale);
+        if (stale()) return;
+        if (current.older !== older) continue; // the tail moved the bottom meanwhile
+        if (!found) {
+          showAlert(MSG.anchorLost);
+          void loadNewest({ freshCursor: !current.tailing });
+          return;
+        }
+        added += appendOlder(found.events);
+        current.older = { token: found.token, anchorId: null };
+      } else if (older.token) {
+        const { payload } = await request('list_events', listBody(PAGE_LIMIT, older.token));
+        if (stale()) return;
+        if (!isListPage(payload)) throw malformed();
+        if (current.older !== older) continue;
+        added += appendOlder(payload.events);
+        current.older = { token: payload.next_page_token ?? null, anchorId: null };
+      } else break;
+    }
+    clearAlert();
+  } catch (err) {
+    if (stale()) return;
+    handleError(err, () => void loadOlder());
+  } finally {
+    if (!stale()) {
+      current.olderBusy = false;
+      delete ui.older.dataset.loading;
+      if (!current.loading) ui.feed.removeAttribute('aria-busy');
+      updateStatus();
+    }
+  }
+}
+
+function handleError(err, retry) {
+  if (!(err instanceof FeedError)) err = new FeedError('internal');
+  switch (err.kind) {
+    case 'aborted':
+      return;
     case 'unauthorized':
       disconnect({ message: MSG.unauthorized });
       return;
+    case 'no_head':
+      stopTail();
+      ui.live.checked = false;
+      updateStatus();
+      showAlert(MSG.noHead);
+      return;
     case 'forbidden':
-      stopLive();
-      showAlert(MSG.forbidden);
-      return;
-    case 'rate_limited': {
-      state.notBefore = Date.now() + err.retryAfter * 1000;
-      state.backoffMs = POLL_MS; // the server said when: Retry-After, not our own back-off
-      showAlert(MSG.rateLimited(err.retryAfter));
-      if (!fromPoll) {
-        // Une lecture demandée par l'utilisateur est refaite d'elle-même après le délai.
-        clearTimeout(state.retryTimer);
-        state.retryTimer = setTimeout(() => void readNext(), err.retryAfter * 1000);
-      }
-      return;
-    }
-    case 'bad_cursor':
-      stopLive();
-      showAlert(MSG.badCursor(err.serverMessage || 'curseur non valide'), {
-        label: 'Recommencer depuis le début',
-        run: restartFromBeginning,
-      });
-      return;
-    case 'bad_request':
-      showAlert(MSG.badRequest(err.serverMessage || `erreur ${err.status}`));
+    case 'invalid_argument':
+    case 'not_found':
+      showAlert(frenchError(err), { label: MSG.reload, run: () => void loadNewest({ freshCursor: true }) });
       return;
     default:
-      state.backoffMs = Math.min(state.backoffMs * 2, MAX_BACKOFF_MS);
-      showAlert(err.requestId ? `${MSG.unavailable} Référence : ${err.requestId}` : MSG.unavailable);
+      showAlert(frenchError(err), { label: MSG.retry, run: retry });
   }
 }
 
-// ---------------------------------------------------------------- live mode
+// ---------------------------------------------------------------- live tail
 
-function scheduleLive(delay) {
-  clearTimeout(state.pollTimer);
-  if (!ui.live.checked) return;
-  const wait = Math.max(delay, state.notBefore - Date.now(), 0);
-  state.pollTimer = setTimeout(livePoll, wait);
-}
-
-async function livePoll() {
-  state.pollTimer = null;
-  if (!ui.live.checked) return;
-  const generation = state.generation;
-  const added = await readNext({ fromPoll: true });
-  if (generation !== state.generation || !ui.live.checked) return;
-  // Page pleine : il reste sans doute du retard à lire, on enchaîne sans attendre.
-  const delay = added === null ? state.backoffMs : state.caughtUp ? POLL_MS : 0;
-  scheduleLive(delay);
-}
-
-function stopLive() {
-  ui.live.checked = false;
-  clearTimeout(state.pollTimer);
-  state.pollTimer = null;
+/** Starts the tail at the head's cursor, just taken: caught up until a read says otherwise. */
+function startTail() {
+  const gen = ++state.tailGen;
+  state.tailing = true;
+  state.caughtUp = true;
+  void tailLoop(state, gen);
   updateStatus();
+}
+
+function stopTail() {
+  state.tailGen += 1;
+  state.tailing = false;
+  state.caughtUp = false;
+  if (state.tailAbort) state.tailAbort.abort();
+  state.tailAbort = null;
+}
+
+/**
+ * Reads event_feed after the cursor, one read at a time: held by the service until something
+ * arrives (Prefer: wait), or, when the answer says it was not held, again after FALLBACK_POLL_MS.
+ */
+async function tailLoop(current, gen) {
+  const running = () => current === state && gen === current.tailGen;
+  let backoff = 1000;
+  while (running()) {
+    // Aborted by stopTail() and by the end of the session: ends a held read and a pause alike.
+    const controller = new AbortController();
+    const onSessionEnd = () => controller.abort();
+    current.session.signal.addEventListener('abort', onSessionEnd, { once: true });
+    current.tailAbort = controller;
+    let pause = 0;
+    try {
+      const sentAt = Date.now();
+      const { payload, longPoll } = await call('event_feed', { after: current.cursor, limit: TAIL_LIMIT }, {
+        signal: controller.signal,
+        wait: LONG_POLL_SECONDS,
+        timeoutMs: (LONG_POLL_SECONDS + 15) * 1000,
+      });
+      if (!running()) return;
+      if (!isFeedPage(payload)) throw malformed();
+      const previous = current.cursor;
+      current.cursor = payload.next_cursor;
+      current.longPoll = longPoll;
+      if (current.loading) {
+        // The list is being replaced (new filters): these go on top of it once it is there.
+        current.pendingTail.push(...payload.events);
+        if (current.pendingTail.length > MAX_ROWS) current.pendingTail.splice(0, current.pendingTail.length - MAX_ROWS);
+      } else insertNewer(payload.events);
+      // A page shorter than asked reached the head (or the 1 MiB cap: the next read goes on).
+      const nothingNew = payload.events.length === 0 || payload.next_cursor === previous;
+      current.caughtUp = payload.events.length < TAIL_LIMIT;
+      backoff = 1000;
+      if (ui.alert.dataset.from === 'tail') clearAlert();
+      updateStatus();
+      // Not held (an older service), or held for less than a second with nothing new: pause first.
+      if (nothingNew && (!longPoll || Date.now() - sentAt < 1000)) pause = FALLBACK_POLL_MS;
+    } catch (err) {
+      if (!running()) return;
+      const e = err instanceof FeedError ? err : new FeedError('internal');
+      if (e.kind === 'aborted') return;
+      if (e.kind === 'unauthorized') {
+        disconnect({ message: MSG.unauthorized });
+        return;
+      }
+      if (e.kind === 'forbidden') {
+        stopTail();
+        ui.live.checked = false;
+        updateStatus();
+        showAlert(frenchError(e));
+        return;
+      }
+      if (e.kind === 'invalid_argument') {
+        // The cursor expired, or is past the head (a restored database): start again at the present.
+        showAlert(`${frenchError(e)} Les événements les plus récents sont rechargés.`);
+        void loadNewest({ freshCursor: true });
+        return;
+      }
+      current.caughtUp = false;
+      showAlert(frenchError(e), undefined, 'tail');
+      updateStatus();
+      if (e.kind === 'rate_limited') pause = e.retryAfter * 1000;
+      else {
+        pause = backoff;
+        backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+      }
+    } finally {
+      current.session.signal.removeEventListener('abort', onSessionEnd);
+    }
+    if (pause > 0) await sleep(pause, controller.signal);
+    if (current.tailAbort === controller) current.tailAbort = null;
+  }
 }
 
 ui.live.addEventListener('change', () => {
   if (ui.live.checked) {
-    state.backoffMs = POLL_MS;
-    scheduleLive(0);
+    clearAlert();
+    void loadNewest({ freshCursor: true });
+  } else {
+    stopTail();
+    updateStatus();
   }
-  else stopLive();
-  updateStatus();
+});
+
+ui.newest.addEventListener('click', () => {
+  ui.live.checked = true;
+  clearAlert();
+  void loadNewest({ freshCursor: true });
+  ui.feedTitle.focus();
+});
+
+// ---------------------------------------------------------------- filters
+
+function buildTypeOptions() {
+  const fragment = document.createDocumentFragment();
+  for (const type of Object.keys(EVENT_HEADINGS_FR)) {
+    const label = document.createElement('label');
+    label.className = 'type-option';
+    const box = document.createElement('input');
+    box.type = 'checkbox';
+    box.name = 'types';
+    box.value = type;
+    label.append(box, document.createTextNode(` ${typeLabel(type)}`));
+    fragment.append(label);
+  }
+  ui.typeOptions.replaceChildren(fragment);
+}
+
+/** The filters as typed; throws a French message for a mailbox id the contract would refuse. */
+function readFilters() {
+  const types = [...ui.typeOptions.querySelectorAll('input[name="types"]:checked')].map((box) => box.value);
+  const mailboxes = [...new Set(ui.mailboxes.value.split(/[\s,;]+/).filter(Boolean))];
+  const bad = mailboxes.find((id) => !MAILBOX_ID.test(id));
+  if (bad !== undefined) throw new Error(MSG.badMailbox(bad.slice(0, 80)));
+  if (mailboxes.length > MAX_MAILBOXES) throw new Error(MSG.tooManyMailboxes);
+  return { types, mailboxes };
+}
+
+function applyFilters() {
+  let filters;
+  try {
+    filters = readFilters();
+  } catch (err) {
+    showAlert(err.message);
+    ui.mailboxes.setAttribute('aria-invalid', 'true');
+    ui.mailboxes.focus();
+    return;
+  }
+  ui.mailboxes.removeAttribute('aria-invalid');
+  clearAlert();
+  state.filters = filters;
+  state.seen.clear();
+  void loadNewest({ freshCursor: !state.tailing });
+}
+
+ui.filters.addEventListener('submit', (e) => {
+  e.preventDefault();
+  applyFilters();
+});
+
+ui.filtersClear.addEventListener('click', () => {
+  for (const box of ui.typeOptions.querySelectorAll('input[name="types"]')) box.checked = false;
+  ui.mailboxes.value = '';
+  applyFilters();
 });
 
 // ---------------------------------------------------------------- detail dialog
@@ -409,11 +953,12 @@ ui.live.addEventListener('change', () => {
 let opener = null;
 
 function openDetail(id, trigger) {
-  const event = state.envelopes.get(id);
+  const event = state.rows.get(id);
   if (!event) return;
   opener = trigger;
   ui.detailSummary.textContent = `${typeLabel(event.type)} — ${formatTime(event.occurred_at)} — ${event.id}`;
   ui.detailJson.textContent = JSON.stringify(event, null, 2);
+  ui.copyStatus.textContent = '';
   ui.dialog.dataset.eventId = event.id;
   ui.dialog.showModal();
   ui.detailClose.focus();
@@ -422,6 +967,41 @@ function openDetail(id, trigger) {
 function closeDetail() {
   if (ui.dialog.open) ui.dialog.close();
 }
+
+function selectJson() {
+  const range = document.createRange();
+  range.selectNodeContents(ui.detailJson);
+  const selection = window.getSelection();
+  selection?.removeAllRanges();
+  selection?.addRange(range);
+}
+
+/** Copies the raw envelope (the JSON shown); without clipboard access, selects it for Ctrl+C. */
+async function copyEnvelope() {
+  const text = ui.detailJson.textContent ?? '';
+  let copied = false;
+  try {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      copied = true;
+    }
+  } catch {
+    copied = false;
+  }
+  if (!copied) {
+    selectJson();
+    try {
+      copied = document.execCommand('copy');
+    } catch {
+      copied = false;
+    }
+  }
+  ui.copyStatus.textContent = copied
+    ? 'Enveloppe copiée dans le presse-papiers.'
+    : 'Copie automatique impossible : le JSON est sélectionné, copiez-le avec Ctrl+C (⌘+C sur Mac).';
+}
+
+ui.detailCopy.addEventListener('click', () => void copyEnvelope());
 
 ui.dialog.addEventListener('close', () => {
   const target = opener;
@@ -462,13 +1042,20 @@ function showLogin() {
 }
 
 function resetFeed() {
-  if (state.controller) state.controller.abort();
-  clearTimeout(state.pollTimer);
-  clearTimeout(state.retryTimer);
+  stopTail();
+  state.session.abort();
+  clearTimeout(state.announceTimer);
   state = newState();
   ui.list.replaceChildren();
-  ui.live.checked = false;
+  ui.live.checked = true;
   ui.status.textContent = '';
+  ui.announcer.textContent = '';
+  ui.count.textContent = '';
+  for (const box of ui.typeOptions.querySelectorAll('input[name="types"]')) box.checked = false;
+  ui.mailboxes.value = '';
+  ui.mailboxes.removeAttribute('aria-invalid');
+  ui.feed.removeAttribute('aria-busy');
+  delete ui.older.dataset.loading;
   opener = null;
   closeDetail();
 }
@@ -477,8 +1064,7 @@ function connect() {
   resetFeed();
   clearAlert();
   showFeed();
-  updateStatus('Chargement…');
-  void readNext();
+  void loadNewest({ freshCursor: true });
 }
 
 function disconnect({ message } = {}) {
@@ -488,21 +1074,6 @@ function disconnect({ message } = {}) {
   if (message) showAlert(message);
   else clearAlert();
   ui.key.focus();
-}
-
-function restartFromBeginning() {
-  const live = ui.live.checked;
-  resetFeed();
-  clearAlert();
-  updateStatus('Chargement…');
-  ui.feedTitle.focus();
-  void readNext().then(() => {
-    if (live) {
-      ui.live.checked = true;
-      scheduleLive(POLL_MS);
-      updateStatus();
-    }
-  });
 }
 
 ui.loginForm.addEventListener('submit', (e) => {
@@ -521,11 +1092,10 @@ ui.loginForm.addEventListener('submit', (e) => {
 
 ui.logout.addEventListener('click', () => disconnect());
 
-ui.more.addEventListener('click', () => {
-  void readNext();
-});
+ui.older.addEventListener('click', () => void loadOlder());
 
 // ---------------------------------------------------------------- start
 
+buildTypeOptions();
 if (memoryKey) connect();
 else showLogin();
