@@ -231,3 +231,12 @@ for (const { kind, create, skip } of await databaseKinds()) {
     });
   });
 }
+
+describe('which Accept asks for a stream', () => {
+  it('follows quality values: text/event-stream preferred to JSON, a named type over a wildcard', async () => {
+    const { wantsEventStream } = await import('../src/http/event-stream.ts');
+    const asks = (accept?: string) => wantsEventStream({ headers: accept === undefined ? {} : { accept } } as never);
+    for (const accept of ['text/event-stream', 'text/event-stream, */*', 'TEXT/EVENT-STREAM', 'text/event-stream, application/json;q=0.5', 'application/json;q=0.9, text/event-stream']) assert.equal(asks(accept), true, accept);
+    for (const accept of [undefined, '', '*/*', 'application/json', 'application/json, text/event-stream', 'text/event-stream;q=0', 'text/event-stream;q=0, application/json', 'text/event-stream;q=0.5, */*']) assert.equal(asks(accept), false, String(accept));
+  });
+});

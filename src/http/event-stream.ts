@@ -17,8 +17,28 @@ const KEEP_ALIVE_MS = 15_000;
 /** What an EventSource waits before reconnecting after a drop. */
 const RETRY_MS = 2000;
 
-/** Whether the request asks for the feed as Server-Sent Events. */
-export const wantsEventStream = (req: IncomingMessage): boolean => /(?:^|,)\s*text\/event-stream\s*(?:[;,]|$)/i.test(req.headers.accept ?? '');
+/**
+ * Whether the request asks for the feed as Server-Sent Events: `text/event-stream` preferred to
+ * JSON by its `Accept` quality values (RFC 9110 §12.5.1), a named type winning over a wildcard of
+ * the same quality. Listed with `application/json` at the same quality (as MCP clients send), or at
+ * q=0, it gets the JSON page.
+ */
+export function wantsEventStream(req: IncomingMessage): boolean {
+  const accept = req.headers.accept;
+  if (!accept || accept.length > 1024) return false;
+  let stream = 0;
+  let json = 0;
+  let wildcard = 0;
+  for (const range of accept.split(',')) {
+    const [type = '', ...params] = range.split(';').map((part) => part.trim().toLowerCase());
+    const q = Number(params.find((p) => /^q\s*=/.test(p))?.replace(/^q\s*=\s*/, '') ?? 1);
+    const quality = Number.isFinite(q) ? Math.min(Math.max(q, 0), 1) : 0;
+    if (type === 'text/event-stream') stream = Math.max(stream, quality);
+    else if (type === 'application/json') json = Math.max(json, quality);
+    else if (type === 'application/*' || type === '*/*') wildcard = Math.max(wildcard, quality);
+  }
+  return stream > 0 && stream > json && stream >= wildcard;
+}
 
 /**
  * `POST /v1/event_feed` with `Accept: text/event-stream`: the feed as Server-Sent Events
