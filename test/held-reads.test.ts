@@ -85,3 +85,22 @@ describe('held reads (long-polls and streams)', () => {
     assert.equal(await waiting, 'moved', 'a loss wakes everyone: commits may have gone unheard');
   });
 });
+
+describe('reads of polls woken by one commit, shared', () => {
+  const result = (n: number) => ({ events: { bytes: Buffer.from(`{"n":${n}}`), count: 1, lastSeq: n, cutAtByteCap: false }, afterSeq: 0 });
+
+  it('shares a read begun after the wake, never one begun before it', async () => {
+    const { SharedReads } = await import('../src/feed/shared-reads.ts');
+    const shared = new SharedReads();
+    let reads = 0;
+    const read = async () => result(++reads);
+    const wokenAt = performance.now();
+    const first = shared.read('ws 5 100  *', wokenAt, read);
+    const second = shared.read('ws 5 100  *', wokenAt, read);
+    assert.equal(await first, await second, 'the second poll woken by the same commit takes the first one\'s read');
+    assert.equal(reads, 1);
+    assert.equal((await shared.read('ws 5 100  *', wokenAt, read)).events.lastSeq, 1, 'kept briefly for the others woken then');
+    assert.equal((await shared.read('ws 5 100  *', performance.now() + 1, read)).events.lastSeq, 2, 'a later wake reads again');
+    assert.equal((await shared.read('ws 6 100  *', wokenAt, read)).events.lastSeq, 3, 'another cursor reads on its own');
+  });
+});

@@ -24,11 +24,14 @@ export interface HeldSlot {
 export interface Watch {
   /** Resolves at the first head move of the workspace heard since the watch began (or at once if one was), the deadline, shutdown or the abort. */
   until(deadlineMs: number, signal?: AbortSignal): Promise<Wake>;
+  /** When the move that woke it was heard (performance.now()); every waiter woken by one move has the same. */
+  readonly wokenAt: number | undefined;
   cancel(): void;
 }
 
 interface Waiter {
   moved: boolean;
+  wokenAt?: number;
   wake?: (why: Wake) => void;
 }
 
@@ -125,6 +128,9 @@ export class HeldReads {
       if (this.#byWorkspace.size === 0) this.#stopProbing();
     };
     return {
+      get wokenAt() {
+        return waiter.wokenAt;
+      },
       cancel: forget,
       until: (deadlineMs, signal) => {
         if (this.#closing) return settle('closing');
@@ -156,7 +162,9 @@ export class HeldReads {
   /** A commit moved the workspace's head: its waiters read again. */
   moved(workspaceId: string): void {
     const waiters = this.#byWorkspace.get(workspaceId);
-    if (waiters) for (const waiter of [...waiters]) wake(waiter, 'moved');
+    if (!waiters) return;
+    const at = this.#now();
+    for (const waiter of [...waiters]) wake(waiter, 'moved', at);
   }
 
   /**
@@ -231,8 +239,9 @@ export class HeldReads {
   }
 }
 
-function wake(waiter: Waiter, why: Wake): void {
+function wake(waiter: Waiter, why: Wake, at?: number): void {
   waiter.moved = true;
+  waiter.wokenAt ??= at;
   waiter.wake?.(why);
 }
 

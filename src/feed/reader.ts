@@ -4,6 +4,7 @@ import { assertCursorNotExpired, assertCursorNotPastHead } from './expiry.ts';
 import type { FeedHeads } from './heads.ts';
 import type { RecentEvents } from './recent-events.ts';
 import type { FeedScope } from './scope.ts';
+import { SharedReads } from './shared-reads.ts';
 import type { FeedStorage } from './storage.ts';
 
 /** One read of a workspace's feed. */
@@ -15,6 +16,8 @@ export interface FeedRead {
   limit: number;
   /** Also each event's type and time (the MCP text), read with the page. */
   withFacts: boolean;
+  /** A held read woken at this time (performance.now()): it may share an identical read begun since (feed/shared-reads.ts). */
+  wokenAt?: number;
 }
 
 export interface FeedReadResult {
@@ -40,6 +43,8 @@ const FIRST_PAGE_ATTEMPTS = 3;
  * Storage is read through `storage` alone (feed/storage.ts).
  */
 export class FeedReader {
+  readonly #shared = new SharedReads();
+
   constructor(
     private readonly storage: FeedStorage,
     private readonly heads: FeedHeads,
@@ -49,6 +54,12 @@ export class FeedReader {
   ) {}
 
   async read(r: FeedRead): Promise<FeedReadResult> {
+    if (r.wokenAt === undefined) return this.#read(r);
+    const key = `${r.workspaceId} ${r.afterSeq ?? ''} ${r.limit} ${r.withFacts ? 'f' : ''} ${r.scope.mailboxes?.join(',') ?? '*'}`;
+    return this.#shared.read(key, r.wokenAt, () => this.#read(r));
+  }
+
+  async #read(r: FeedRead): Promise<FeedReadResult> {
     // Taken as the request arrives: "nothing new" below counts every commit made before it.
     const ticket = this.heads.ticket();
     if (r.afterSeq === undefined) return this.#fromOldest(r);

@@ -69,6 +69,8 @@ export async function eventFeed(ctx: FeedContext, input: OperationInput<'event_f
         const hold = () => watch.until(deadline, wait.signal);
         const why = await (wait.whileHeld ? wait.whileHeld(hold) : hold());
         if (why !== 'moved') return pageOf(ctx, input, first);
+        // Polls woken by one commit may share one read begun after it (feed/shared-reads.ts).
+        read.wokenAt = watch.wokenAt;
       } finally {
         watch.cancel();
       }

@@ -75,7 +75,7 @@ export function runKit(baseUrl: string, keys: Partial<KitKeys>, options: KitOpti
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [playwrightCli, 'test', '-c', join(root, 'conformance', 'playwright.config.ts'), ...projects.flatMap((p) => ['--project', p]), ...(options.specs ?? [])],
+      [playwrightCli, 'test', ...(options.specs ?? []), '-c', join(root, 'conformance', 'playwright.config.ts'), ...projects.flatMap((p) => ['--project', p])],
       {
         cwd: root,
         timeout: 240_000,
