@@ -345,6 +345,29 @@ describe('the client on SQLite', () => {
     }
   });
 
+  it('cursorAt: follows from now on the real server, which holds the poll (a poll interval of a minute does not delay the event)', async () => {
+    const client = createClient({ baseUrl: server.url, apiKey: readKey });
+    const now = await client.cursorAt('now');
+    assert.equal(now, await head());
+    assert.equal(await client.cursorAt(), now);
+    const stop = new AbortController();
+    const events = client.events({ after: now, follow: true, signal: stop.signal, waitSeconds: 10, pollIntervalMs: 60_000 })[Symbol.asyncIterator]();
+    const next = events.next();
+    await new Promise((r) => setTimeout(r, 300));
+    const emitted = await emit(server, writeKey, 9400);
+    const started = Date.now();
+    assert.equal((await next).value?.id, emitted.json.event.id);
+    assert.ok(Date.now() - started < 2000);
+    stop.abort();
+    assert.equal((await events.next()).done, true);
+
+    // A time: from the first event stored at or after it (here, all of them); a future one is the head.
+    const all = (await collect(client.events({ after: await client.cursorAt(new Date(Date.now() - 3600_000)) }))).map((e) => e.id);
+    assert.deepEqual(all, (await readByHand(server, readKey)).ids);
+    assert.equal(await client.cursorAt(new Date(Date.now() + 3600_000)), await head());
+    await assert.rejects(client.cursorAt('yesterday'), InvalidArgumentError);
+  });
+
   it('aborting the signal ends the iteration at once, even in the middle of a long-poll', async () => {
     const holding = await startProxy(server.url, { hold: true });
     try {

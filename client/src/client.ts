@@ -11,8 +11,11 @@ export type EventEnvelope = Schemas['EventEnvelope'];
 export type EventFeedResponse = Schemas['EventFeedResponse'];
 export type ListEventsRequest = Schemas['ListEventsRequest'];
 export type ListEventsResponse = Schemas['ListEventsResponse'];
-/** The openapi-fetch client over the contract's paths: every operation, typed. */
-export type ApiClient = Client<paths>;
+export type FeedCursorResponse = Schemas['FeedCursorResponse'];
+/** The openapi-fetch client over the contract's paths: every operation, typed, its JSON answers (not the feed's text/event-stream). */
+export type ApiClient = Client<paths, 'application/json'>;
+/** Where `cursorAt` puts the cursor: `'now'` (the head), or a time (a Date, or an RFC 3339 string). */
+export type CursorAt = 'now' | Date | NonNullable<Schemas['FeedCursorRequest']['at']>;
 
 export interface ClientOptions {
   /** The deployment's address, e.g. `http://127.0.0.1:3000` (no `/v1`). */
@@ -21,7 +24,7 @@ export interface ClientOptions {
   apiKey: string;
   /** A fetch of your own (a proxy agent, a test double). Default: the global fetch. */
   fetch?: (input: Request) => Promise<Response>;
-  /** Retries of the read helpers (events, listEvents, listEventsPage): see RetryOptions. */
+  /** Retries of the read helpers (events, listEvents, listEventsPage, cursorAt): see RetryOptions. */
   retry?: RetryOptions;
   /** How long a request may take before it is abandoned and retried, in ms (default 30,000), on top of a long-poll's wait. */
   requestTimeoutMs?: number;
@@ -64,6 +67,12 @@ export interface EventFeedClient {
   events(options?: EventsOptions): AsyncGenerator<EventEnvelope, void, undefined>;
   /** Every event list_events matches, newest first, through all its pages (`next_page_token`). */
   listEvents(params?: ListEventsRequest, options?: RequestOptions): AsyncGenerator<EventEnvelope, void, undefined>;
+  /**
+   * The cursor to pass as `after` (feed_cursor): for `'now'` (default), only events emitted from
+   * now on; for a time, from the first event stored at or after it. A time older than the retained
+   * events is refused (InvalidArgumentError).
+   */
+  cursorAt(at?: CursorAt, options?: RequestOptions): Promise<string>;
   /** One page of list_events. */
   listEventsPage(params?: ListEventsRequest, options?: RequestOptions): Promise<ListEventsResponse>;
   /** One page of event_feed (no retry, no de-duplication): `{ events, next_cursor }`. */
@@ -100,7 +109,7 @@ const heldPoll = (response: Response) => /(^|[\s,;])wait\b/i.test(response.heade
 export function createClient(options: ClientOptions): EventFeedClient {
   const { apiKey, requestTimeoutMs = 30_000 } = options;
   const clientRetry = options.retry ?? {};
-  const api = createFetchClient<paths>({
+  const api = createFetchClient<paths, 'application/json'>({
     baseUrl: options.baseUrl.replace(/\/+$/, ''),
     headers: { Authorization: `Bearer ${apiKey}` },
     ...(options.fetch ? { fetch: options.fetch } : {}),
@@ -111,7 +120,7 @@ export function createClient(options: ClientOptions): EventFeedClient {
     try {
       const result = await api.POST('/v1/event_feed', {
         body: { after, limit },
-        headers: waitSeconds ? { Prefer: `wait=${waitSeconds}` } : {},
+        params: waitSeconds ? { header: { Prefer: `wait=${waitSeconds}` } } : {},
         signal: deadline.signal,
       });
       return { page: unwrap(result), held: heldPoll(result.response) };
@@ -120,13 +129,14 @@ export function createClient(options: ClientOptions): EventFeedClient {
     }
   }
 
-  async function listEventsPage(params: ListEventsRequest = {}, requestOptions: RequestOptions = {}): Promise<ListEventsResponse> {
+  /** A read, retried (it has no side effects), each attempt within the request timeout. */
+  function read<D>(call: (signal: AbortSignal) => Promise<{ data?: D; error?: unknown; response: Response }>, requestOptions: RequestOptions): Promise<D> {
     const { signal } = requestOptions;
     return withRetry(
       async () => {
         const deadline = timed(signal, requestTimeoutMs);
         try {
-          return unwrap(await api.POST('/v1/list_events', { body: params, signal: deadline.signal }));
+          return unwrap(await call(deadline.signal));
         } finally {
           deadline.done();
         }
@@ -135,6 +145,12 @@ export function createClient(options: ClientOptions): EventFeedClient {
       signal,
     );
   }
+
+  const listEventsPage = (params: ListEventsRequest = {}, requestOptions: RequestOptions = {}): Promise<ListEventsResponse> =>
+    read((signal) => api.POST('/v1/list_events', { body: params, signal }), requestOptions);
+
+  const cursorAt = async (at: CursorAt = 'now', requestOptions: RequestOptions = {}): Promise<string> =>
+    (await read((signal) => api.POST('/v1/feed_cursor', { body: { at: at instanceof Date ? at.toISOString() : at }, signal }), requestOptions)).cursor;
 
   async function* events(eventsOptions: EventsOptions = {}): AsyncGenerator<EventEnvelope, void, undefined> {
     const { follow = false, signal, onCheckpoint, limit = 500, waitSeconds = 25, pollIntervalMs = 1000, dedupeWindow = 10_000 } = eventsOptions;
@@ -185,6 +201,7 @@ export function createClient(options: ClientOptions): EventFeedClient {
     events,
     listEvents,
     listEventsPage,
+    cursorAt,
     feedPage: async ({ after, limit } = {}, { signal } = {}) => (await feedPageWith(after, limit, undefined, signal)).page,
     verifyWebhook,
   };

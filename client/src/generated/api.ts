@@ -22,6 +22,60 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/healthz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Liveness probe
+         * @description Answers `200 {"status": "ok"}` while the process runs, whatever the
+         *     database does: a liveness probe that failed on the database would
+         *     restart every instance during an outage, which a restart cannot mend.
+         *     Needs no key and is never rate limited (a balancer refused by a limit
+         *     would take the instance out).
+         */
+        get: operations["healthz"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Readiness probe
+         * @description Whether this instance should be sent traffic: `200 {"status": "ready"}`
+         *     while its primary database answers a trivial query (within 1.5 s; one
+         *     check per 100 ms is shared by every caller, so probing costs nothing),
+         *     `503 {"status": "not ready", "reason": …}` when it does not
+         *     (`database unreachable`) or once the instance is shutting down
+         *     (`draining`: it finishes what is in flight, answers held reads, and
+         *     takes nothing new; take it out of rotation). With `DATABASE_READ_URLS`,
+         *     `replicas` reports each read replica (serving or not, and why, or its
+         *     lag); a replica that does not serve never makes an instance unready.
+         *     Under `serve --workers`, `worker` names the worker that answered: each
+         *     is ready or not on its own. Needs no key and is never rate limited.
+         */
+        get: operations["readyz"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/event_feed": {
         parameters: {
             query?: never;
@@ -61,6 +115,40 @@ export type paths = {
          *     - Requires the `read` permission.
          *
          *     The body may be omitted, or be `{}`: both read the first page.
+         *
+         *     **Long-poll.** With the header `Prefer: wait=N` (RFC 7240; N in whole
+         *     seconds, at most 60 (`x-wait-max-seconds`), larger values count as 60),
+         *     a call that finds nothing new is held until an event this key may see
+         *     is stored or N seconds pass, then answered as usual: the page, or
+         *     `events: []` with the cursor echoed. The answer carries
+         *     `Preference-Applied: wait=N` (a server that does not hold reads omits
+         *     it: wait before polling again). A key restricted to mailboxes is
+         *     answered only for its mailboxes' events. An event stored by any
+         *     instance of the service, or by another process on the same SQLite
+         *     file, ends the wait. Held reads (long-polls and streams) are bounded
+         *     per key and per instance: past the bound the call is refused with
+         *     `429 rate_limited` and `Retry-After`. A server shutting down answers
+         *     held calls at once. Behind a proxy, keep N below its idle timeout.
+         *     An unreadable `Prefer` value is ignored (RFC 7240), never refused.
+         *
+         *     **Event stream.** With `Accept: text/event-stream`, the same call
+         *     answers a stream of Server-Sent Events from `after` instead of one
+         *     page: the events stored so far as fast as the client reads them, then
+         *     each new one as it is stored. Each SSE event has `id:` (the cursor
+         *     right after that event, to pass as `after` or `Last-Event-ID`),
+         *     `event:` (its type, e.g. `mail.received`) and `data:` (the envelope,
+         *     one line of JSON, the same bytes a page holds). A `Last-Event-ID`
+         *     header resumes after that cursor (it takes the place of `after`).
+         *     `limit` is the most events read at a time. Comment lines
+         *     (`: keep-alive`) come every 15 seconds while nothing is new. A cursor
+         *     refused before the stream starts is answered like the JSON call (same
+         *     status and body); an error once it has started ends the stream with
+         *     an SSE event `error` whose data is the error body (e.g. the cursor
+         *     expired while the client read too slowly). A client that stops
+         *     reading is disconnected when its unread answer passes 2 MiB for 30
+         *     seconds: the server never holds more for it. Streams count among the
+         *     key's held reads, and pay for their bytes like pages: a key over its
+         *     rate has its stream paused, not refused.
          */
         post: operations["event_feed"];
         delete?: never;
@@ -174,6 +262,48 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/feed_cursor": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A feed position from a time
+         * @description Returns the cursor to pass as `after` to `event_feed` to start reading
+         *     at the present or from a date, without reading from the oldest event.
+         *
+         *     - `at: "now"` (the default; the body may be omitted or be `{}`): the
+         *       head of the feed. `event_feed` after it returns exactly the events
+         *       emitted after this call.
+         *     - `at` an RFC 3339 date-time (same forms as `list_events`'
+         *       `occurred_after`): the position just before the first event
+         *       **stored** at or after that time (the time the service stored it,
+         *       which never goes down along the feed; not `occurred_at`, which the
+         *       emitter may set). When no event is stored at or after it (a time in
+         *       the future, or after the newest event), the head, as for `now`.
+         *     - A time before the retention period, when events stored at or after
+         *       it may have been pruned, is refused with `400 invalid_argument`
+         *       (« at has expired »), like an expired cursor: use `event_feed`
+         *       without `after` to start at the oldest retained event.
+         *     - Cursors are positions in the workspace's feed: a key restricted to
+         *       mailboxes gets the same cursor as any other, and its `event_feed`
+         *       then shows only its mailboxes' events from there.
+         *     - The cost does not grow with the size of the feed beyond a logarithm
+         *       (a binary search on the feed's positions). The call has no side
+         *       effects, works whether the workspace is verified or not, and
+         *       requires the `read` permission.
+         */
+        post: operations["feed_cursor"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/set_webhook": {
         parameters: {
             query?: never;
@@ -208,7 +338,9 @@ export type paths = {
          *     addresses it resolves to at each connection.
          *
          *     The signing secret (`whsec_…`) appears in full only in the answer that
-         *     created the endpoint or rotated its secret. Not exposed as an MCP tool: it
+         *     created the endpoint or rotated its secret. `rotate_secret: true` rotates
+         *     as `rotate_secret` does with its default grace: the replaced secret keeps
+         *     signing (a second signature) for 24 hours. Not exposed as an MCP tool: it
          *     writes, and its answer can carry a secret that has no place in an
          *     assistant's conversation.
          */
@@ -231,9 +363,13 @@ export type paths = {
         /**
          * List webhook endpoints
          * @description Every webhook endpoint of the workspace with its number of pending
-         *     deliveries and its 20 most recent attempts (status, latency, error, next
-         *     retry). Never shows a signing secret, only its last characters. Needs the
-         *     `admin` permission.
+         *     deliveries, its health (how many of its last 100 attempts were answered
+         *     2xx, and the rate), and its 20 most recent attempts (status, latency,
+         *     error, next retry). An endpoint the service disabled says why
+         *     (`disabled_reason`: 410 Gone, or retries exhausted) and when
+         *     (`disabled_at`); during a secret rotation's grace, the replaced secret's
+         *     hint and end show too. Never shows a signing secret, only its last
+         *     characters. Needs the `admin` permission.
          */
         post: operations["list_webhooks"];
         delete?: never;
@@ -267,6 +403,75 @@ export type paths = {
          *     events that retention prunes are deleted with them.
          */
         post: operations["redeliver_webhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test_webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test delivery to a webhook
+         * @description Sends one signed test delivery to the endpoint for `url` now, and answers
+         *     with what it got back: the HTTP status (or the cause of the failure:
+         *     timeout, refused connection, unresolvable or refused target, TLS), the
+         *     latency and the first 1,024 bytes of the answer. Needs the `admin`
+         *     permission.
+         *
+         *     The request is a real delivery's (the `test` webhook below): the same
+         *     Standard Webhooks headers, signed with the endpoint's secret (and with
+         *     the replaced one too during a rotation's grace), the same address policy
+         *     and timeout (`WEBHOOK_TIMEOUT_MS`). Its type is `webhook.test`, which is
+         *     not an event type: it never enters the feed, no `event_types` filter
+         *     applies, and its id is a `whtest_…`, never an event's. It is sent outside
+         *     the outbox: not queued behind pending deliveries, not recorded among the
+         *     attempts, never retried. A disabled endpoint can be tested too (before
+         *     enabling it again).
+         *
+         *     One test per endpoint every 5 seconds, across instances: a sooner call
+         *     is refused with `rate_limited` (429, `Retry-After`), so that the service
+         *     cannot be made to flood a third party's URL.
+         */
+        post: operations["test_webhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rotate_secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook's signing secret
+         * @description Gives the endpoint for `url` a new signing secret, shown in full in this
+         *     answer only (store it then), and keeps the replaced secret signing for
+         *     `grace_seconds` (24 hours by default, at most 7 days), as Standard
+         *     Webhooks allows: meanwhile every delivery and test delivery carries two
+         *     signatures in `webhook-signature`, `v1,<with the new secret> v1,<with the
+         *     old one>`, so a receiver verifies with either and can switch to the new
+         *     secret when it likes; then only the new one. `grace_seconds: 0` stops the
+         *     old secret at once (after a leak). Only two secrets sign at a time: a
+         *     rotation during another's grace drops the oldest. The endpoint shows the
+         *     replaced secret's hint and end (`previous_secret_hint`,
+         *     `previous_secret_expires_at`) while the grace lasts. Needs the `admin`
+         *     permission. Not exposed as an MCP tool: its answer carries a secret.
+         */
+        post: operations["rotate_secret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -399,7 +604,8 @@ export type webhooks = {
          *     - any `2xx`: delivered, never sent again (unless `redeliver_webhook`
          *       asks for it);
          *     - `410 Gone`: the endpoint is disabled (`enabled: false`), no more
-         *       deliveries until `set_webhook` enables it again;
+         *       deliveries until `set_webhook` enables it again (the same happens when
+         *       an event's retries run out with no successful delivery meanwhile);
          *     - anything else, including `3xx` (redirects are not followed), a
          *       connection failure, or no answer within 10 s (`WEBHOOK_TIMEOUT_MS`):
          *       retried with exponential backoff and ±20% jitter (5 s, 30 s, 2 min,
@@ -411,6 +617,33 @@ export type webhooks = {
          *     The response body is ignored (read up to 64 KiB, then dropped).
          */
         post: operations["receive_event"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    test: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test delivery (sent to your endpoint by test_webhook)
+         * @description What `test_webhook` POSTs to one endpoint, once, when an admin asks: the
+         *     same headers as an event delivery (`webhook-id`, `webhook-timestamp`,
+         *     `webhook-signature` with one signature, or two during a rotation's
+         *     grace), verified the same way, but its type is `webhook.test` and its id
+         *     a `whtest_…`: it is not an event, never in the feed, never retried, and
+         *     it ignores the endpoint's `event_types`. Answer it as you would an event
+         *     (2xx); what you answer (status, the first 1,024 bytes of the body) is
+         *     shown to the admin who sent it.
+         */
+        post: operations["receive_test"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1170,6 +1403,32 @@ export type components = {
             next_page_token: string | null;
         };
         /**
+         * FeedCursorRequest
+         * @description Parameters of `feed_cursor`. `at` is optional; no other parameter is accepted.
+         * @example {}
+         * @example {
+         *       "at": "2026-11-21T09:00:00Z"
+         *     }
+         */
+        FeedCursorRequest: {
+            /**
+             * @description Where to start reading: `now` (the head of the feed: only events emitted after this call) or an RFC 3339 date-time (the first event stored at or after it). A time before the retention period is refused with invalid_argument.
+             * @default now
+             */
+            at?: string & ("now" | unknown);
+        };
+        /**
+         * FeedCursorResponse
+         * @description A position in the event feed.
+         * @example {
+         *       "cursor": "AnW72zvfLAhhI5wz0sIYdUswMU02RE1CRTAwS0tOUzcwRDAyTUhIUzBLQbEJTGyMGwxl0WNJdL4NTDw"
+         *     }
+         */
+        FeedCursorResponse: {
+            /** @description Opaque cursor to pass as `after` to `event_feed`: its first page starts with the first event stored at or after `at` (for `now`, the first event emitted after this call). */
+            cursor: string;
+        };
+        /**
          * WebhookEndpointId
          * @description Identifier of a webhook endpoint: `whe_` followed by a ULID.
          * @example whe_01JD4S3QW1Y9V5K2M8N7P6R4T3
@@ -1187,8 +1446,11 @@ export type components = {
          *       ],
          *       "enabled": true,
          *       "disabled_reason": null,
+         *       "disabled_at": null,
          *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
          *       "secret_hint": "LaSw",
+         *       "previous_secret_hint": null,
+         *       "previous_secret_expires_at": null,
          *       "created_at": "2026-11-21T09:00:00.000Z",
          *       "updated_at": "2026-11-21T09:00:00.000Z"
          *     }
@@ -1202,14 +1464,26 @@ export type components = {
             url: string;
             /** @description The types (or `mail.*` prefixes) delivered; an empty list means every type. */
             event_types: components["schemas"]["EventTypeFilter"][];
-            /** @description Whether events are delivered. An endpoint that answers 410 Gone is disabled by the service. */
+            /** @description Whether events are delivered. The service disables an endpoint that answers 410 Gone, or whose retries at an event run out (about 3 days) with no successful delivery meanwhile. */
             enabled: boolean;
-            /** @description Why the service disabled the endpoint (e.g. it answered 410 Gone); null when enabled or disabled by an admin. */
+            /** @description Why the service disabled the endpoint (`the endpoint answered 410 Gone`, or `retries exhausted: …`); null when enabled or disabled by an admin. */
             disabled_reason: string | null;
-            /** @description The signing secret, `whsec_` + base64. Present only in the answer that created the endpoint or rotated its secret: store it then. */
+            /**
+             * Format: date-time
+             * @description When the service disabled the endpoint (RFC 3339, UTC); null when `disabled_reason` is null.
+             */
+            disabled_at: string | null;
+            /** @description The signing secret, `whsec_` + base64. Present only in the answer that created the endpoint or rotated its secret (`rotate_secret`, or `set_webhook` with `rotate_secret`): store it then. */
             secret?: string;
             /** @description The last four characters of the signing secret, to tell secrets apart. */
             secret_hint: string;
+            /** @description During a rotation's grace (`rotate_secret`), the last four characters of the replaced secret, which still signs deliveries (second signature); else null. */
+            previous_secret_hint: string | null;
+            /**
+             * Format: date-time
+             * @description When the replaced secret stops signing (RFC 3339, UTC); null when no grace is running.
+             */
+            previous_secret_expires_at: string | null;
             /**
              * Format: date-time
              * @description When the endpoint was created (RFC 3339, UTC).
@@ -1253,12 +1527,13 @@ export type components = {
         };
         /**
          * WebhookStatus
-         * @description An endpoint with its delivery backlog and its most recent attempts.
+         * @description An endpoint with its delivery backlog, its health over its last attempts and its most recent attempts.
          */
         WebhookStatus: {
             endpoint: components["schemas"]["WebhookEndpoint"];
             /** @description Events waiting to be delivered (first attempts and retries). */
             pending_deliveries: number;
+            health: components["schemas"]["WebhookHealth"];
             /** @description Up to the 20 most recent attempts, newest first. */
             recent_attempts: components["schemas"]["WebhookAttempt"][];
         };
@@ -1351,6 +1626,130 @@ export type components = {
             scheduled: number;
             /** @description Pass as `after` to schedule the following events: after the last event read, or after the last one queued when the quota stopped the call early; equal to `after` when there were none. */
             next_cursor: string;
+        };
+        /**
+         * WebhookHealth
+         * @description How an endpoint has been answering: its success rate over its last attempts (retries included).
+         */
+        WebhookHealth: {
+            /** @description How many of the last attempts are counted at most (100). */
+            window: number;
+            /** @description The attempts counted: the last `window` ones, or fewer when the endpoint has fewer. */
+            attempts: number;
+            /** @description How many of them were answered 2xx. */
+            delivered: number;
+            /** @description `delivered / attempts`, rounded to 3 decimals; null before any attempt. */
+            success_rate: number | null;
+        };
+        /**
+         * TestDeliveryId
+         * @description Identifier of a test delivery (`test_webhook`): `whtest_` followed by a ULID, never an event's id (`evt_…`). Sent as `webhook-id` and as the body's `id`.
+         * @example whtest_01JD4T7C2M5Q8R1V4X7Z0B3D6F
+         */
+        TestDeliveryId: string;
+        /**
+         * TestWebhookRequest
+         * @description Parameters of `test_webhook`: the endpoint to send a test delivery to.
+         * @example {
+         *       "url": "https://hooks.atelier-lumiere.fr/event-feed"
+         *     }
+         */
+        TestWebhookRequest: {
+            /**
+             * Format: uri
+             * @description The endpoint's URL.
+             */
+            url: string;
+        };
+        /**
+         * TestWebhookResponse
+         * @description What the endpoint answered to one test delivery. Nothing of it is stored (no attempt in `list_webhooks`, no retry).
+         */
+        TestWebhookResponse: {
+            endpoint_id: components["schemas"]["WebhookEndpointId"];
+            webhook_id: components["schemas"]["TestDeliveryId"];
+            /**
+             * @description The test delivery's type: always `webhook.test`, which is not an event type and never appears in the feed.
+             * @constant
+             */
+            event_type: "webhook.test";
+            /**
+             * Format: date-time
+             * @description When it was sent (RFC 3339, UTC); `webhook-timestamp` is the same instant in seconds.
+             */
+            sent_at: string;
+            /** @description How many `v1,` signatures `webhook-signature` carried: 2 while a rotated secret's grace lasts (new secret first), else 1. */
+            signatures: number;
+            /** @description Whether the endpoint answered 2xx, which would count a real delivery as delivered. */
+            delivered: boolean;
+            /** @description The HTTP status the endpoint answered, or null when there was no answer. */
+            status: number | null;
+            /** @description What went wrong, or null on a 2xx: the same fixed words as an attempt's `error` (`answered 500`, `timed out`, `connection refused`, `TLS handshake failed (…)`, and one phrase for a target that does not resolve or that the address policy refuses). */
+            error: string | null;
+            /** @description Time from sending to the end of the answer (or the failure), in milliseconds. */
+            latency_ms: number;
+            /** @description The first 1,024 bytes of the endpoint's answer as UTF-8 text (a character cut at the limit is left out; bytes that are not UTF-8 show as U+FFFD); null when there was no answer. */
+            response_body: string | null;
+            /** @description Whether the answer was longer than what `response_body` shows. */
+            response_body_truncated: boolean;
+        };
+        /**
+         * WebhookTestDelivery
+         * @description The body of a test delivery (`test_webhook`): the envelope's fields but `subject`, with type `webhook.test` and a `whtest_…` id. It is not an event: never in the feed, never retried.
+         */
+        WebhookTestDelivery: {
+            id: components["schemas"]["TestDeliveryId"];
+            /**
+             * @description Always `webhook.test`.
+             * @constant
+             */
+            type: "webhook.test";
+            /**
+             * Format: date-time
+             * @description When it was sent: RFC 3339 in UTC with millisecond precision.
+             */
+            occurred_at: string;
+            account: components["schemas"]["WorkspaceId"];
+            /** @description Which endpoint was tested, and a sentence saying what this is. */
+            data: {
+                endpoint_id: components["schemas"]["WebhookEndpointId"];
+                message: string;
+            };
+            /**
+             * @description Version of the envelope format; always 1.
+             * @constant
+             */
+            v: 1;
+        };
+        /**
+         * RotateSecretRequest
+         * @description Parameters of `rotate_secret`: the endpoint whose signing secret to replace, and how long the replaced one keeps signing.
+         * @example {
+         *       "url": "https://hooks.atelier-lumiere.fr/event-feed"
+         *     }
+         * @example {
+         *       "url": "https://hooks.atelier-lumiere.fr/event-feed",
+         *       "grace_seconds": 0
+         *     }
+         */
+        RotateSecretRequest: {
+            /**
+             * Format: uri
+             * @description The endpoint's URL.
+             */
+            url: string;
+            /**
+             * @description How long deliveries keep a second signature made with the replaced secret, in seconds (at most 7 days). 0 stops the old secret at once (after a leak).
+             * @default 86400
+             */
+            grace_seconds?: number;
+        };
+        /**
+         * RotateSecretResponse
+         * @description The endpoint after the rotation, with its new secret in full (shown this once) and, during the grace, the replaced secret's hint and end.
+         */
+        RotateSecretResponse: {
+            endpoint: components["schemas"]["WebhookEndpoint"];
         };
         /**
          * KeyId
@@ -1512,6 +1911,51 @@ export type components = {
             version: string;
             /** @description The version of this contract (`info.version` of `/openapi.json`) the deployment implements. */
             contract: string;
+        };
+        /**
+         * HealthResponse
+         * @description The process answers (`GET /healthz`): nothing else is checked, so a database outage never makes a liveness probe restart the instance.
+         * @example {
+         *       "status": "ok"
+         *     }
+         */
+        HealthResponse: {
+            /**
+             * @description Always `ok`.
+             * @constant
+             */
+            status: "ok";
+        };
+        /**
+         * ReadinessResponse
+         * @description Whether this instance should be sent traffic (`GET /readyz`): ready while its primary database answers and it is not shutting down. Read replicas are reported, never a reason to be unready.
+         * @example {
+         *       "status": "ready"
+         *     }
+         */
+        ReadinessResponse: {
+            /**
+             * @description `ready` (200) or `not ready` (503).
+             * @enum {string}
+             */
+            status: "ready" | "not ready";
+            /**
+             * @description Why it is not ready: `database unreachable` (the primary did not answer within 1.5 s) or `draining` (shutting down: it finishes what it holds and takes nothing new).
+             * @enum {string}
+             */
+            reason?: "database unreachable" | "draining";
+            /** @description Under `serve --workers`, the worker that answered (each is ready or not on its own). */
+            worker?: number;
+            /** @description With `DATABASE_READ_URLS`: each read replica, whether it serves catch-up pages now, and why not or how far behind it is. */
+            replicas?: {
+                /** @description `replica N (host:port/database)`: never credentials. */
+                name: string;
+                serving: boolean;
+                /** @description Why it does not serve. */
+                reason?: string;
+                /** @description How far behind the primary its last applied commit was at the last probe (null: nothing applied since it started). */
+                lagMs?: number | null;
+            }[];
         };
     };
     responses: {
@@ -1691,10 +2135,85 @@ export interface operations {
             };
         };
     };
-    event_feed: {
+    healthz: {
         parameters: {
             query?: never;
             header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The process answers. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HealthResponse"];
+                };
+            };
+            /** @description Another method than GET (the probe is served on GET only). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    readyz: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready for traffic. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadinessResponse"];
+                };
+            };
+            /** @description Another method than GET (the probe is served on GET only). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready; the reason says why. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadinessResponse"];
+                };
+            };
+        };
+    };
+    event_feed: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description `wait=N` (seconds, at most 60): hold the call while nothing is new (long-poll). Other preferences are ignored.
+                 * @example wait=25
+                 */
+                Prefer?: string;
+                /** @description With `Accept: text/event-stream`, the `id` of the last SSE event received (a cursor): the stream resumes right after it, in place of `after`. */
+                "Last-Event-ID"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1704,13 +2223,19 @@ export interface operations {
             };
         };
         responses: {
-            /** @description A page of events, and the cursor to continue from. */
+            /** @description A page of events, and the cursor to continue from; or, asked with `Accept: text/event-stream`, a stream of them. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /**
+                     * @description `wait=N` when the call was asked with `Prefer: wait=N` and may have been held (N as applied, at most 60).
+                     * @example wait=25
+                     */
+                    "Preference-Applied"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    "text/event-stream": string;
                     "application/json": components["schemas"]["EventFeedResponse"];
                 };
             };
@@ -1801,6 +2326,46 @@ export interface operations {
                 };
             };
             400: components["responses"]["InvalidArgument"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    feed_cursor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["FeedCursorRequest"];
+            };
+        };
+        responses: {
+            /** @description The cursor to pass as `after` to `event_feed`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeedCursorResponse"];
+                };
+            };
+            /** @description The request is malformed, has an unknown parameter, `at` is neither `now` nor a date-time, or it is before the retention period (`invalid_argument`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1927,6 +2492,101 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            500: components["responses"]["Internal"];
+        };
+    };
+    test_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.atelier-lumiere.fr/event-feed"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TestWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description What the endpoint answered (a failure to reach it is an answer too, with `status` null). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestWebhookResponse"];
+                };
+            };
+            /** @description The request is malformed, or no endpoint has this URL (`invalid_argument`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description Too many requests for this key, or this endpoint was tested less than 5 seconds ago (`rate_limited`); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+        };
+    };
+    rotate_secret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RotateSecretRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint with its new secret (shown this once). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RotateSecretResponse"];
+                };
+            };
+            /** @description The request is malformed, the grace is out of bounds, or no endpoint has this URL (`invalid_argument`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
         };
     };
@@ -2101,7 +2761,8 @@ export interface operations {
                 /**
                  * @description `v1,` followed by the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`.
                  *     Standard Webhooks allows several space-separated signatures: accept the delivery if
-                 *     any `v1` one matches (the service sends one today).
+                 *     any `v1` one matches. The service sends one, or two during a secret rotation's grace
+                 *     (`rotate_secret`): the new secret's first, then the replaced one's.
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": string;
@@ -2159,6 +2820,50 @@ export interface operations {
             };
         };
     };
+    receive_test: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The test delivery's id (`id` in the body), `whtest_…`. */
+                "webhook-id": components["schemas"]["TestDeliveryId"];
+                /**
+                 * @description When it was sent, in whole seconds since the Unix epoch (UTC). Part of what is signed.
+                 * @example 1763716800
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description As for an event delivery; two space-separated signatures during a rotation's grace.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /** @description Identifies the sender and the version of this delivery format. */
+                "user-agent": "event-feed-webhooks/1";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookTestDelivery"];
+            };
+        };
+        responses: {
+            /** @description Received; `test_webhook` reports `delivered` true. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, like no answer, is reported by `test_webhook` as it came; nothing is retried. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
 }
 
 // One alias per schema component.
@@ -2193,6 +2898,8 @@ export type Error = components['schemas']['Error'];
 export type EventTypeFilter = components['schemas']['EventTypeFilter'];
 export type ListEventsRequest = components['schemas']['ListEventsRequest'];
 export type ListEventsResponse = components['schemas']['ListEventsResponse'];
+export type FeedCursorRequest = components['schemas']['FeedCursorRequest'];
+export type FeedCursorResponse = components['schemas']['FeedCursorResponse'];
 export type WebhookEndpointId = components['schemas']['WebhookEndpointId'];
 export type WebhookEndpoint = components['schemas']['WebhookEndpoint'];
 export type WebhookAttempt = components['schemas']['WebhookAttempt'];
@@ -2203,6 +2910,13 @@ export type ListWebhooksRequest = components['schemas']['ListWebhooksRequest'];
 export type ListWebhooksResponse = components['schemas']['ListWebhooksResponse'];
 export type RedeliverWebhookRequest = components['schemas']['RedeliverWebhookRequest'];
 export type RedeliverWebhookResponse = components['schemas']['RedeliverWebhookResponse'];
+export type WebhookHealth = components['schemas']['WebhookHealth'];
+export type TestDeliveryId = components['schemas']['TestDeliveryId'];
+export type TestWebhookRequest = components['schemas']['TestWebhookRequest'];
+export type TestWebhookResponse = components['schemas']['TestWebhookResponse'];
+export type WebhookTestDelivery = components['schemas']['WebhookTestDelivery'];
+export type RotateSecretRequest = components['schemas']['RotateSecretRequest'];
+export type RotateSecretResponse = components['schemas']['RotateSecretResponse'];
 export type KeyId = components['schemas']['KeyId'];
 export type Permission = components['schemas']['Permission'];
 export type ApiKey = components['schemas']['ApiKey'];
@@ -2213,3 +2927,5 @@ export type ListKeysResponse = components['schemas']['ListKeysResponse'];
 export type RevokeKeyRequest = components['schemas']['RevokeKeyRequest'];
 export type RevokeKeyResponse = components['schemas']['RevokeKeyResponse'];
 export type VersionResponse = components['schemas']['VersionResponse'];
+export type HealthResponse = components['schemas']['HealthResponse'];
+export type ReadinessResponse = components['schemas']['ReadinessResponse'];
