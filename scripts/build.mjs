@@ -57,14 +57,22 @@ if (process.argv.includes('--types')) {
 // The conformance kit's package, which the service serves at /conformance/event-feed-conformance.tgz:
 // QA installs the kit of the deployment's own version from the deployment, without a clone (~1 s).
 packConformanceKit(join(out, 'kit'));
+// The typed client's package (client/, @event-feed/client), served at /client/event-feed-client.tgz:
+// `npm install <deployment>/client/event-feed-client.tgz` gives the client of this contract (~4 s).
+packPackage('client', join(out, 'client'), 'event-feed-client.tgz');
 // Written last: its time says when this build was complete.
 writeFileSync(join(out, 'BUILT'), `${new Date().toISOString()}\n`);
 
 function packConformanceKit(dir) {
+  packPackage('conformance', dir, 'event-feed-conformance.tgz');
+}
+
+/** `npm pack` of a folder's package (its prepack builds it) into `dir`, under a name that does not change with its version. */
+function packPackage(folder, dir, name) {
   mkdirSync(dir, { recursive: true });
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  execFileSync(npm, ['pack', '--silent', '--pack-destination', dir], { cwd: join(root, 'conformance'), stdio: ['ignore', 'ignore', 'inherit'] });
-  // One name whatever the kit's version: the address the READMEs give does not change with it.
-  const [packed] = readdirSync(dir).filter((name) => name.endsWith('.tgz'));
-  renameSync(join(dir, packed), join(dir, 'event-feed-conformance.tgz'));
+  execFileSync(npm, ['pack', '--silent', '--pack-destination', dir], { cwd: join(root, folder), stdio: ['ignore', 'ignore', 'inherit'] });
+  // One name whatever the version: the address the READMEs give does not change with it.
+  const [packed] = readdirSync(dir).filter((file) => file.endsWith('.tgz'));
+  renameSync(join(dir, packed), join(dir, name));
 }

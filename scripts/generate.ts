@@ -149,11 +149,13 @@ async function render(): Promise<Map<string, string>> {
     ['generated/operations.ts', operationsModule(doc)],
     ['generated/event-types.ts', eventTypesModule(types)],
     ['generated/event-labels.js', eventLabelsScript(types)],
+    // The typed client's own copy (client/, @event-feed/client): its package ships only its folder.
+    ['client/src/generated/api.ts', await typesModule(doc)],
   ]);
 }
 
 /** The folders whose every file is derived: a file there that the generator does not write is stale. */
-const DERIVED_DIRS = ['generated', 'schemas/events'];
+const DERIVED_DIRS = ['generated', 'schemas/events', 'client/src/generated'];
 
 async function main() {
   const files = await render();

@@ -88,6 +88,13 @@ describe('architecture', () => {
     const violations = outsideStore.flatMap((file) => sqlIn(file).map(({ line, what }) => `${file.path}:${line} ${what}`));
     assertNone(violations, 'SQL outside src/store/');
   });
+
+  test('the typed client (client/src/) imports nothing outside its folder: it is packed and installed alone', () => {
+    const client = readSourceFiles('client/src');
+    assert.ok(client.some((file) => file.path === 'client/src/index.ts'), 'client/src/index.ts not found');
+    const violations = client.flatMap(importsOf).filter((edge) => !edge.to.startsWith('client/src/')).map(showEdge);
+    assertNone(violations, 'client/src/ imports from outside it');
+  });
 });
 
 /** Distinct lines of the file holding a node that matches. */

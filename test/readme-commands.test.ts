@@ -28,6 +28,9 @@ const EXCUSED: Array<{ readme: string; contains: string; why: string; placeholde
   { readme: 'bench/README.md', contains: 'npm run bench', why: 'the benchmark takes minutes; test/bench-quick.test.ts runs its quick mode' },
   { readme: 'conformance/README.md', contains: 'export EVENT_FEED_KEY=efk_…', why: "the reader's own keys (placeholders): the test sets each of these variables itself", placeholders: true },
   { readme: 'README.md', contains: 'docker run --rm -p 3000:3000 -e HOST=0.0.0.0', why: 'needs a Docker engine, which test machines do not run' },
+  { readme: 'client/README.md', contains: 'event-feed-client.tgz', why: "installs into a reader's project: test/client-readme.test.ts runs it in an empty folder" },
+  { readme: 'client/README.md', contains: 'node follow.mjs', why: 'follows the feed until Ctrl-C: test/client-readme.test.ts runs it and stops it' },
+  { readme: 'client/README.md', contains: 'node receiver.mjs', why: 'serves until stopped: test/client-readme.test.ts runs it and sends it a delivery' },
 ];
 
 /** The variables a reader of the READMEs has set, for the test's server. Add one when a README uses a new one. */
@@ -90,7 +93,7 @@ describe('the commands of the READMEs', () => {
   });
 
   it('finds the shell blocks of every README', () => {
-    for (const readme of ['README.md', 'conformance/README.md', 'bench/README.md']) {
+    for (const readme of ['README.md', 'conformance/README.md', 'bench/README.md', 'client/README.md']) {
       assert.ok(blocks.some((b) => b.readme === readme), `no shell block found in ${readme}`);
     }
   });

@@ -36,8 +36,10 @@ const DOCS_INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '
 
 /** Where `npm run build` packs the conformance kit (scripts/build.mjs). */
 const CONFORMANCE_KIT = packageFile('dist/kit/event-feed-conformance.tgz');
+/** Where `npm run build` packs the typed client, @event-feed/client (scripts/build.mjs). */
+const CLIENT_PACKAGE = packageFile('dist/client/event-feed-client.tgz');
 
-/** The contract, its reference page (bundled from node_modules, no CDN), health probes, the version and the conformance kit. */
+/** The contract, its reference page (bundled from node_modules, no CDN), health probes, the version, the conformance kit and the typed client. */
 export function siteRouter(store: Store, lifecycle: { readonly draining: boolean }): Router {
   const router = Router();
   const yaml = readFileSync(specYamlPath, 'utf8');
@@ -57,6 +59,16 @@ export function siteRouter(store: Store, lifecycle: { readonly draining: boolean
         .type('application/gzip')
         .set('Content-Disposition', `attachment; filename="event-feed-conformance-${serviceVersion().version}.tgz"`)
         .send(kit),
+    );
+  }
+  // The typed client of this deployment's contract (client/README.md), the same way.
+  if (existsSync(CLIENT_PACKAGE)) {
+    const client = readFileSync(CLIENT_PACKAGE);
+    router.get('/client/event-feed-client.tgz', (_req, res) =>
+      void res
+        .type('application/gzip')
+        .set('Content-Disposition', `attachment; filename="event-feed-client-${serviceVersion().version}.tgz"`)
+        .send(client),
     );
   }
 
