@@ -131,7 +131,8 @@ export type paths = {
          *     held calls at once. Behind a proxy, keep N below its idle timeout.
          *     An unreadable `Prefer` value is ignored (RFC 7240), never refused.
          *
-         *     **Event stream.** With `Accept: text/event-stream`, the same call
+         *     **Event stream.** With `Accept: text/event-stream` (when
+         *     `application/json` is listed too, only at a higher quality), the same call
          *     answers a stream of Server-Sent Events from `after` instead of one
          *     page: the events stored so far as fast as the client reads them, then
          *     each new one as it is stored. Each SSE event has `id:` (the cursor
