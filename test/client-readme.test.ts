@@ -218,7 +218,8 @@ describe('client/README.md, followed by a reader', () => {
       body: JSON.stringify(emitted.json.event),
     });
     assert.equal(forged.status, 400);
-    assert.match(receiver.output(), /refused: No matching signature found/);
+    // Its line may reach the pipe after the answer does.
+    await waitFor(() => /refused: No matching signature found/.test(receiver.output()), 5000, `the refusal's line (output: ${receiver.output()})`);
     receiver.kill();
   });
 

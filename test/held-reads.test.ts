@@ -91,7 +91,7 @@ describe('reads of polls woken by one commit, shared', () => {
 
   it('shares a read begun after the wake, never one begun before it', async () => {
     const { SharedReads } = await import('../src/feed/shared-reads.ts');
-    const shared = new SharedReads();
+    const shared = new SharedReads<ReturnType<typeof result>>();
     let reads = 0;
     const read = async () => result(++reads);
     const wokenAt = performance.now();

@@ -43,7 +43,7 @@ const FIRST_PAGE_ATTEMPTS = 3;
  * Storage is read through `storage` alone (feed/storage.ts).
  */
 export class FeedReader {
-  readonly #shared = new SharedReads();
+  readonly #shared = new SharedReads<FeedReadResult>();
 
   constructor(
     private readonly storage: FeedStorage,

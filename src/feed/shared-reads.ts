@@ -1,5 +1,3 @@
-import type { FeedReadResult } from './reader.ts';
-
 /** A page this small is kept for others woken by the same commit after its read ended; a larger one only shared while in flight. */
 const KEPT_PAGE_MAX_BYTES = 64 * 1024;
 /** How long a finished read may still answer reads woken before it began. */
@@ -7,9 +5,14 @@ const KEPT_MS = 200;
 /** Reads kept at once (each at most KEPT_PAGE_MAX_BYTES). */
 const KEPT_MAX = 1024;
 
-interface Shared {
+/** What a read answers, as far as sharing it goes (the reader's FeedReadResult). */
+interface Read {
+  events: { bytes: Buffer };
+}
+
+interface Shared<R extends Read> {
   startedAt: number;
-  result: Promise<FeedReadResult>;
+  result: Promise<R>;
 }
 
 /**
@@ -21,13 +24,13 @@ interface Shared {
  * answered when something new is there; what comes after is the next poll's). Reads that were not
  * woken never share: an ordinary poll must see every commit made before it arrived.
  */
-export class SharedReads {
-  readonly #reads = new Map<string, Shared>();
+export class SharedReads<R extends Read> {
+  readonly #reads = new Map<string, Shared<R>>();
 
-  read(key: string, wokenAt: number, read: () => Promise<FeedReadResult>): Promise<FeedReadResult> {
+  read(key: string, wokenAt: number, read: () => Promise<R>): Promise<R> {
     const shared = this.#reads.get(key);
     if (shared && shared.startedAt >= wokenAt) return shared.result;
-    const entry: Shared = { startedAt: performance.now(), result: read() };
+    const entry: Shared<R> = { startedAt: performance.now(), result: read() };
     if (this.#reads.size >= KEPT_MAX) this.#reads.delete(this.#reads.keys().next().value!);
     this.#reads.set(key, entry);
     const forget = () => {
