@@ -155,7 +155,9 @@ describe('metrics on METRICS_PORT', () => {
       await waitFor(async () => valueOf(await scrape(), 'event_feed_webhook_deliveries_pending') === 1, 8000, 'the pending delivery');
       assert.ok(valueOf(await scrape(), 'event_feed_webhook_oldest_pending_age_seconds') >= 0);
       failing = false;
-      await waitFor(async () => sumOf(await scrape(), 'event_feed_webhook_deliveries_total', { outcome: 'delivered' }) === 1, 15_000, 'the delivery');
+      // The retry after the first failure comes 4–6 s after it; if the look above took longer, that
+      // retry failed too, and the next one comes 24–36 s later.
+      await waitFor(async () => sumOf(await scrape(), 'event_feed_webhook_deliveries_total', { outcome: 'delivered' }) === 1, 45_000, 'the delivery');
     } finally {
       await receiver.close();
     }
