@@ -1,6 +1,6 @@
 import type { OperationInput } from '../../generated/operations.ts';
 import type { RedeliverWebhookResponse } from '../../generated/types.ts';
-import { ApiError, invalidArgument } from '../errors.ts';
+import { invalidArgument, RateLimitedError } from '../errors.ts';
 import { assertCursorNotExpired } from '../feed/expiry.ts';
 import { matchesTypes } from '../contract/type-filter.ts';
 import { FeedScope } from '../feed/scope.ts';
@@ -36,10 +36,9 @@ export async function redeliverWebhook(ctx: OperationContext, input: OperationIn
     await tx.lockEndpoint(endpoint.id);
     const room = maxPending - (await tx.pendingCountUpTo(endpoint.id, maxPending));
     if (room <= 0) {
-      throw new ApiError(
-        'rate_limited',
+      throw new RateLimitedError(
+        'quota',
         `this endpoint already has ${maxPending} pending deliveries, the most redeliver_webhook lets wait for one endpoint: retry once some are delivered${endpoint.enabled ? '' : ' (the endpoint is disabled: enable it first)'}`,
-        429,
         { 'Retry-After': String(QUOTA_RETRY_AFTER_SECONDS) },
       );
     }

@@ -1,5 +1,5 @@
 import type { TestWebhookRequest, TestWebhookResponse } from '../../generated/types.ts';
-import { ApiError, invalidArgument } from '../errors.ts';
+import { invalidArgument, RateLimitedError } from '../errors.ts';
 import { sendTestDelivery } from '../webhooks/test-delivery.ts';
 import { requireWorkspaceAdmin, type OperationContext } from './context.ts';
 
@@ -19,7 +19,7 @@ export async function testWebhook(ctx: OperationContext, input: TestWebhookReque
   const slot = await ctx.store.webhooks.claimTestSlot(endpoint.id, now, TEST_WEBHOOK_COOLDOWN_SECONDS * 1000);
   if (!slot.claimed) {
     const seconds = Math.ceil(slot.waitMs / 1000);
-    throw new ApiError('rate_limited', `this endpoint was tested less than ${TEST_WEBHOOK_COOLDOWN_SECONDS} seconds ago; retry in ${seconds} seconds`, 429, { 'Retry-After': String(seconds) });
+    throw new RateLimitedError('quota', `this endpoint was tested less than ${TEST_WEBHOOK_COOLDOWN_SECONDS} seconds ago; retry in ${seconds} seconds`, { 'Retry-After': String(seconds) });
   }
   return sendTestDelivery(endpoint, now, ctx.webhookPolicy ?? { allowInsecure: false }, ctx.webhookTimeoutMs ?? 10_000);
 }

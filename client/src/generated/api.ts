@@ -145,9 +145,10 @@ export type paths = {
          *     refused before the stream starts is answered like the JSON call (same
          *     status and body); an error once it has started ends the stream with
          *     an SSE event `error` whose data is the error body (e.g. the cursor
-         *     expired while the client read too slowly). A client that stops
-         *     reading is disconnected when its unread answer passes 2 MiB for 30
-         *     seconds: the server never holds more for it. Streams count among the
+         *     expired while the client read too slowly). The server writes at most
+         *     one read (≤ 1 MiB of events) ahead of what the client has taken: a
+         *     client that takes nothing of it for 30 seconds is disconnected, so a
+         *     client that stops reading never holds more. Streams count among the
          *     key's held reads, and pay for their bytes like pages: a key over its
          *     rate has its stream paused, not refused.
          */
