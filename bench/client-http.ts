@@ -9,10 +9,10 @@
  */
 import { Client, Pool } from 'undici';
 import { benchTraffic } from './seed.ts';
-import { clientMain, latency, round, sleep } from './stats.ts';
+import { jsonHeaders, openLoopEmits } from './open-loop-emits.ts';
+import { clientMain, drainSaid, latency, round, sleep } from './stats.ts';
 
 const now = () => performance.now();
-const jsonHeaders = (key: string) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });
 
 async function replay(c: { url: string; key: string; limit: number; warmupPages: number; expectEvents: number }) {
   const client = new Client(c.url, { pipelining: 1, keepAliveTimeout: 60_000 });
@@ -150,16 +150,6 @@ async function probe(c: { url: string; probes: Probe[]; rounds: number; warmupRo
   );
 }
 
-/** Resolves when a line `drain` arrives on stdin: the orchestrator's word that the writer has stopped. */
-const drainSaid = () =>
-  new Promise<void>((resolve) => {
-    let text = '';
-    process.stdin.setEncoding('utf8');
-    process.stdin.on('data', (chunk: string) => {
-      text += chunk;
-      if (text.split('\n').includes('drain')) resolve();
-    });
-  });
 
 async function tail(c: { url: string; clients: Array<{ key: string; cursor: string }>; pollMs: number; seconds: number; warmupSeconds: number; limit: number; drainSeconds: number; drainOnStdin?: boolean }) {
   // With drainOnStdin, clients finish only once the writer (another process) has stopped: every
@@ -238,54 +228,20 @@ async function tail(c: { url: string; clients: Array<{ key: string; cursor: stri
   };
 }
 
-/** emit_event at `rate` per second in all, round-robin over `keys` (open loop: late requests are not queued). */
+/** emit_event at `rate` per second in all, round-robin over `keys` (open-loop-emits.ts), counted per key. */
 async function writer(c: { url: string; keys: string[]; rate: number; seconds: number; seedChunk: number }) {
-  const pool = new Pool(c.url, { connections: 16, pipelining: 1, keepAliveTimeout: 60_000 });
-  const bodies = benchTraffic(2000, c.seedChunk, Date.now() - 3_600_000).map((e) => JSON.stringify({ ...e, occurred_at: undefined }));
   const ms: number[] = [];
   const okPerKey = new Array<number>(c.keys.length).fill(0);
-  let sent = 0;
   let ok = 0;
   let errors = 0;
-  let inFlight = 0;
-  let skipped = 0;
-  const total = Math.round(c.rate * c.seconds);
-  const started = now();
-  const pending = new Set<Promise<void>>();
-  while (sent + skipped < total) {
-    const due = Math.min(total, Math.floor(((now() - started) / 1000) * c.rate));
-    while (sent + skipped < due) {
-      if (inFlight >= 64) {
-        skipped++; // the server is not keeping up: counted, not queued
-        continue;
-      }
-      const k = (sent + skipped) % c.keys.length;
-      const body = bodies[sent % bodies.length]!;
-      sent++;
-      inFlight++;
-      const t0 = now();
-      const p: Promise<void> = pool
-        .request({ method: 'POST', path: '/v1/emit_event', headers: jsonHeaders(c.keys[k]!), body, headersTimeout: 10_000, bodyTimeout: 10_000 })
-        .then(async ({ statusCode, body: b }) => {
-          await b.text();
-          if (statusCode === 201) {
-            ok++;
-            okPerKey[k]!++;
-          } else errors++;
-          ms.push(now() - t0);
-        })
-        .catch(() => void errors++)
-        .finally(() => {
-          inFlight--;
-          pending.delete(p);
-        });
-      pending.add(p);
-    }
-    await sleep(2);
-  }
-  await Promise.all(pending);
-  const seconds = (now() - started) / 1000;
-  await pool.destroy();
+  const { sent, skipped, seconds } = await openLoopEmits(c, (answer) => {
+    if (answer.statusCode === 0) return void errors++;
+    if (answer.statusCode === 201) {
+      ok++;
+      okPerKey[answer.keyIndex]!++;
+    } else errors++;
+    ms.push(answer.answeredAt - answer.sentAt);
+  });
   return { rate: c.rate, sent, ok, errors, skipped, seconds: round(seconds), eventsPerSecond: Math.round(ok / seconds), latency: latency(ms), okPerKey };
 }
 

@@ -12,23 +12,12 @@
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Pool } from 'undici';
-import { benchTraffic } from './seed.ts';
-import { clientMain, latency, round, sleep } from './stats.ts';
+import { jsonHeaders, openLoopEmits } from './open-loop-emits.ts';
+import { clientMain, drainSaid, latency, round, sleep } from './stats.ts';
 
 const at = () => performance.timeOrigin + performance.now();
-const jsonHeaders = (key: string) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });
 const r3 = (t: number) => Math.round(t * 1000) / 1000;
 
-/** Resolves when a line `drain` arrives on stdin. */
-const drainSaid = () =>
-  new Promise<void>((resolve) => {
-    let text = '';
-    process.stdin.setEncoding('utf8');
-    process.stdin.on('data', (chunk: string) => {
-      text += chunk;
-      if (text.split('\n').includes('drain')) resolve();
-    });
-  });
 
 export interface PollRecord {
   /** [event id, answer arrival time] for every event this poll was given, in order. */
@@ -119,61 +108,23 @@ async function polls(c: { url: string; polls: number; workspaces: Array<{ key: s
   };
 }
 
-/** emit_event at `rate` per second, round-robin over `keys` (open loop: late requests are counted, not queued). */
+/** emit_event at `rate` per second, round-robin over `keys` (open-loop-emits.ts), each event's id and answer time kept. */
 async function emitter(c: { url: string; keys: string[]; rate: number; seconds: number; seedChunk: number }) {
-  const pool = new Pool(c.url, { connections: 16, pipelining: 1, keepAliveTimeout: 60_000 });
-  const bodies = benchTraffic(2000, c.seedChunk, Date.now() - 3_600_000).map((e) => JSON.stringify({ ...e, occurred_at: undefined }));
   const emits: Array<[number, string, number, number]> = []; // [workspace index, event id, sent at, answered at]
   const ms: number[] = [];
   const errorSamples: string[] = [];
-  let sent = 0;
   let errors = 0;
-  let inFlight = 0;
-  let skipped = 0;
-  const total = Math.round(c.rate * c.seconds);
-  const started = performance.now();
   const startedAt = at();
-  const pending = new Set<Promise<void>>();
-  while (sent + skipped < total) {
-    const due = Math.min(total, Math.floor(((performance.now() - started) / 1000) * c.rate));
-    while (sent + skipped < due) {
-      if (inFlight >= 64) {
-        skipped++;
-        continue;
-      }
-      const k = (sent + skipped) % c.keys.length;
-      const body = bodies[sent % bodies.length]!;
-      sent++;
-      inFlight++;
-      const t0 = at();
-      const p: Promise<void> = pool
-        .request({ method: 'POST', path: '/v1/emit_event', headers: jsonHeaders(c.keys[k]!), body, headersTimeout: 10_000, bodyTimeout: 10_000 })
-        .then(async ({ statusCode, body: b }) => {
-          const text = await b.text();
-          const t = at();
-          if (statusCode !== 201) {
-            errors++;
-            if (errorSamples.length < 5) errorSamples.push(`HTTP ${statusCode} ${text.slice(0, 160)}`);
-            return;
-          }
-          emits.push([k, (JSON.parse(text) as { event: { id: string } }).event.id, r3(t0), r3(t)]);
-          ms.push(t - t0);
-        })
-        .catch((err) => {
-          errors++;
-          if (errorSamples.length < 5) errorSamples.push(String((err as Error).message).slice(0, 160));
-        })
-        .finally(() => {
-          inFlight--;
-          pending.delete(p);
-        });
-      pending.add(p);
+  // The answers' times on one clock across processes (performance.timeOrigin + performance.now()).
+  const { sent, skipped, seconds } = await openLoopEmits(c, ({ keyIndex, statusCode, text, sentAt, answeredAt }) => {
+    if (statusCode !== 201) {
+      errors++;
+      if (errorSamples.length < 5) errorSamples.push(`${statusCode ? `HTTP ${statusCode} ` : ''}${text.slice(0, 160)}`);
+      return;
     }
-    await sleep(2);
-  }
-  await Promise.all(pending);
-  const seconds = (performance.now() - started) / 1000;
-  await pool.destroy();
+    emits.push([keyIndex, (JSON.parse(text) as { event: { id: string } }).event.id, r3(performance.timeOrigin + sentAt), r3(performance.timeOrigin + answeredAt)]);
+    ms.push(answeredAt - sentAt);
+  });
   return { rate: c.rate, sent, ok: emits.length, errors, skipped, errorSamples, startedAt: r3(startedAt), seconds: round(seconds), latency: latency(ms), emits };
 }
 

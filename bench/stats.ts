@@ -35,3 +35,14 @@ export async function clientMain(modes: Record<string, (config: any) => Promise<
   const result = await run(config);
   process.stdout.write(`${JSON.stringify(result)}\n`, () => process.exit(0));
 }
+
+/** Resolves when a line `drain` arrives on stdin: the orchestrator's word to a load process that the writer has stopped. */
+export const drainSaid = () =>
+  new Promise<void>((resolve) => {
+    let text = '';
+    process.stdin.setEncoding('utf8');
+    process.stdin.on('data', (chunk: string) => {
+      text += chunk;
+      if (text.split('\n').includes('drain')) resolve();
+    });
+  });

@@ -12,7 +12,6 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -20,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { sampleEvent } from './support/contract.ts';
+import { typecheckConsumer } from './support/typecheck-consumer.ts';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -178,24 +178,7 @@ const incomplete: EmitEventRequest = { ...event, data: { internet_message_id: '<
 await db.destroy();
 `,
     );
-    writeFileSync(
-      join(consumer, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: {
-          target: 'ES2022',
-          module: 'NodeNext',
-          moduleResolution: 'NodeNext',
-          strict: true,
-          noEmit: true,
-          skipLibCheck: false,
-          typeRoots: [join(root, 'node_modules', '@types')],
-          types: ['node'],
-        },
-        files: ['consumer.ts'],
-      }),
-    );
-    const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-    const result = await run(process.execPath, [tsc, '-p', consumer], { cwd: consumer, env: plainEnv() }).catch((err: { stdout: string }) => err);
-    assert.equal(result.stdout, '', 'tsc reports nothing');
+    const result = await typecheckConsumer(consumer, ['consumer.ts'], plainEnv());
+    assert.equal(result.output, '', 'tsc reports nothing');
   });
 });

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Operations } from '../../generated/operations.ts';
 import { WOKEN_ADMISSION_WAIT_MS, type OperationCall } from '../edge/operation-call.ts';
 import type { EdgeResponse } from '../edge/request-context.ts';
@@ -164,11 +165,7 @@ function drained(res: EdgeResponse, stallMs: number, gone: AbortSignal): Promise
 async function paidForNextRead(services: AppServices, keyId: string, gone: AbortSignal): Promise<boolean> {
   const limiter = services.rateLimiter;
   while (limiter.enabled && !limiter.keys.spend(keyId, 1)) {
-    const waitMs = Math.max(100, limiter.keys.retryAfterSeconds(keyId) * 1000);
-    const woke = await new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => resolve(true), waitMs);
-      gone.addEventListener('abort', () => (clearTimeout(timer), resolve(false)), { once: true });
-    });
+    const woke = await sleep(Math.max(100, limiter.keys.retryAfterSeconds(keyId) * 1000), true, { signal: gone }).catch(() => false);
     if (!woke) return false;
   }
   return !gone.aborted;
