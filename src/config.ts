@@ -1,4 +1,5 @@
 import { availableParallelism } from 'node:os';
+import { WORKSPACE_SHARE } from './limits/rate-limiter.ts';
 
 /** Everything the service reads from its environment, checked once at start. */
 export interface Config {
@@ -17,6 +18,9 @@ export interface Config {
   /** Token bucket per API key; 0 disables rate limiting (by key and by address). */
   rateLimitPerSecond: number;
   rateLimitBurst: number;
+  /** Token bucket per workspace, shared by all its keys (by default WORKSPACE_SHARE keys' worth). */
+  rateLimitWorkspacePerSecond: number;
+  rateLimitWorkspaceBurst: number;
   /** Token bucket per client address, for what no key pays for (failed authentication, unauthenticated pages). */
   rateLimitPerAddressPerSecond: number;
   rateLimitPerAddressBurst: number;
@@ -32,12 +36,14 @@ export interface Config {
   maxConnections: number;
   maxConnectionsPerAddress: number;
   /**
-   * Reads held open at once (long-polls of `Prefer: wait` and event streams), in all and per key: a
-   * held read is a busy connection the gate cannot evict, so by default half of MAX_CONNECTIONS stay
-   * for everything else, and one key may hold a quarter of the held ones.
+   * Reads held open at once (long-polls of `Prefer: wait` and event streams), in all, per key and
+   * per workspace: a held read is a busy connection the gate cannot evict, so by default half of
+   * MAX_CONNECTIONS stay for everything else, and one workspace (all its keys together) may hold a
+   * quarter of the held ones, as may one key.
    */
   heldReadsMax: number;
   heldReadsPerKey: number;
+  heldReadsPerWorkspace: number;
   /** An event stream whose client takes nothing of what was written for this long is closed. */
   streamStallMs: number;
   /** A connection must send complete request headers within this (also closes one that sends nothing). */
@@ -91,6 +97,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`RETENTION_DAYS must be at least ${MIN_RETENTION_DAYS}: the feed promises clients ${MIN_RETENTION_DAYS} days of events (got ${retentionDays})`);
   }
   const rateLimitPerSecond = number(env, 'RATE_LIMIT_PER_SECOND', 100);
+  const rateLimitBurst = positive(env, 'RATE_LIMIT_BURST', Math.max(1, Math.ceil(rateLimitPerSecond * 2)));
   const rateLimitPerAddressPerSecond = positive(env, 'RATE_LIMIT_PER_ADDRESS_PER_SECOND', 20);
   const headersTimeoutMs = integer(env, 'HEADERS_TIMEOUT_MS', 10_000, 1);
   const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', Math.max(20_000, headersTimeoutMs), 1);
@@ -111,7 +118,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookSlotsPerWorkspace: integer(env, 'WEBHOOK_SLOTS_PER_WORKSPACE', 8, 1),
     webhookLeaseBudgetMs: positive(env, 'WEBHOOK_LEASE_BUDGET_MS', 2000),
     webhookRedeliverMaxPending: integer(env, 'WEBHOOK_REDELIVER_MAX_PENDING', 10_000, 1),
-    rateLimitBurst: positive(env, 'RATE_LIMIT_BURST', Math.max(1, Math.ceil(rateLimitPerSecond * 2))),
+    rateLimitBurst,
+    rateLimitWorkspacePerSecond: positive(env, 'RATE_LIMIT_WORKSPACE_PER_SECOND', Math.max(1, rateLimitPerSecond * WORKSPACE_SHARE)),
+    rateLimitWorkspaceBurst: positive(env, 'RATE_LIMIT_WORKSPACE_BURST', rateLimitBurst * WORKSPACE_SHARE),
     rateLimitPerAddressPerSecond,
     rateLimitPerAddressBurst: positive(env, 'RATE_LIMIT_PER_ADDRESS_BURST', Math.max(1, Math.ceil(rateLimitPerAddressPerSecond * 2))),
     rateLimitBytesPerToken: integer(env, 'RATE_LIMIT_BYTES_PER_TOKEN', 64 * 1024, 1024),
@@ -121,6 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     heldReadsMax,
     streamStallMs: integer(env, 'STREAM_STALL_MS', 30_000, 1),
     heldReadsPerKey: integer(env, 'HELD_READS_PER_KEY', Math.max(1, Math.floor(heldReadsMax / 4)), 1),
+    heldReadsPerWorkspace: integer(env, 'HELD_READS_PER_WORKSPACE', Math.max(1, Math.floor(heldReadsMax / 4)), 1),
     headersTimeoutMs,
     requestTimeoutMs,
     keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 1),

@@ -27,13 +27,13 @@ export class ApiError extends Error {
 }
 
 /**
- * Which limit refused a request (429): `key` and `address` the rate buckets, `held_reads` the bound
+ * Which limit refused a request (429): `key`, `workspace` and `address` the rate buckets, `held_reads` the bound
  * on long-polls and streams, `memory` the memory budget, `draining` a server shutting down, `quota`
  * a webhook endpoint's (redeliver_webhook's pending deliveries, test_webhook's cooldown). The
  * metrics count refusals by it and the request's log line names it: an operator tells a tenant
  * over its rate from a server out of room.
  */
-export type LimitReason = 'key' | 'address' | 'held_reads' | 'memory' | 'draining' | 'quota';
+export type LimitReason = 'key' | 'workspace' | 'address' | 'held_reads' | 'memory' | 'draining' | 'quota';
 
 /** A 429 that says which limit refused it (LimitReason); its body is any rate_limited error's. */
 export class RateLimitedError extends ApiError {

@@ -5,6 +5,7 @@ import { RequestValidator } from './contract/request-validator.ts';
 import { CursorCodec } from './feed/cursor.ts';
 import { GroupCommit } from './feed/group-commit.ts';
 import { HeldReads } from './feed/held-reads.ts';
+import { LiveCalls } from './edge/live-calls.ts';
 import { FeedReader } from './feed/reader.ts';
 import { RecentEvents } from './feed/recent-events.ts';
 import type { AppServices } from './operations/context.ts';
@@ -21,7 +22,7 @@ export async function createServices(
   store: Store,
   config: Pick<
     Config,
-    'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'rateLimitPerAddressPerSecond' | 'rateLimitPerAddressBurst' | 'rateLimitBytesPerToken' | 'webhooksAllowInsecure' | 'webhookTimeoutMs' | 'memoryBudgetMb' | 'webhookRedeliverMaxPending' | 'heldReadsMax' | 'heldReadsPerKey' | 'streamStallMs'
+    'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'rateLimitWorkspacePerSecond' | 'rateLimitWorkspaceBurst' | 'rateLimitPerAddressPerSecond' | 'rateLimitPerAddressBurst' | 'rateLimitBytesPerToken' | 'webhooksAllowInsecure' | 'webhookTimeoutMs' | 'memoryBudgetMb' | 'webhookRedeliverMaxPending' | 'heldReadsMax' | 'heldReadsPerKey' | 'heldReadsPerWorkspace' | 'streamStallMs'
   >,
   clock: Clock = systemClock,
   metrics?: Metrics,
@@ -31,6 +32,7 @@ export async function createServices(
   // Ages by the clock retention prunes by.
   const recent = new RecentEvents(() => clock.now().getTime());
   return {
+    calls: watchCalls(changes),
     store,
     cursors: new CursorCodec(secret),
     clock,
@@ -40,6 +42,8 @@ export async function createServices(
     groupCommit: new GroupCommit(store, clock, changes.heads, recent, metrics && ((statement) => metrics.committed(statement))),
     requestValidator: new RequestValidator(),
     rateLimiter: new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst, undefined, {
+      workspacePerSecond: config.rateLimitWorkspacePerSecond,
+      workspaceBurst: config.rateLimitWorkspaceBurst,
       addressPerSecond: config.rateLimitPerAddressPerSecond,
       addressBurst: config.rateLimitPerAddressBurst,
       bytesPerToken: config.rateLimitBytesPerToken,
@@ -60,18 +64,31 @@ export async function createServices(
  * process's, and on Postgres every instance's through the channel), and on SQLite another
  * process's write, found by asking the file while reads wait.
  */
-function holdReads(store: Store, changes: ChangeWatch, config: Pick<Config, 'heldReadsMax' | 'heldReadsPerKey' | 'streamStallMs'>): HeldReads {
-  const limits = { max: config.heldReadsMax ?? 2048, perKey: config.heldReadsPerKey ?? 512, stallMs: config.streamStallMs ?? 30_000 };
+function holdReads(store: Store, changes: ChangeWatch, config: Pick<Config, 'heldReadsMax' | 'heldReadsPerKey' | 'heldReadsPerWorkspace' | 'streamStallMs'>): HeldReads {
+  const limits = {
+    max: config.heldReadsMax ?? 2048,
+    perKey: config.heldReadsPerKey ?? 512,
+    perWorkspace: config.heldReadsPerWorkspace ?? 512,
+    stallMs: config.streamStallMs ?? 30_000,
+  };
   const channel = store.listenForChanges !== undefined;
   const held = channel
     ? new HeldReads(limits, { channelDown: true })
     : new HeldReads(limits, { probe: () => changes.trust.check(), headsOf: (workspaceIds) => store.feedHeads(workspaceIds) });
-  changes.heads.whenHeard((workspaceId) => held.moved(workspaceId));
+  changes.heads.whenHeard((workspaceId, mailboxes) => held.moved(workspaceId, mailboxes));
   if (channel) {
     changes.trust.whenLost(() => held.channelLost());
     changes.trust.whenOpened(() => held.channelOpened());
   } else changes.trust.whenOthersWrote(() => held.othersWrote());
   return held;
+}
+
+/** The calls that live on, checked again whenever a key may have changed: revoked through this process or heard of, or (SQLite) another process wrote. */
+function watchCalls(changes: ChangeWatch): LiveCalls {
+  const calls = new LiveCalls();
+  changes.keys.whenForgotten((keyId) => calls.keyChanged(keyId));
+  changes.trust.whenOthersWrote(() => calls.anyKeyChanged());
+  return calls;
 }
 
 /**

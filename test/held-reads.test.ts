@@ -3,23 +3,25 @@ import { describe, it } from 'node:test';
 import { HeldReads } from '../src/feed/held-reads.ts';
 import { ApiError } from '../src/errors.ts';
 
-const LIMITS = { max: 4, perKey: 2, stallMs: 1000 };
+const LIMITS = { max: 4, perKey: 2, perWorkspace: 4, stallMs: 1000 };
+/** A key of a workspace of its own. */
+const k = (keyId: string, workspaceId = `ws_of_${keyId}`) => ({ keyId, workspaceId });
 const soon = () => performance.now() + 5000;
 const settled = async (promise: Promise<unknown>) => (await Promise.race([promise.then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 50))])) as boolean;
 
 describe('held reads (long-polls and streams)', () => {
   it('bounds held reads per key and in all, with 429 and Retry-After, and gives slots back', () => {
     const held = new HeldReads(LIMITS);
-    const a1 = held.hold('key_a');
-    held.hold('key_a');
-    assert.throws(() => held.hold('key_a'), (err: unknown) => err instanceof ApiError && err.status === 429 && err.headers['Retry-After'] === '1');
-    held.hold('key_b');
-    held.hold('key_c');
-    assert.throws(() => held.hold('key_d'), (err: unknown) => err instanceof ApiError && err.code === 'rate_limited', 'the process bound');
+    const a1 = held.hold(k('key_a'));
+    held.hold(k('key_a'));
+    assert.throws(() => held.hold(k('key_a')), (err: unknown) => err instanceof ApiError && err.status === 429 && err.headers['Retry-After'] === '1');
+    held.hold(k('key_b'));
+    held.hold(k('key_c'));
+    assert.throws(() => held.hold(k('key_d')), (err: unknown) => err instanceof ApiError && err.code === 'rate_limited', 'the process bound');
     a1.release();
     a1.release(); // twice is once
     assert.equal(held.held, 3);
-    held.hold('key_d');
+    held.hold(k('key_d'));
   });
 
   it('wakes a watch for a move heard after it began, even before it waits (no commit slept through)', async () => {
@@ -46,7 +48,7 @@ describe('held reads (long-polls and streams)', () => {
     held.close();
     assert.equal(await closing, 'closing');
     assert.equal(await held.watch('ws_1').until(soon()), 'closing');
-    assert.throws(() => held.hold('key_a'), (err: unknown) => err instanceof ApiError && err.status === 429);
+    assert.throws(() => held.hold(k('key_a')), (err: unknown) => err instanceof ApiError && err.status === 429);
   });
 
   it('after another process wrote (SQLite), wakes only the workspaces whose stored head moved', async () => {

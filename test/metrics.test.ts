@@ -22,7 +22,7 @@ const ALLOWED_LABELS: Record<string, (value: string) => boolean> = {
   transport: (v) => v === 'http' || v === 'mcp',
   status: (v) => /^[1-5]\d\d$/.test(v),
   code: (v) => v === 'none' || Object.hasOwn(ERROR_STATUS, v),
-  reason: (v) => ['key', 'address', 'held_reads', 'memory', 'draining', 'quota', 'other'].includes(v),
+  reason: (v) => ['key', 'workspace', 'address', 'held_reads', 'memory', 'draining', 'quota', 'other'].includes(v),
   outcome: (v) => ['delivered', 'retry', 'failed', 'disabled'].includes(v),
   kind: (v) => v === 'long_poll' || v === 'stream',
   state: (v) => ['used', 'free', 'pending'].includes(v),

@@ -13,37 +13,40 @@ import { requestFrom, keyLookupsDuring, bigEvent } from './support/edge.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { until } from './support/wait.ts';
 
+/** A key of a workspace of its own. */
+const p = (keyId: string, workspaceId = `ws_of_${keyId}`) => ({ keyId, workspaceId });
+
 describe('token bucket', () => {
   it('allows a burst, then refills at the rate', () => {
     let now = 0;
     const limiter = new RateLimiter(2, 3, () => now);
-    assert.deepEqual([1, 2, 3].map(() => limiter.take('k')!.remaining), [2, 1, 0]);
-    assert.throws(() => limiter.take('k'), (err: ApiError) => err.code === 'rate_limited' && err.headers['Retry-After'] === '1');
+    assert.deepEqual([1, 2, 3].map(() => limiter.take(p('k'))!.remaining), [2, 1, 0]);
+    assert.throws(() => limiter.take(p('k')), (err: ApiError) => err.code === 'rate_limited' && err.headers['Retry-After'] === '1');
     now += 500; // one token back
-    assert.equal(limiter.take('k')!.remaining, 0);
-    assert.throws(() => limiter.take('k'));
-    assert.equal(limiter.take('other')!.remaining, 2, 'other keys have their own bucket');
+    assert.equal(limiter.take(p('k'))!.remaining, 0);
+    assert.throws(() => limiter.take(p('k')));
+    assert.equal(limiter.take(p('other'))!.remaining, 2, 'other keys have their own bucket');
   });
 
   it('is off at 0 per second', () => {
     const limiter = new RateLimiter(0, 1);
-    for (let i = 0; i < 100; i++) assert.equal(limiter.take('k'), undefined);
+    for (let i = 0; i < 100; i++) assert.equal(limiter.take(p('k')), undefined);
     for (let i = 0; i < 100; i++) assert.equal(limiter.takeForAddress('127.0.0.1'), undefined);
   });
 
   it('charges after the fact: a bucket in debt refuses until it is back above one token, with a Retry-After that says when', () => {
     let now = 0;
     const limiter = new RateLimiter(10, 20, () => now);
-    assert.equal(limiter.take('k')!.remaining, 19);
-    const charged = limiter.charge('k', 30)!;
+    assert.equal(limiter.take(p('k'))!.remaining, 19);
+    const charged = limiter.charge(p('k'), 30)!;
     assert.equal(charged.remaining, 0);
     assert.equal(charged.resetSeconds, 4, '-11 tokens: 31 to go at 10/s');
-    assert.throws(() => limiter.take('k'), (err: ApiError) => err.code === 'rate_limited' && err.headers['Retry-After'] === '2');
+    assert.throws(() => limiter.take(p('k')), (err: ApiError) => err.code === 'rate_limited' && err.headers['Retry-After'] === '2');
     now += 1100; // -11 + 11 = 0: still short of one token
-    assert.throws(() => limiter.take('k'));
+    assert.throws(() => limiter.take(p('k')));
     now += 200;
-    assert.ok(limiter.take('k'));
-    assert.equal(limiter.take('other')!.remaining, 19, 'other keys keep their own bucket');
+    assert.ok(limiter.take(p('k')));
+    assert.equal(limiter.take(p('other'))!.remaining, 19, 'other keys keep their own bucket');
   });
 
   it('prices a response by its size: one token per 64 KiB past the first', () => {
@@ -61,13 +64,13 @@ describe('token bucket', () => {
     // Ten simulated seconds, each key asking every millisecond.
     for (; now < 10_000; now += 1) {
       try {
-        limiter.take('big');
-        limiter.chargeForBytes('big', 1_048_576);
+        limiter.take(p('big'));
+        limiter.chargeForBytes(p('big'), 1_048_576);
         served.big++;
       } catch {}
       try {
-        limiter.take('small');
-        limiter.chargeForBytes('small', 2_000);
+        limiter.take(p('small'));
+        limiter.chargeForBytes(p('small'), 2_000);
         served.small++;
       } catch {}
     }

@@ -48,6 +48,7 @@ export class VerifiedKeys {
   #kept = new Map<string, Kept>();
   #forgets = 0;
   #awaitingHeard = new Map<string, Set<() => void>>();
+  readonly #onForget: Array<(keyId: string) => void> = [];
 
   constructor(
     private readonly trust: ChannelTrust,
@@ -96,6 +97,12 @@ export class VerifiedKeys {
   forget(keyId: string): void {
     this.#forgets++;
     this.#kept.delete(keyId);
+    for (const listener of this.#onForget) listener(keyId);
+  }
+
+  /** `listener` runs each time a key is forgotten (revoked here, or a change heard): the calls under way with it look again (LiveCalls). */
+  whenForgotten(listener: (keyId: string) => void): void {
+    this.#onForget.push(listener);
   }
 
   /** A change of this key was heard on the channel: forgotten, and whoever awaits that announcement told. */

@@ -1,10 +1,9 @@
 import type { OperationId, Operations } from '../../generated/operations.ts';
-import type { Principal } from '../auth/principal.ts';
 import type { ContractOperation } from '../contract/operations.ts';
-import type { Reservation } from '../limits/memory-budget.ts';
-import { PAGE_RESERVATION_BYTES } from '../limits/page-bytes.ts';
-import type { RateState } from '../limits/rate-limiter.ts';
+import { RateLimitedError } from '../errors.ts';
+import type { Wake } from '../feed/held-reads.ts';
 import { requirePermission, type AppServices, type OperationContext } from '../operations/context.ts';
+import { revokedKey, type Call } from './call.ts';
 
 /** The operations whose answer may be a whole page (PAGE_MAX_BYTES): they reserve its cost first (RateLimiter.reservePage). */
 const ANSWERS_A_PAGE: ReadonlySet<OperationId> = new Set<OperationId>(['event_feed', 'list_events']);
@@ -18,45 +17,38 @@ const ANSWERS_A_PAGE: ReadonlySet<OperationId> = new Set<OperationId>(['event_fe
 export const WOKEN_ADMISSION_WAIT_MS = 10_000;
 
 /** What an answer holds in memory besides its body (headers, the response's own buffers). */
-const ANSWER_OVERHEAD_BYTES = 64 * 1024;
+export const ANSWER_OVERHEAD_BYTES = 64 * 1024;
 
 /**
- * One authenticated call of an operation, as every edge (HTTP `/v1`, MCP tools) makes it: the
- * permission checked before anything else is looked at, the request validated against the
- * contract, and what the answer costs held and paid for: a page's tokens reserved
- * (RateLimiter.reservePage) and its memory admitted (limits/memory-budget.ts) before it is read,
- * then settled at its size once it is; or the tokens given back when the call fails.
- * The steps are separate because the edges take them in different orders (HTTP reserves before it
- * reads a body; MCP has its arguments already and validates them first).
+ * A call (edge/call.ts) of one operation of the contract, as every edge makes it: the permission
+ * checked before anything else is looked at, the request validated against the contract, the key
+ * checked again once the request has arrived, and what the answer costs reserved, admitted and
+ * settled through the call. Also what a held read or a stream asks of its call at each wait and
+ * each read (`hold`, `beforeRead`): so an operation's waits and pages are paid and bounded the same
+ * way whatever the transport, and nothing else does any accounting.
  */
 export class OperationCall<Id extends OperationId> {
   readonly operationId: Id;
   readonly context: OperationContext;
+  readonly call: Call;
   readonly #services: AppServices;
-  #reservedTokens = 0;
-  #memory: Reservation | undefined;
-  /** The answer is written or the client went away: nothing more is admitted for this call. */
-  #finished = false;
 
   /** A key without the operation's permission is refused whatever it sent (it would learn the schema): the operation checks again. */
-  constructor(services: AppServices, principal: Principal, operation: ContractOperation & { operationId: Id }) {
-    requirePermission(principal, operation.permission);
+  constructor(services: AppServices, call: Call, operation: ContractOperation & { operationId: Id }) {
+    requirePermission(call.principal, operation.permission);
     this.operationId = operation.operationId;
     this.#services = services;
-    this.context = { ...services, principal };
-  }
-
-  get #keyId(): string {
-    return this.context.principal.keyId;
+    this.call = call;
+    this.context = { ...services, principal: call.principal };
   }
 
   get answersAPage(): boolean {
     return ANSWERS_A_PAGE.has(this.operationId);
   }
 
-  /** A page's worst-case cost, taken from the key's budget (429 when it cannot pay it). */
+  /** A page's worst-case cost, taken from the key's budget. */
   reservePage(): void {
-    if (this.answersAPage) this.#reservedTokens = this.#services.rateLimiter.reservePage(this.#keyId);
+    if (this.answersAPage) this.call.reservePage();
   }
 
   /** The request as the contract types it, or invalid_argument with the same message on every edge. */
@@ -64,53 +56,54 @@ export class OperationCall<Id extends OperationId> {
     return this.#services.requestValidator.check(this.operationId, body);
   }
 
-  /** A page's memory, held against the budget until `release` (once its answer is written). */
-  async admitPage(maxWaitMs?: number): Promise<Reservation | undefined> {
-    if (!this.answersAPage || this.#finished) return undefined;
-    this.#memory = await this.#services.memory.admit(this.context.principal.workspaceId, PAGE_RESERVATION_BYTES, maxWaitMs);
-    return this.#memory;
+  /**
+   * Everything that must hold once the request has arrived, before the operation runs: the key is
+   * still valid (a request may take up to REQUEST_TIMEOUT_MS to send its body), and a page's memory
+   * is admitted.
+   */
+  async ready(): Promise<void> {
+    await this.call.recheck();
+    if (this.answersAPage) await this.call.admit();
   }
 
-  /** The answer is written (or the client went away): its memory goes back to the budget, and none is taken again. */
-  release(): void {
-    this.#finished = true;
-    this.#letGoOfMemory();
-  }
-
-  #letGoOfMemory(): void {
-    this.#memory?.release();
-    this.#memory = undefined;
+  /** Pays for the answer at its size (less what was reserved), and holds only the memory it takes. */
+  settle(answerBytes: number) {
+    this.call.resizeMemory(answerBytes + ANSWER_OVERHEAD_BYTES);
+    return this.call.settle(answerBytes);
   }
 
   /**
-   * Runs the wait of a held read (long-poll): while nothing is read, nothing is held for it, so a
-   * thousand waiting polls cost the key's budget and the memory budget nothing; the page's tokens
-   * and memory are taken again when it reads.
+   * The wait of a held read (a long-poll, a stream's idle time), after a read that found nothing:
+   * that read is paid (its token stays spent; the page reserved for it goes back unused), and while
+   * nothing is read nothing is held, so a thousand waiting polls cost the memory budget nothing.
+   * The wait ends early when the key is revoked (then unauthorized). Woken by a move, the next read
+   * is paid before it is made (`beforeRead`), or, when the key's budget stays empty until
+   * `deadlineMs`, the poll is refused rate_limited.
    */
-  async whileHeld<T>(wait: () => Promise<T>): Promise<T> {
-    this.refund();
-    this.#letGoOfMemory();
-    try {
-      return await wait();
-    } finally {
-      this.reservePage();
-      await this.admitPage(WOKEN_ADMISSION_WAIT_MS);
+  async hold(wait: () => Promise<Wake>, deadlineMs: number): Promise<Wake> {
+    this.call.settle(0);
+    this.call.letGoOfMemory();
+    this.call.watchRevocation();
+    const why = await wait();
+    if (this.call.revoked) throw revokedKey();
+    if (why === 'moved') await this.beforeRead(deadlineMs);
+    return why;
+  }
+
+  /**
+   * What every read after the request's first costs (a woken poll's, a stream's next page): the key
+   * checked again, one token (waiting while the buckets are empty, until `deadlineMs`), the page's
+   * worst case reserved, and its memory admitted (waiting up to WOKEN_ADMISSION_WAIT_MS).
+   */
+  async beforeRead(deadlineMs = Infinity): Promise<void> {
+    await this.call.recheck();
+    if (!(await this.call.payWhenAble(deadlineMs))) {
+      if (this.call.revoked) throw revokedKey();
+      if (this.call.ended) throw new RateLimitedError('key', 'the request ended', {});
+      const retry = this.#services.rateLimiter.retryAfterSeconds(this.call.principal);
+      throw new RateLimitedError('key', `too many reads for this key (its held reads pay for each read); retry in ${retry} s`, { 'Retry-After': String(retry) });
     }
-  }
-
-  /** Pays for the answer at its size (less what was reserved), and holds only the memory it takes: the key's rate state after it. */
-  settle(answerBytes: number): RateState | undefined {
-    this.#memory?.resize(answerBytes + ANSWER_OVERHEAD_BYTES);
-    const rate = this.#services.rateLimiter.chargeForBytes(this.#keyId, answerBytes, this.#reservedTokens);
-    this.#reservedTokens = 0;
-    return rate;
-  }
-
-  /** The call failed: what was reserved and not used goes back to the key (its rate state after, if anything went back). */
-  refund(): RateState | undefined {
-    if (!this.#reservedTokens) return undefined;
-    const rate = this.#services.rateLimiter.charge(this.#keyId, -this.#reservedTokens);
-    this.#reservedTokens = 0;
-    return rate;
+    this.reservePage();
+    await this.call.admit(undefined, WOKEN_ADMISSION_WAIT_MS);
   }
 }

@@ -193,15 +193,18 @@ export class GroupCommit {
     const storedAt = this.clock.now().getTime();
     const appends = [...groups].map(([workspaceId, group]) => ({ workspaceId, events: group.map((p) => p.event) }));
     let result: Appended;
+    this.heads?.appending(groups.keys());
     try {
       // Atomic alone, in each adapter's cheapest way (Postgres: one statement, no BEGIN and COMMIT;
       // SQLite: one synchronous transaction on the writing connection).
       result = await retryingTransient(() => appendPrepared(this.store, appends, storedAt, { skipLocked: this.store.appends.skipLocked }));
     } catch (err) {
+      this.heads?.appendSettled(groups.keys());
       for (const pending of batch) pending.reject(appendFailure(err, pending.event.id));
       return;
     }
     this.#answer(groups, result);
+    this.heads?.appendSettled(groups.keys());
     for (const workspaceId of result.skipped) this.#toLane(workspaceId, groups.get(workspaceId)!);
   }
 
@@ -232,8 +235,13 @@ export class GroupCommit {
     try {
       const events = batch.map((pending) => pending.event);
       const storedAt = this.clock.now().getTime();
-      const result = await retryingTransient(() => appendPrepared(this.store, [{ workspaceId, events }], storedAt));
-      this.#answer(new Map([[workspaceId, batch]]), result);
+      this.heads?.appending([workspaceId]);
+      try {
+        const result = await retryingTransient(() => appendPrepared(this.store, [{ workspaceId, events }], storedAt));
+        this.#answer(new Map([[workspaceId, batch]]), result);
+      } finally {
+        this.heads?.appendSettled([workspaceId]);
+      }
     } catch (err) {
       for (const pending of batch) pending.reject(appendFailure(err, pending.event.id));
     } finally {
@@ -250,7 +258,7 @@ export class GroupCommit {
     // here rather than in the database (feed/recent-events.ts).
     for (const { workspaceId, firstSeq, events } of appended) {
       this.recent?.committed(workspaceId, firstSeq, events);
-      this.heads?.heard(workspaceId, firstSeq + events.length - 1);
+      this.heads?.heard(workspaceId, firstSeq + events.length - 1, new Set(events.map((event) => event.mailboxId)));
     }
     let answered = 0;
     [...groups.values()].forEach((group, g) => {

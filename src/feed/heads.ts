@@ -35,14 +35,18 @@ import type { ChannelTrust } from '../changes/channel-trust.ts';
  */
 export class FeedHeads {
   #heads = new Map<string, { seq: number; confirmedAt: number }>();
-  readonly #onHeard: Array<(workspaceId: string) => void> = [];
+  readonly #onHeard: Array<(workspaceId: string, mailboxes?: ReadonlySet<string | null>) => void> = [];
+  readonly #echoes = new OwnCommitEchoes((workspaceId) => this.#tell(workspaceId, undefined));
 
   constructor(
     private readonly trust: ChannelTrust,
     private readonly options: { trustMs?: number; maxWorkspaces?: number; now?: () => number } = {},
   ) {
     // A commit made while the channel was down went unheard: no head known before can be trusted.
-    trust.whenLost(() => this.#heads.clear());
+    trust.whenLost(() => {
+      this.#heads.clear();
+      this.#echoes.forget();
+    });
   }
 
   /** True when this process knows that no event of the workspace is past `seq`. */
@@ -94,16 +98,37 @@ export class FeedHeads {
     this.#raise(workspaceId, seq, readStartedAt);
   }
 
-  /** A commit moved the workspace's head to `seq` (a notification, or this process's own commit). */
-  heard(workspaceId: string, seq: number): void {
+  /**
+   * A commit moved the workspace's head to `seq`: this process's own, with its events' `mailboxes`
+   * (the group commit), or a notification (Postgres), whose mailboxes are not known. Listeners
+   * (HeldReads) hear each commit once, with its mailboxes when known: a notification of this
+   * process's own commit is its echo, let go (OwnCommitEchoes).
+   */
+  heard(workspaceId: string, seq: number, mailboxes?: ReadonlySet<string | null>): void {
     if (this.trust.live) this.#raise(workspaceId, seq, this.#now());
-    // Whether or not the head can be kept, a commit happened: held reads (feed/held-reads.ts) look again.
-    for (const listener of this.#onHeard) listener(workspaceId);
+    // Whether or not the head can be kept, a commit happened: held reads look again.
+    if (mailboxes === undefined) return this.#echoes.notified(workspaceId, seq);
+    if (this.trust.roundTrips.offered) this.#echoes.own(workspaceId, seq);
+    this.#tell(workspaceId, mailboxes);
   }
 
-  /** `listener` runs at every commit heard (a notification or this process's own), trusted or not. */
-  whenHeard(listener: (workspaceId: string) => void): void {
+  /** This process is about to append to these workspaces (GroupCommit): a notification heard meanwhile may be its own echo, and waits. */
+  appending(workspaceIds: Iterable<string>): void {
+    this.#echoes.appending(workspaceIds);
+  }
+
+  /** Its append to these workspaces is over (committed and heard, or failed): what waited is told. */
+  appendSettled(workspaceIds: Iterable<string>): void {
+    this.#echoes.settled(workspaceIds);
+  }
+
+  /** `listener` runs at every commit heard (a notification or this process's own), trusted or not, with its events' mailboxes when known. */
+  whenHeard(listener: (workspaceId: string, mailboxes?: ReadonlySet<string | null>) => void): void {
     this.#onHeard.push(listener);
+  }
+
+  #tell(workspaceId: string, mailboxes: ReadonlySet<string | null> | undefined): void {
+    for (const listener of this.#onHeard) listener(workspaceId, mailboxes);
   }
 
   now(): number {
@@ -131,5 +156,76 @@ export class FeedHeads {
   }
 }
 
+/**
+ * Postgres announces every commit on the channel, this process's own too, which it heard already
+ * with their events' mailboxes: a restricted poll not woken by its own commit (another mailbox)
+ * would be woken by the echo, and read for nothing. Own commits are remembered by workspace and last
+ * seq (unique per commit) until their echo comes, and the echo is let go. The echo may come before
+ * the append's own answer (two connections): a notification heard while this process has an append
+ * to that workspace in flight is held back until the append settles, then let go if it was the
+ * echo, else told. Bounded: past OWN_COMMITS_KEPT per workspace (or OWN_COMMITS_WORKSPACES), an echo
+ * is told like any notification, which costs reads, never a wake.
+ */
+class OwnCommitEchoes {
+  readonly #own = new Map<string, Set<number>>();
+  readonly #inFlight = new Map<string, number>();
+  readonly #heldBack = new Map<string, number[]>();
+
+  constructor(private readonly tell: (workspaceId: string) => void) {}
+
+  own(workspaceId: string, seq: number): void {
+    const held = this.#heldBack.get(workspaceId);
+    const early = held?.indexOf(seq) ?? -1;
+    if (early >= 0) return void held!.splice(early, 1);
+    let seqs = this.#own.get(workspaceId);
+    if (!seqs) {
+      if (this.#own.size >= OWN_COMMITS_WORKSPACES) this.#own.delete(this.#own.keys().next().value!);
+      this.#own.set(workspaceId, (seqs = new Set()));
+    }
+    if (seqs.size >= OWN_COMMITS_KEPT) seqs.delete(seqs.values().next().value!);
+    seqs.add(seq);
+  }
+
+  notified(workspaceId: string, seq: number): void {
+    const seqs = this.#own.get(workspaceId);
+    if (seqs?.delete(seq)) {
+      if (seqs.size === 0) this.#own.delete(workspaceId);
+      return;
+    }
+    const held = this.#heldBack.get(workspaceId);
+    if ((this.#inFlight.get(workspaceId) ?? 0) > 0 && (held?.length ?? 0) < OWN_COMMITS_KEPT) {
+      if (held) held.push(seq);
+      else this.#heldBack.set(workspaceId, [seq]);
+      return;
+    }
+    this.tell(workspaceId);
+  }
+
+  appending(workspaceIds: Iterable<string>): void {
+    for (const workspaceId of workspaceIds) this.#inFlight.set(workspaceId, (this.#inFlight.get(workspaceId) ?? 0) + 1);
+  }
+
+  settled(workspaceIds: Iterable<string>): void {
+    for (const workspaceId of workspaceIds) {
+      const left = (this.#inFlight.get(workspaceId) ?? 1) - 1;
+      if (left > 0) {
+        this.#inFlight.set(workspaceId, left);
+        continue;
+      }
+      this.#inFlight.delete(workspaceId);
+      const held = this.#heldBack.get(workspaceId);
+      this.#heldBack.delete(workspaceId);
+      if (held && held.length > 0) this.tell(workspaceId);
+    }
+  }
+
+  /** The channel was lost: echoes may never come. */
+  forget(): void {
+    this.#own.clear();
+  }
+}
+
+const OWN_COMMITS_KEPT = 256;
+const OWN_COMMITS_WORKSPACES = 4096;
 const TRUST_MS = 1000;
 const MAX_WORKSPACES = 100_000;

@@ -11,6 +11,8 @@ export interface HeldReadLimits {
   max: number;
   /** Most held at once by one key. */
   perKey: number;
+  /** Most held at once by all the keys of one workspace (keys it creates do not multiply its share). */
+  perWorkspace: number;
   /** A stream whose client has not taken what was written for this long is disconnected (http/event-stream.ts). */
   stallMs: number;
 }
@@ -30,6 +32,8 @@ export interface Watch {
 }
 
 interface Waiter {
+  /** The mailboxes whose events it waits for; null: any event of the workspace. */
+  mailboxes: ReadonlySet<string> | null;
   moved: boolean;
   wokenAt?: number;
   wake?: (why: Wake) => void;
@@ -51,6 +55,7 @@ interface Waiter {
 export class HeldReads {
   readonly #byWorkspace = new Map<string, Set<Waiter>>();
   readonly #perKey = new Map<string, number>();
+  readonly #perWorkspace = new Map<string, number>();
   /** SQLite: each waited-on workspace's head as last looked up after another process wrote. */
   readonly #storedHeads = new Map<string, number>();
   #lookingUp: Promise<void> | undefined;
@@ -93,13 +98,17 @@ export class HeldReads {
     return this.#heldByKind[kind];
   }
 
-  /** Takes a slot for `keyId`, or refuses with 429 when the key or the process holds its most. */
-  hold(keyId: string, kind: HeldKind = 'long_poll'): HeldSlot {
+  /** Takes a slot for the key, or refuses with 429 when the key, its workspace or the process holds its most. */
+  hold(holder: { keyId: string; workspaceId: string }, kind: HeldKind = 'long_poll'): HeldSlot {
     if (this.#closing) throw new RateLimitedError('draining', 'the server is shutting down; retry in 1 s (another instance may answer)', { 'Retry-After': '1' });
+    const { keyId, workspaceId } = holder;
     const ofKey = this.#perKey.get(keyId) ?? 0;
     if (ofKey >= this.limits.perKey) throw tooMany(`this key already holds ${this.limits.perKey} waiting reads (long-polls and streams)`);
+    const ofWorkspace = this.#perWorkspace.get(workspaceId) ?? 0;
+    if (ofWorkspace >= this.limits.perWorkspace) throw tooMany(`this key's workspace already holds ${this.limits.perWorkspace} waiting reads (long-polls and streams, all its keys together)`);
     if (this.#held >= this.limits.max) throw tooMany('the server holds as many waiting reads as it may');
     this.#perKey.set(keyId, ofKey + 1);
+    this.#perWorkspace.set(workspaceId, ofWorkspace + 1);
     this.#held++;
     this.#heldByKind[kind]++;
     let released = false;
@@ -109,15 +118,19 @@ export class HeldReads {
         released = true;
         this.#held--;
         this.#heldByKind[kind]--;
-        const left = (this.#perKey.get(keyId) ?? 1) - 1;
-        if (left === 0) this.#perKey.delete(keyId);
-        else this.#perKey.set(keyId, left);
+        countDown(this.#perKey, keyId);
+        countDown(this.#perWorkspace, workspaceId);
       },
     };
   }
 
-  watch(workspaceId: string): Watch {
-    const waiter: Waiter = { moved: false };
+  /**
+   * Watches the workspace for a move, from now. `mailboxes` (a restricted key's): a commit known to
+   * hold events of other mailboxes only does not wake it (it would read again for nothing); a
+   * commit whose mailboxes are not known (another instance's, another process's) does.
+   */
+  watch(workspaceId: string, mailboxes: readonly string[] | null = null): Watch {
+    const waiter: Waiter = { moved: false, mailboxes: mailboxes === null ? null : new Set(mailboxes) };
     let waiters = this.#byWorkspace.get(workspaceId);
     if (!waiters) this.#byWorkspace.set(workspaceId, (waiters = new Set()));
     waiters.add(waiter);
@@ -159,12 +172,16 @@ export class HeldReads {
     }
   }
 
-  /** A commit moved the workspace's head: its waiters read again. */
-  moved(workspaceId: string): void {
+  /**
+   * A commit moved the workspace's head: its waiters read again, but those waiting for other
+   * mailboxes than every one the commit's events are in (`mailboxes`, when known; null for an
+   * event in no mailbox).
+   */
+  moved(workspaceId: string, mailboxes?: ReadonlySet<string | null>): void {
     const waiters = this.#byWorkspace.get(workspaceId);
     if (!waiters) return;
     const at = this.#now();
-    for (const waiter of [...waiters]) wake(waiter, 'moved', at);
+    for (const waiter of [...waiters]) if (concerns(waiter, mailboxes)) wake(waiter, 'moved', at);
   }
 
   /**
@@ -237,6 +254,19 @@ export class HeldReads {
   #now(): number {
     return this.options.now ? this.options.now() : performance.now();
   }
+}
+
+/** Whether a commit in these mailboxes (undefined: not known) may hold an event the waiter may see. */
+function concerns(waiter: Waiter, mailboxes: ReadonlySet<string | null> | undefined): boolean {
+  if (waiter.mailboxes === null || mailboxes === undefined) return true;
+  for (const mailbox of mailboxes) if (mailbox !== null && waiter.mailboxes.has(mailbox)) return true;
+  return false;
+}
+
+function countDown(counts: Map<string, number>, name: string): void {
+  const left = (counts.get(name) ?? 1) - 1;
+  if (left === 0) counts.delete(name);
+  else counts.set(name, left);
 }
 
 function wake(waiter: Waiter, why: Wake, at?: number): void {

@@ -1,12 +1,9 @@
 import type { IncomingMessage } from 'node:http';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Operations } from '../../generated/operations.ts';
-import { WOKEN_ADMISSION_WAIT_MS, type OperationCall } from '../edge/operation-call.ts';
+import type { OperationCall } from '../edge/operation-call.ts';
 import type { EdgeResponse } from '../edge/request-context.ts';
 import { ApiError, invalidArgument, toErrorBody } from '../errors.ts';
 import { envelopeSlices, type FeedPage } from '../feed/page.ts';
-import { PAGE_RESERVATION_BYTES } from '../limits/page-bytes.ts';
-import type { Reservation } from '../limits/memory-budget.ts';
 import { safeErrorFields, type Logger } from '../log.ts';
 import type { AppServices } from '../operations/context.ts';
 import { eventFeedStream } from '../operations/event-feed-stream.ts';
@@ -45,41 +42,35 @@ export function wantsEventStream(req: IncomingMessage): boolean {
  * `POST /v1/event_feed` with `Accept: text/event-stream`: the feed as Server-Sent Events
  * (operations/event-feed-stream.ts gives the pages; this file frames them). The first read is
  * made before anything is sent, so a refused cursor gets the JSON call's status and body; after
- * that, an error is an `error` event and the end of the stream.
+ * that, an error is an `error` event and the end of the stream (a revoked key's too: the call
+ * watches for it, edge/call.ts).
  *
- * What a stream may hold is bounded like a page: one read at a time, its memory admitted
- * (limits/memory-budget.ts) while it is read and written, nothing while the stream waits; the next
- * read only once the client took the last one (else disconnected after STALL_MS); each read paid
- * like a poll plus its bytes, the stream pausing while the key is over its rate.
+ * What a stream costs is its call's to count (OperationCall.beforeRead, hold): each read paid like
+ * a poll (the stream pausing while the key is over its rate), its memory admitted at a page's worst
+ * case before it is read and held at its real size until the client took it; nothing while the
+ * stream waits. The next read only once the client took the last one (else disconnected after
+ * stallMs).
  */
-export async function streamEventFeed(services: AppServices, call: OperationCall<'event_feed'>, request: Operations['event_feed']['request'], req: IncomingMessage, res: EdgeResponse, requestId: string, log: Logger): Promise<void> {
+export async function streamEventFeed(services: AppServices, op: OperationCall<'event_feed'>, request: Operations['event_feed']['request'], req: IncomingMessage, res: EdgeResponse, requestId: string, log: Logger): Promise<void> {
   const input = withDefaults('event_feed', request);
   const lastEventId = req.headers['last-event-id'];
   if (typeof lastEventId === 'string' && lastEventId !== '') {
     if (lastEventId.length > 512) throw invalidArgument('Last-Event-ID must be a cursor (at most 512 characters)');
     input.after = lastEventId;
   }
-  const { principal } = call.context;
-  const slot = services.heldReads.hold(principal.keyId, 'stream');
-  const gone = new AbortController();
-  res.once('close', () => gone.abort());
-  let memory: Reservation | undefined;
-  const admit = async (maxWaitMs?: number) => (memory = await services.memory.admit(principal.workspaceId, PAGE_RESERVATION_BYTES, maxWaitMs));
-  const letGo = () => {
-    memory?.release();
-    memory = undefined;
-  };
+  const { call } = op;
+  const { principal } = call;
+  const slot = services.heldReads.hold(principal, 'stream');
   try {
-    await admit();
-    const whileHeld = async <T>(wait: () => Promise<T>): Promise<T> => {
-      letGo();
-      try {
-        return await withoutIdleTimeout(req.socket, wait);
-      } finally {
-        await admit(WOKEN_ADMISSION_WAIT_MS);
-      }
-    };
-    const steps = eventFeedStream(call.context, input, { slot, signal: gone.signal, idleMs: KEEP_ALIVE_MS, firstWaitMs: 0, whileHeld, closing: () => services.heldReads.closing });
+    const steps = eventFeedStream(op.context, input, {
+      slot,
+      signal: call.signal,
+      idleMs: KEEP_ALIVE_MS,
+      firstWaitMs: 0,
+      hold: (wait, deadlineMs) => op.hold(() => withoutIdleTimeout(req.socket, wait), deadlineMs),
+      beforeRead: () => op.beforeRead(),
+      closing: () => services.heldReads.closing,
+    });
     // The first read, before the status line: a cursor refused is answered as the JSON call would.
     let step = await steps.next();
     res.writeHead(200, {
@@ -93,40 +84,41 @@ export async function streamEventFeed(services: AppServices, call: OperationCall
       const value = step.value;
       if ('page' in value) {
         const frames = framesOf(value.page, (seq) => services.cursors.encode(principal.workspaceId, seq));
-        memory?.resize(frames.bytes + PAGE_OVERHEAD_BYTES);
-        services.rateLimiter.chargeForBytes(principal.keyId, frames.bytes);
+        op.settle(frames.bytes);
         if (res.locals) res.locals.bytes = (res.locals.bytes ?? 0) + frames.bytes;
         services.metrics?.pageServed('event_feed', 'http', frames.bytes);
-        if (!writeAll(res, frames.chunks) && !(await drained(res, services.heldReads.limits.stallMs, gone.signal))) return void res.destroy();
+        if (!writeAll(res, frames.chunks) && !(await drained(res, services.heldReads.limits.stallMs, call.signal))) return void res.destroy();
+        // Taken by the client: its memory goes back before the next read admits its own.
+        call.letGoOfMemory();
       } else if (!res.writableNeedDrain) res.write(': keep-alive\n\n');
-      if (!(await paidForNextRead(services, principal.keyId, gone.signal))) break;
       step = await steps.next();
     }
     res.end();
   } catch (err) {
     if (!res.headersSent) throw err;
-    if (gone.signal.aborted) return;
+    if (call.ended && !call.revoked) return;
     const { body } = toErrorBody(err, requestId);
     if (!(err instanceof ApiError)) log.error({ ...safeErrorFields(err), request_id: requestId }, 'event stream failed');
     res.end(`event: error\ndata: ${JSON.stringify(body)}\n\n`);
   } finally {
     slot.release();
-    letGo();
+    call.letGoOfMemory();
   }
 }
 
-/** What a written page holds besides its frames (the response's own buffers). */
-const PAGE_OVERHEAD_BYTES = 64 * 1024;
-
-/** One SSE event per envelope: `id` its cursor, `event` its type, `data` the envelope's stored bytes. */
+/**
+ * One SSE message per envelope: `id` its cursor, `data` the envelope's stored bytes, and no
+ * `event` line, so an EventSource's `onmessage` gets every event, of whatever type, including types
+ * added later (the type is in the data).
+ */
 function framesOf(page: FeedPage, cursorOf: (seq: number) => string): { chunks: Array<string | Buffer>; bytes: number } {
   const envelopes = envelopeSlices(page.events.bytes);
-  const { types, seqs } = page.events.facts ?? {};
-  if (!types || !seqs || envelopes.length !== page.events.count || seqs.length !== envelopes.length) throw new Error('a stream page came without one seq and type per event');
+  const seqs = page.events.facts?.seqs;
+  if (!seqs || envelopes.length !== page.events.count || seqs.length !== envelopes.length) throw new Error('a stream page came without one seq per event');
   const chunks: Array<string | Buffer> = [];
   let bytes = 0;
   envelopes.forEach((envelope, i) => {
-    const head = `id: ${cursorOf(seqs[i]!)}\nevent: ${types[i]}\ndata: `;
+    const head = `id: ${cursorOf(seqs[i]!)}\ndata: `;
     // Stored envelopes are one line of JSON; a line break would end `data:` early, so it is taken out.
     const data = envelope.includes(0x0a) || envelope.includes(0x0d) ? JSON.stringify(JSON.parse(envelope.toString('utf8'))) : envelope;
     chunks.push(head, data, '\n\n');
@@ -161,12 +153,3 @@ function drained(res: EdgeResponse, stallMs: number, gone: AbortSignal): Promise
   });
 }
 
-/** Each read after the first takes a token like a poll; while the key has none, the stream waits (false: the client went away). */
-async function paidForNextRead(services: AppServices, keyId: string, gone: AbortSignal): Promise<boolean> {
-  const limiter = services.rateLimiter;
-  while (limiter.enabled && !limiter.keys.spend(keyId, 1)) {
-    const woke = await sleep(Math.max(100, limiter.keys.retryAfterSeconds(keyId) * 1000), true, { signal: gone }).catch(() => false);
-    if (!woke) return false;
-  }
-  return !gone.aborted;
-}

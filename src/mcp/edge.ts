@@ -2,9 +2,8 @@ import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js'
 import express, { Router, type Express, type NextFunction, type Request, type Response } from 'express';
 import type { IncomingMessage } from 'node:http';
 import typeIs from 'type-is';
-import type { Principal } from '../auth/principal.ts';
-import { identifyBearer } from '../edge/authenticate.ts';
 import { bearerToken } from '../edge/bearer.ts';
+import { Call } from '../edge/call.ts';
 import { MAX_BODY_BYTES } from '../edge/body-bytes.ts';
 import type { Edge } from '../edge/front-door.ts';
 import { noteError, noteRefusal, type RequestLocals } from '../edge/request-context.ts';
@@ -53,16 +52,19 @@ function mcpRouter(services: AppServices, log: Logger): Router {
   const router = Router();
 
   /**
-   * The bearer key, before any JSON-RPC is read, as over HTTP (http/authenticate.ts): a request
-   * whose key is missing, malformed or unknown is paid by its address (429 past its budget, no
-   * lookup) and refused 401 with the API's error body (`{"error": {"code": "unauthorized", …}}`, as
-   * on /v1) and the `WWW-Authenticate: Bearer error="invalid_token"` challenge MCP clients read.
-   * The key's own token is taken per message below.
+   * The bearer key, before any JSON-RPC is read, as over HTTP (the call opens: edge/call.ts): a
+   * request whose key is missing, malformed or unknown is paid by its address (429 past its budget,
+   * no lookup) and refused 401 with the API's error body (`{"error": {"code": "unauthorized", …}}`,
+   * as on /v1) and the `WWW-Authenticate: Bearer error="invalid_token"` challenge MCP clients read.
+   * The key's own token is taken per message below; the key is checked again once the message is in.
    */
   const authenticated = async (req: Request, res: Response, next: NextFunction) => {
     const header = req.headers.authorization;
     try {
-      (res.locals as { principal?: Principal }).principal = await identifyBearer(services, bearerToken(header), (res.locals as RequestLocals).clientAddress);
+      const call = await Call.open(services, bearerToken(header), (res.locals as RequestLocals).clientAddress);
+      (res.locals as RequestLocals).principal = call.principal;
+      res.locals.call = call;
+      res.once('close', () => call.end());
       return next();
     } catch (err) {
       noteError(res, err);
@@ -91,13 +93,13 @@ function mcpRouter(services: AppServices, log: Logger): Router {
 
   router.post('/mcp', authenticated, jsonRpcBody, async (req: Request, res: Response) => {
     const locals = res.locals as RequestLocals;
-    const principal = locals.principal!;
+    const call = res.locals.call as Call;
     const requestId = String(res.locals.requestId);
     const body: unknown = req.body;
     const problem = messageProblem(body);
     if (problem) {
       // A refused message (a batch, say) is a request like any other: it pays its token.
-      if (!takeToken(services, principal, res)) {
+      if (!takeToken(call, res)) {
         noteRefusal(res);
         return void res.status(429).json(errorResponse(null, -32000, `rate_limited: ${res.locals.rateLimitMessage}`));
       }
@@ -115,12 +117,12 @@ function mcpRouter(services: AppServices, log: Logger): Router {
         if (isTool(params.name)) locals.operation = params.name;
       }
       if ('problem' in params) {
-        takeToken(services, principal, res);
+        takeToken(call, res);
         return void res.status(200).json(errorResponse(message.id, INVALID_PARAMS, params.problem));
       }
-      // callTool takes the message's token itself: over the budget, the model reads a rate_limited tool error.
-      const answer = await callTool(services, principal, params.name, params.args, requestId, log);
-      if ('reservation' in answer && answer.reservation) res.once('close', () => answer.reservation?.release());
+      // callTool takes the message's token itself: over the budget, the model reads a rate_limited tool
+      // error. What the call holds goes back when the response closes (`authenticated`).
+      const answer = await callTool(services, call, params.name, params.args, requestId, log);
       if ('thrown' in answer) noteError(res, answer.thrown);
       res.writeHead(200, { 'Content-Type': 'application/json' });
       const chunks = toolResponse(message.id, answer);
@@ -131,7 +133,7 @@ function mcpRouter(services: AppServices, log: Logger): Router {
       return;
     }
 
-    if (!takeToken(services, principal, res)) {
+    if (!takeToken(call, res)) {
       noteRefusal(res);
       return void res.status(429).json(errorResponse(message.id ?? null, -32000, `rate_limited: ${res.locals.rateLimitMessage}`));
     }
@@ -145,10 +147,10 @@ function mcpRouter(services: AppServices, log: Logger): Router {
   return router;
 }
 
-/** One token of the key's budget for a message; false (with Retry-After and RateLimit-* set) when it is empty. */
-function takeToken(services: AppServices, principal: Principal, res: Response): boolean {
+/** One token of the key's (and its workspace's) budget for a message; false (with Retry-After and RateLimit-* set) when it is empty. */
+function takeToken(call: Call, res: Response): boolean {
   try {
-    services.rateLimiter.take(principal.keyId);
+    call.pay();
     return true;
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;

@@ -1,12 +1,11 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { McpToolName } from '../../generated/mcp-tools.ts';
 import type { OperationInput, Operations } from '../../generated/operations.ts';
-import type { Principal } from '../auth/principal.ts';
+import type { Call } from '../edge/call.ts';
 import { operationById } from '../contract/operations.ts';
 import { OperationCall } from '../edge/operation-call.ts';
 import { ApiError, invalidArgument, toErrorBody } from '../errors.ts';
 import { feedPageJson } from '../feed/page.ts';
-import type { Reservation } from '../limits/memory-budget.ts';
 import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
 import type { AppServices, OperationContext } from '../operations/context.ts';
@@ -53,36 +52,35 @@ function runTool<Name extends McpToolName>(name: Name, ctx: OperationContext, re
 }
 
 /**
- * What tools/call answers: a page to splice into the result, with the memory it holds until
- * written (none for a tool whose answer is not a page: feed_cursor), or an error result (`isError`).
+ * What tools/call answers: a page to splice into the result (its memory held by the call until the
+ * response closes), or an error result (`isError`).
  */
-export type ToolAnswer = { page: ToolPage; reservation: Reservation | undefined; answersAPage: boolean } | { error: CallToolResult; thrown: unknown };
+export type ToolAnswer = { page: ToolPage; answersAPage: boolean } | { error: CallToolResult; thrown: unknown };
 
 /**
  * tools/call: validates the arguments against the contract (same validator and messages as HTTP),
  * runs the same operation function, and answers French text plus the HTTP response body.
  * Failures are tool results with isError (the code leads the text), never protocol errors.
- * A page is paid for as over HTTP (edge/operation-call.ts), and its memory stays reserved until
- * the caller has written it.
+ * A page is paid for and admitted as over HTTP, through the call (edge/call.ts, operation-call.ts),
+ * which holds its memory until the response closes.
  */
-export async function callTool(services: AppServices, principal: Principal, name: string, args: unknown, requestId: string, log: Logger): Promise<ToolAnswer> {
-  let call: OperationCall<McpToolName> | undefined;
-  let reservation: Reservation | undefined;
+export async function callTool(services: AppServices, call: Call, name: string, args: unknown, requestId: string, log: Logger): Promise<ToolAnswer> {
+  let op: OperationCall<McpToolName> | undefined;
   try {
-    services.rateLimiter.take(principal.keyId);
+    call.pay();
     if (!isTool(name)) throw invalidArgument(`unknown tool "${name.slice(0, 60)}"; tools/list gives the available tools`);
     // As over HTTP: a key without the permission is refused before its arguments are looked at.
-    call = new OperationCall(services, principal, { ...operationById(name)!, operationId: name });
+    op = new OperationCall(services, call, { ...operationById(name)!, operationId: name });
     // Omitted arguments mean none; anything else that is not an object is refused, as over HTTP.
-    const request = call.validate(args === undefined ? {} : args);
-    call.reservePage();
-    reservation = await call.admitPage();
-    const page = await runTool(call.operationId, call.context, request);
-    call.settle(page.structuredContent.reduce((sum, chunk) => sum + chunk.length, 0) + Buffer.byteLength(page.text));
-    return { page, reservation, answersAPage: call.answersAPage };
+    const request = op.validate(args === undefined ? {} : args);
+    op.reservePage();
+    await op.ready();
+    const page = await runTool(op.operationId, op.context, request);
+    op.settle(page.structuredContent.reduce((sum, chunk) => sum + chunk.length, 0) + Buffer.byteLength(page.text));
+    return { page, answersAPage: op.answersAPage };
   } catch (err) {
-    call?.refund();
-    reservation?.release();
+    call.refund();
+    call.letGoOfMemory();
     return { error: toolError(err, requestId, log), thrown: err };
   }
 }

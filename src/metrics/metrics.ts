@@ -76,7 +76,7 @@ export class Metrics {
   });
   readonly #rateLimited = new Counter({
     name: 'event_feed_rate_limited_total',
-    help: 'Requests refused with 429 (or an MCP rate_limited tool error), by the limit that refused them: key, address, held_reads, memory, draining, other.',
+    help: 'Requests refused with 429 (or an MCP rate_limited tool error), by the limit that refused them: key, workspace, address, held_reads, memory, draining, quota, other.',
     labelNames: ['reason', 'transport'] as const,
     registers: [this.registry],
   });

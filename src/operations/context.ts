@@ -6,6 +6,7 @@ import { forbidden } from '../errors.ts';
 import type { CursorCodec } from '../feed/cursor.ts';
 import type { GroupCommit } from '../feed/group-commit.ts';
 import type { HeldReads } from '../feed/held-reads.ts';
+import type { LiveCalls } from '../edge/live-calls.ts';
 import type { FeedReader } from '../feed/reader.ts';
 import type { MemoryBudget } from '../limits/memory-budget.ts';
 import type { Metrics } from '../metrics/metrics.ts';
@@ -43,6 +44,8 @@ export interface AppServices extends Services {
   memory: MemoryBudget;
   /** Counted at the edges when METRICS_PORT is set (metrics/metrics.ts); absent: nothing is counted. */
   metrics?: Metrics;
+  /** The calls that live on (held reads, streams), told at once when their key may have been revoked. */
+  calls: LiveCalls;
   /** Set once the server starts shutting down: /readyz answers 503 from then on, so balancers stop sending. */
   lifecycle: { draining: boolean };
 }

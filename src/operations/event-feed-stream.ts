@@ -1,5 +1,5 @@
 import type { OperationInput } from '../../generated/operations.ts';
-import type { HeldSlot } from '../feed/held-reads.ts';
+import type { HeldSlot, Wake } from '../feed/held-reads.ts';
 import type { FeedPage } from '../feed/page.ts';
 import type { OperationContext } from './context.ts';
 import { eventFeed } from './event-feed.ts';
@@ -15,8 +15,10 @@ export interface FeedStreamOptions {
   firstWaitMs?: number;
   /** True once the server shuts down: the stream ends (its client reconnects to another instance). */
   closing?: () => boolean;
-  /** Runs each wait: the edge lets go meanwhile of what a page read holds. */
-  whileHeld?: <T>(wait: () => Promise<T>) => Promise<T>;
+  /** Runs each wait (FeedWait.hold). */
+  hold?: (wait: () => Promise<Wake>, deadlineMs: number) => Promise<Wake>;
+  /** Before each read after the first, which the request paid for: the key checked again, the read paid and its memory admitted (OperationCall.beforeRead). */
+  beforeRead?: () => Promise<void>;
 }
 
 /** One step of a stream: a page with its events' types and seqs (facts), or a wait that ended with nothing new. */
@@ -27,13 +29,17 @@ export type FeedStreamStep = { page: FeedPage } | { idle: true };
  * it), each as soon as the one before was taken, then each new event as it is stored. Every read is
  * an event_feed read with its facts (the seqs give each event its own cursor), held while nothing is
  * new; the reads' rules (scope, expiry, "past the end") are event_feed's, so a stream and pages
- * never disagree. Ends when the client goes away or a read fails (the caller reports the error).
+ * never disagree. Ends when the client goes away or a read fails (the caller reports the error);
+ * every read is paid and admitted by the caller's hooks like a poll's (`beforeRead`, `hold`).
  */
 export async function* eventFeedStream(ctx: OperationContext, input: OperationInput<'event_feed'>, options: FeedStreamOptions): AsyncGenerator<FeedStreamStep> {
   let after = input.after;
   let waitMs = options.firstWaitMs ?? options.idleMs;
+  let first = true;
   while (!options.signal.aborted && !options.closing?.()) {
-    const wait = { ms: waitMs, signal: options.signal, slot: options.slot, whileHeld: options.whileHeld };
+    if (!first) await options.beforeRead?.();
+    first = false;
+    const wait = { ms: waitMs, signal: options.signal, slot: options.slot, hold: options.hold };
     waitMs = options.idleMs;
     const page = await eventFeed(ctx, { ...input, after }, { facts: true, wait });
     if (options.signal.aborted) return;

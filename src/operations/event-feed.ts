@@ -1,5 +1,5 @@
 import type { OperationInput } from '../../generated/operations.ts';
-import type { HeldSlot } from '../feed/held-reads.ts';
+import type { HeldSlot, Wake } from '../feed/held-reads.ts';
 import type { FeedPage } from '../feed/page.ts';
 import type { FeedRead, FeedReadResult } from '../feed/reader.ts';
 import { FeedScope } from '../feed/scope.ts';
@@ -16,10 +16,14 @@ export interface FeedView {
 export interface FeedWait {
   /** Held at most this long (0: answered at once, like any read). */
   ms: number;
-  /** The client went away: stop waiting. */
+  /** The call ended (its client went away, its key was revoked): stop waiting. */
   signal?: AbortSignal;
-  /** Runs the wait: the edge lets go meanwhile of what a page read holds (its memory, its reserved tokens). */
-  whileHeld?: <T>(wait: () => Promise<T>) => Promise<T>;
+  /**
+   * Runs the wait, given the time it ends (performance.now()): the call lets go meanwhile of what a
+   * page read holds, and before the read that follows a move, checks the key again and pays for the
+   * read (OperationCall.hold).
+   */
+  hold?: (wait: () => Promise<Wake>, deadlineMs: number) => Promise<Wake>;
   /** A place among the held reads taken by the caller for longer than this read (a stream holds one for its life). */
   slot?: HeldSlot;
 }
@@ -33,8 +37,9 @@ type FeedContext = Pick<OperationContext, 'cursors' | 'principal' | 'feed'> & Pa
  * not the workspace is verified (the feed never looks at it).
  *
  * With `view.wait`, a read that finds nothing new is held until a commit of the workspace is
- * heard, then read again, until it finds something this key may see or the time is up: a
- * restricted key is answered only for its mailboxes' events. Each read is the same read as an
+ * heard (for a restricted key, one that may hold events of its mailboxes), then read again, until
+ * it finds something this key may see or the time is up: a restricted key is answered only for its
+ * mailboxes' events. Each read is the same read as an
  * immediate one (its answer includes every event whose emit was answered before it began), and
  * the watch on the workspace begins before it, so a commit between a read and its wait is not slept
  * through.
@@ -58,16 +63,16 @@ export async function eventFeed(ctx: FeedContext, input: OperationInput<'event_f
   let first: FeedReadResult | undefined;
   try {
     for (;;) {
-      const watch = heldReads.watch(workspaceId);
+      const watch = heldReads.watch(workspaceId, mailboxes);
       try {
         const result = await ctx.feed.read(read);
         first ??= result;
         if (result.events.count > 0) return pageOf(ctx, input, result);
         // Read on from where this read stood (without a cursor: the oldest retained event's predecessor).
         read.afterSeq = result.afterSeq;
-        slot ??= wait.slot ?? heldReads.hold(ctx.principal.keyId);
-        const hold = () => watch.until(deadline, wait.signal);
-        const why = await (wait.whileHeld ? wait.whileHeld(hold) : hold());
+        slot ??= wait.slot ?? heldReads.hold(ctx.principal);
+        const until = () => watch.until(deadline, wait.signal);
+        const why = await (wait.hold ? wait.hold(until, deadline) : until());
         if (why !== 'moved') return pageOf(ctx, input, first);
         // Polls woken by one commit may share one read begun after it (feed/shared-reads.ts).
         read.wokenAt = watch.wokenAt;

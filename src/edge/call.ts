@@ -1,0 +1,216 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { authenticate } from '../auth/api-keys.ts';
+import type { Principal } from '../auth/principal.ts';
+import { ApiError, unauthorized } from '../errors.ts';
+import { KnownTokens } from '../limits/known-tokens.ts';
+import type { Reservation } from '../limits/memory-budget.ts';
+import { PAGE_RESERVATION_BYTES } from '../limits/page-bytes.ts';
+import type { RateState } from '../limits/rate-limiter.ts';
+import type { AppServices } from '../operations/context.ts';
+
+/** How a call ended early: its client went away or its answer is written (`ended`), or its key was revoked. */
+export type CallEnd = 'ended' | 'revoked';
+
+/** Refused once the key is revoked while the call was under way. */
+export const revokedKey = () => unauthorized('this API key was revoked');
+
+/**
+ * One call, from its bearer key to its last byte, whatever the transport (HTTP `/v1`, MCP) and the
+ * answer's shape (a JSON page, a held read, an event stream, an MCP tool result): the one place
+ * that knows who pays for it and what it holds.
+ *
+ * - Who: the key, authenticated when the call opens (paid by the client's address until it proves
+ *   valid), and checked again (`recheck`) once the request's body has arrived, before the operation
+ *   runs, and at each wake and page of a read that lives longer (a held poll, a stream), which also
+ *   watch for the key's revocation (`watchRevocation`: LiveCalls tells them at once).
+ * - What it costs: tokens from the key's and its workspace's buckets (`pay`, a page's worst case
+ *   reserved first by `reservePage` and settled at its size), and the memory its answer holds
+ *   (`admit`), both released on every way a call can end (`end`, idempotent): a reservation granted
+ *   after the call ended is given back at once.
+ *
+ * The key itself is kept only to be checked again: never logged, never echoed.
+ */
+export class Call {
+  readonly principal: Principal;
+  readonly #services: AppServices;
+  readonly #token: string;
+  readonly #life = new AbortController();
+  #memory: Reservation | undefined;
+  #reservedTokens = 0;
+  #unwatch: (() => void) | undefined;
+
+  private constructor(services: AppServices, principal: Principal, token: string) {
+    this.#services = services;
+    this.principal = principal;
+    this.#token = token;
+  }
+
+  /**
+   * Authenticates the bearer key (`token`: undefined when the header is missing or malformed).
+   * No request goes unpaid: one whose token authenticated lately (RateLimiter.knownTokens) is paid
+   * by its key; any other by its address before its key is looked up (429 when the address has
+   * nothing left): a token taken, given back if the key proves valid, kept if not. So a flood of
+   * unknown keys costs at most the address's rate in lookups, and a valid key sharing that address
+   * is not refused for it once it has authenticated. A database failure here is ours (500), not the
+   * caller's (401). The key's own token is not taken here: `pay`.
+   */
+  static async open(services: AppServices, token: string | undefined, address: string): Promise<Call> {
+    const { store, changes, rateLimiter } = services;
+    const lookUp = () => (token === undefined ? Promise.resolve(undefined) : authenticate(store, token, changes.keys));
+    if (!rateLimiter.enabled) {
+      const principal = await lookUp();
+      if (!principal) throw unauthorized();
+      return new Call(services, principal, token!);
+    }
+    const digest = token === undefined ? undefined : KnownTokens.digest(token);
+    const known = digest !== undefined && rateLimiter.knownTokens.has(digest);
+    if (!known) rateLimiter.takeForAddress(address);
+    let principal: Principal | undefined;
+    try {
+      principal = await lookUp();
+    } catch (err) {
+      // Our failure (the database), not the client's: its address does not pay for it.
+      if (!known) rateLimiter.chargeAddress(address, -1);
+      throw err;
+    }
+    if (!principal) {
+      if (known) {
+        // Revoked since: from now on this token is looked up only if its address can pay.
+        rateLimiter.knownTokens.forget(digest);
+        rateLimiter.chargeAddress(address, 1);
+      }
+      throw unauthorized();
+    }
+    if (!known) rateLimiter.chargeAddress(address, -1);
+    rateLimiter.knownTokens.remember(digest!);
+    return new Call(services, principal, token!);
+  }
+
+  /** Aborted when the call ends or its key is revoked (`reason` is the CallEnd). */
+  get signal(): AbortSignal {
+    return this.#life.signal;
+  }
+
+  get ended(): boolean {
+    return this.#life.signal.aborted;
+  }
+
+  get revoked(): boolean {
+    return this.#life.signal.reason === 'revoked';
+  }
+
+  /** One request's token (or `cost`) from the key's and its workspace's buckets: 429 rate_limited when either is empty. */
+  pay(cost = 1): RateState | undefined {
+    return this.#services.rateLimiter.take(this.principal, cost);
+  }
+
+  /**
+   * `pay`, waiting while the buckets are empty (a stream pauses rather than closes): false when the
+   * call ended meanwhile or `deadlineMs` (performance.now()) passed first.
+   */
+  async payWhenAble(deadlineMs = Infinity): Promise<boolean> {
+    const limiter = this.#services.rateLimiter;
+    while (!limiter.canPay(this.principal)) {
+      const pause = Math.min(Math.max(100, limiter.retryAfterSeconds(this.principal) * 1000), deadlineMs - performance.now());
+      if (pause <= 0) return false;
+      const woke = await sleep(pause, true, { signal: this.signal }).catch(() => false);
+      if (!woke) return false;
+    }
+    if (this.ended) return false;
+    this.pay();
+    return true;
+  }
+
+  /** What an answer that may be a whole page costs at worst, taken now (RateLimiter.reservePage) and settled by `settle`. */
+  reservePage(): void {
+    this.#reservedTokens += this.#services.rateLimiter.reservePage(this.principal);
+  }
+
+  /** Pays for an answer of `bytes` (less what was reserved): the rate state after it. */
+  settle(bytes: number): RateState | undefined {
+    const rate = this.#services.rateLimiter.chargeForBytes(this.principal, bytes, this.#reservedTokens);
+    this.#reservedTokens = 0;
+    return rate;
+  }
+
+  /** The call failed: what was reserved and not used goes back (the rate state after, if anything went back). */
+  refund(): RateState | undefined {
+    if (!this.#reservedTokens) return undefined;
+    const rate = this.#services.rateLimiter.charge(this.principal, -this.#reservedTokens);
+    this.#reservedTokens = 0;
+    return rate;
+  }
+
+  /**
+   * Memory for an answer (a page's worst case by default), held against the budget until
+   * `letGoOfMemory`, a smaller `resizeMemory`, or the call's end. Waits for room up to `maxWaitMs`
+   * (the budget's own wait when absent), then 429. One reservation at a time: a call reads one page
+   * at a time.
+   */
+  async admit(bytes = PAGE_RESERVATION_BYTES, maxWaitMs?: number): Promise<void> {
+    this.letGoOfMemory();
+    if (this.ended) throw this.#endedError();
+    const reservation = await this.#services.memory.admit(this.principal.workspaceId, bytes, maxWaitMs);
+    // Granted after the call ended (its client left while it waited): nobody will release it but here.
+    if (this.ended) {
+      reservation.release();
+      throw this.#endedError();
+    }
+    this.#memory = reservation;
+  }
+
+  /** Holds only what the answer takes, once its size is known. */
+  resizeMemory(bytes: number): void {
+    this.#memory?.resize(bytes);
+  }
+
+  letGoOfMemory(): void {
+    this.#memory?.release();
+    this.#memory = undefined;
+  }
+
+  /**
+   * The key is looked up again (its verified copy when one is trusted: VerifiedKeys): refused
+   * unauthorized once it was revoked since the call opened, and the call ends.
+   */
+  async recheck(): Promise<void> {
+    if (this.revoked) throw revokedKey();
+    if (!(await this.stillValid())) {
+      this.#end('revoked');
+      throw revokedKey();
+    }
+  }
+
+  /** Whether the key still authenticates (LiveCalls asks once per key for all its calls). */
+  async stillValid(): Promise<boolean> {
+    const principal = await authenticate(this.#services.store, this.#token, this.#services.changes.keys);
+    return principal?.keyId === this.principal.keyId;
+  }
+
+  /** A call that lives on (a held read, a stream) is told at once when its key may have changed (LiveCalls), until it ends. */
+  watchRevocation(): void {
+    if (this.#unwatch || this.ended) return;
+    this.#unwatch = this.#services.calls.add(this);
+  }
+
+  /** Its key was found revoked (LiveCalls): whatever the call waits on ends now, and it is answered unauthorized. */
+  revoke(): void {
+    this.#end('revoked');
+  }
+
+  /** The answer is written or the client went away: everything the call holds goes back; nothing is admitted after. */
+  end(): void {
+    this.#end('ended');
+  }
+
+  #end(why: CallEnd): void {
+    if (!this.ended) this.#life.abort(why);
+    this.letGoOfMemory();
+    this.#unwatch?.();
+    this.#unwatch = undefined;
+  }
+
+  #endedError(): ApiError {
+    return this.revoked ? revokedKey() : new ApiError('invalid_argument', 'the request ended before its answer', 499);
+  }
+}
