@@ -99,6 +99,17 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const retryAfter = Number(again.headers.get('retry-after'));
         assert.ok(retryAfter >= 1 && retryAfter <= 5, `Retry-After ${retryAfter}`);
         assert.equal(receiver.received.length, 1, 'the refused call sent nothing');
+
+        // Removing the endpoint and setting it again does not start a new cooldown: it is the workspace's URL's.
+        assert.equal((await server.post('/v1/set_webhook', { url: receiver.url, remove: true }, admin)).status, 200);
+        assert.equal((await server.post('/v1/set_webhook', { url: receiver.url }, admin)).status, 200);
+        const recreated = await server.post('/v1/test_webhook', { url: receiver.url }, admin);
+        assert.equal(recreated.status, 429, recreated.text);
+        assert.equal(receiver.received.length, 1, 'still one test delivery');
+        // Another workspace testing the same URL has a cooldown of its own.
+        const other = await workspace();
+        await server.post('/v1/set_webhook', { url: receiver.url }, other.admin);
+        assert.equal((await server.post('/v1/test_webhook', { url: receiver.url }, other.admin)).status, 200);
       } finally {
         await receiver.close();
       }

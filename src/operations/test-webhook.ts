@@ -4,9 +4,9 @@ import { sendTestDelivery } from '../webhooks/test-delivery.ts';
 import { requireWorkspaceAdmin, type OperationContext } from './context.ts';
 
 /**
- * One test delivery per endpoint per this many seconds, whichever instance is asked: with the
- * key's rate budget alone, an admin key could make the service POST to a third party's URL a
- * hundred times a second.
+ * One test delivery per URL of a workspace per this many seconds, whichever instance is asked and
+ * whether or not its endpoint was removed and set again meanwhile: with the key's rate budget
+ * alone, an admin key could make the service POST to a third party's URL a hundred times a second.
  */
 export const TEST_WEBHOOK_COOLDOWN_SECONDS = 5;
 
@@ -16,10 +16,10 @@ export async function testWebhook(ctx: OperationContext, input: TestWebhookReque
   const endpoint = await ctx.store.webhooks.findEndpoint(ctx.principal.workspaceId, input.url);
   if (!endpoint) throw invalidArgument('no webhook endpoint has this url in this workspace');
   const now = ctx.clock.now().getTime();
-  const slot = await ctx.store.webhooks.claimTestSlot(endpoint.id, now, TEST_WEBHOOK_COOLDOWN_SECONDS * 1000);
+  const slot = await ctx.store.webhooks.claimTestSlot(ctx.principal.workspaceId, endpoint.url, now, TEST_WEBHOOK_COOLDOWN_SECONDS * 1000);
   if (!slot.claimed) {
     const seconds = Math.ceil(slot.waitMs / 1000);
-    throw new RateLimitedError('quota', `this endpoint was tested less than ${TEST_WEBHOOK_COOLDOWN_SECONDS} seconds ago; retry in ${seconds} seconds`, { 'Retry-After': String(seconds) });
+    throw new RateLimitedError('quota', `this URL was tested less than ${TEST_WEBHOOK_COOLDOWN_SECONDS} seconds ago; retry in ${seconds} seconds`, { 'Retry-After': String(seconds) });
   }
   return sendTestDelivery(endpoint, now, ctx.webhookPolicy ?? { allowInsecure: false }, ctx.webhookTimeoutMs ?? 10_000);
 }

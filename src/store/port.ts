@@ -214,7 +214,7 @@ export interface EndpointRow {
   /** The secret a rotation replaced: deliveries carry its signature too until previous_secret_expires_at. */
   previous_secret: string | null;
   previous_secret_expires_at: number | null;
-  /** The last test_webhook call's time: its per-endpoint cooldown. */
+  /** Unused since migration 012 (test_webhook's cooldown is per workspace and URL). */
   last_tested_at: number | null;
   created_at: number;
   updated_at: number;
@@ -402,10 +402,11 @@ export interface Store {
     /** The endpoint's last `window` attempts counted, by the (endpoint_id, id) index: bounded whatever its history. */
     attemptHealth(endpointId: string, window: number): Promise<AttemptHealth>;
     /**
-     * Claims the endpoint's test slot at `now` unless it was claimed less than `cooldownMs` ago
-     * (one conditional UPDATE: instances agree); when refused, the ms left to wait.
+     * Claims the test slot of a URL of the workspace at `now` unless it was claimed less than
+     * `cooldownMs` ago, whichever endpoint row held the URL then (one conditional upsert: instances
+     * agree); when refused, the ms left to wait.
      */
-    claimTestSlot(endpointId: string, now: number, cooldownMs: number): Promise<{ claimed: true } | { claimed: false; waitMs: number }>;
+    claimTestSlot(workspaceId: string, url: string, now: number, cooldownMs: number): Promise<{ claimed: true } | { claimed: false; waitMs: number }>;
   };
 
   /** Resolves once the database answers a trivial statement (readiness). */

@@ -86,7 +86,7 @@ export function createStore(adapter: Adapter): Store {
       pendingCount: (endpointId) => pendingCount(knex, endpointId),
       recentAttempts: (endpointId, max) => recentAttempts(knex, endpointId, max),
       attemptHealth: (endpointId, window) => attemptHealth(knex, endpointId, window),
-      claimTestSlot: (endpointId, now, cooldownMs) => claimTestSlot(knex, endpointId, now, cooldownMs),
+      claimTestSlot: (workspaceId, url, now, cooldownMs) => claimTestSlot(knex, workspaceId, url, now, cooldownMs),
     },
 
     ping: async () => void (await knex.raw('select 1')),

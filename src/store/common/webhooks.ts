@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { WebhookAttempt } from '../../../generated/types.ts';
 import type { AttemptHealth, AttemptRecord, DueDelivery, EndpointRow, LeaseRequest } from '../port.ts';
@@ -149,15 +150,25 @@ export async function attemptHealth(db: Reader, endpointId: string, window: numb
   return { attempts: Number(row?.attempts ?? 0), delivered: Number(row?.delivered ?? 0) };
 }
 
-/** test_webhook's cooldown: one conditional UPDATE claims the slot, so instances racing on it agree. */
-export async function claimTestSlot(db: Db, endpointId: string, now: number, cooldownMs: number): Promise<{ claimed: true } | { claimed: false; waitMs: number }> {
-  const claimed = await db('webhook_endpoints')
-    .where({ id: endpointId })
-    .andWhere((q) => q.whereNull('last_tested_at').orWhere('last_tested_at', '<=', now - cooldownMs))
-    .update({ last_tested_at: now });
-  if (claimed > 0) return { claimed: true };
-  const row: { last_tested_at: number | string | null } | undefined = await db('webhook_endpoints').where({ id: endpointId }).first('last_tested_at');
-  return { claimed: false, waitMs: Math.max(1, Number(row?.last_tested_at ?? now) + cooldownMs - now) };
+/**
+ * test_webhook's cooldown, per workspace and URL (whatever endpoint row holds the URL now): one
+ * conditional upsert claims the slot, so instances racing on it agree. The workspace's rows past
+ * their cooldown go first: the table holds only what was tested in the last `cooldownMs`.
+ */
+export async function claimTestSlot(db: Db, workspaceId: string, url: string, now: number, cooldownMs: number): Promise<{ claimed: true } | { claimed: false; waitMs: number }> {
+  const urlSha256 = createHash('sha256').update(url).digest('hex');
+  await db('webhook_test_cooldowns').where({ workspace_id: workspaceId }).andWhere('tested_at', '<=', now - cooldownMs).delete();
+  const claimed = await queryRows<{ tested_at: number | string }>(
+    db,
+    `INSERT INTO webhook_test_cooldowns (workspace_id, url_sha256, tested_at) VALUES (?, ?, ?)
+     ON CONFLICT (workspace_id, url_sha256) DO UPDATE SET tested_at = excluded.tested_at
+      WHERE webhook_test_cooldowns.tested_at <= ?
+     RETURNING tested_at`,
+    [workspaceId, urlSha256, now, now - cooldownMs],
+  );
+  if (claimed.length > 0) return { claimed: true };
+  const row: { tested_at: number | string } | undefined = await db('webhook_test_cooldowns').where({ workspace_id: workspaceId, url_sha256: urlSha256 }).first('tested_at');
+  return { claimed: false, waitMs: Math.max(1, Number(row?.tested_at ?? now) + cooldownMs - now) };
 }
 
 /** An endpoint's pending deliveries, counted up to `max` (the count stops there: it reads at most that many index entries). */
