@@ -2,24 +2,26 @@
  * `event-feed serve --workers N` (src/cli/serve.ts, workers.ts), the service as it ships, on SQLite
  * and Postgres: N processes share the port, and what one worker does the others see as instances
  * do (an emit, a revocation); a worker that dies is replaced and logged; SIGTERM drains and stops
- * every process. Every request here opens a connection of its own, so the primary's round robin
- * spreads them over the workers.
+ * every process; a worker killed while connections arrive leaves no client hanging and no socket
+ * behind in the primary. Every request here opens a connection of its own, which the kernel gives
+ * to one worker or the other.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { createKey } from '../src/auth/api-keys.ts';
 import { revokeKeyEverywhere } from '../src/auth/revoke-everywhere.ts';
 import { openStore } from '../src/store/open-store.ts';
 import { sampleEvent } from './support/contract.ts';
-import { databaseKinds, type TestDatabase } from './support/databases.ts';
+import { databaseKinds, sqliteDatabase, type TestDatabase } from './support/databases.ts';
 import { until } from './support/wait.ts';
 import { provision, startProcessServer, type ProcessServer } from './support/process-server.ts';
 
 const WORKERS = 2;
 
-/** POST on a connection of its own (no keep-alive): the primary hands each connection to the next worker. */
-function postOnNewConnection(url: string, path: string, key: string, body: unknown): Promise<{ status: number; json: any }> {
+/** POST on a connection of its own (no keep-alive): whichever worker accepts it answers. */
+function postOnNewConnection(url: string, path: string, key: string, body: unknown, timeoutMs = 30_000): Promise<{ status: number; json: any }> {
   return new Promise((resolve, reject) => {
     const payload = JSON.stringify(body);
     const req = request(
@@ -33,6 +35,7 @@ function postOnNewConnection(url: string, path: string, key: string, body: unkno
       },
     );
     req.on('error', reject);
+    req.setTimeout(timeoutMs, () => req.destroy(new Error('timed out')));
     req.end(payload);
   });
 }
@@ -136,6 +139,74 @@ for (const { kind, create, skip } of await databaseKinds()) {
     });
   });
 }
+
+/** The pids of a primary's workers, from the OS (the log keeps only its last lines under load). */
+const workerPids = (primary: number): number[] => {
+  try {
+    return execFileSync('pgrep', ['-P', String(primary)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+};
+
+describe('serve --workers: a worker killed while connections arrive', () => {
+  let database: TestDatabase;
+  let server: ProcessServer;
+  let keys: Record<string, string>;
+
+  before(async () => {
+    database = await sqliteDatabase();
+    ({ keys } = await provision(database.url, { read: { permissions: ['read'] } }));
+    server = await startProcessServer({ databaseUrl: database.url, asShipped: true, serveArgs: ['--workers', String(WORKERS)] });
+    await until(`${WORKERS} workers run`, () => workerPids(server.child.pid!).length === WORKERS, 20_000);
+  });
+  after(async () => {
+    const workers = workerPids(server?.child.pid ?? 0);
+    await server?.kill();
+    for (const pid of workers) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    await database?.drop();
+  });
+
+  it('leaves no client without an answer or a closed connection, and no socket in the primary', async () => {
+    const outcomes = { answered: 0, closed: 0, hung: 0 };
+    let running = true;
+    const client = async () => {
+      while (running) {
+        const started = performance.now();
+        try {
+          const { status } = await postOnNewConnection(server.url, '/v1/event_feed', keys.read!, { limit: 1 }, 10_000);
+          assert.equal(status, 200);
+          outcomes.answered++;
+        } catch (err) {
+          if ((err as Error).message === 'timed out' || performance.now() - started >= 10_000) outcomes.hung++;
+          else outcomes.closed++;
+        }
+      }
+    };
+    const clients = Array.from({ length: 8 }, client);
+    for (let kill = 0; kill < 3; kill++) {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const [victim] = workerPids(server.child.pid!);
+      process.kill(victim!, 'SIGKILL');
+      // A worker starts in seconds, more on a loaded machine.
+      await until('another worker runs', () => {
+        const pids = workerPids(server.child.pid!);
+        return pids.length === WORKERS && !pids.includes(victim!);
+      }, 60_000);
+    }
+    // The replacement listens once it answers: a few more rounds through both.
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    running = false;
+    await Promise.all(clients);
+    assert.equal(outcomes.hung, 0, `no request left hanging: ${JSON.stringify(outcomes)}`);
+    assert.ok(outcomes.answered > 0, JSON.stringify(outcomes));
+    // The primary holds the listening socket only: nothing accepted, nothing half-closed.
+    const sockets = execFileSync('ss', ['-tanpH'], { encoding: 'utf8' })
+      .split('\n')
+      .filter((line) => line.includes(`pid=${server.child.pid},`) && !line.startsWith('LISTEN'));
+    assert.deepEqual(sockets, [], 'the primary keeps no connection');
+  });
+});
 
 describe('serve --workers refuses a count it cannot run', () => {
   it('zero, a fraction, too many or a word: refused before anything starts', async () => {

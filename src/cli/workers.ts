@@ -19,8 +19,12 @@ export interface Supervision {
 
 /**
  * The primary of `serve --workers N`: forks N copies of this process (node:cluster), which each run
- * the whole service, as N instances on one database would, and share the port; the primary
- * distributes connections among them (round robin) and serves nothing itself. What instances on
+ * the whole service, as N instances on one database would, and share the port: each worker accepts
+ * its connections itself from the one listening socket (cluster.SCHED_NONE: the kernel balances
+ * them), and the primary serves nothing and holds no connection. With the primary handing accepted
+ * sockets to workers in turn (Node's default on Linux), a socket handed to a worker that died on
+ * the way was never answered nor closed: its client hung, and the primary kept it in CLOSE-WAIT.
+ * Now a dying worker takes only its own connections with it, which the kernel closes. What instances on
  * one database already keep right across processes keeps it right across workers: SQLite's
  * readers see other processes' commits in the file's version (store/sqlite/changes.ts), Postgres
  * instances hear every commit and key change on a channel, webhooks are leased, migrations and
@@ -31,6 +35,8 @@ export interface Supervision {
  * and `failed` resolves with 1, rather than forking forever.
  */
 export function superviseWorkers(config: Config, count: number, log: Logger): Supervision {
+  // Read by the first fork: the workers accept from the shared socket themselves.
+  cluster.schedulingPolicy = cluster.SCHED_NONE;
   let stopping = false;
   let failedStarts = 0;
   const listeningWorkers = new WeakSet<Worker>();
