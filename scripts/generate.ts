@@ -47,15 +47,15 @@ function bundle(types: EventTypeEntry[], derived: Map<string, string>): JsonObje
   const doc = parseYaml(readFileSync(join(root, 'openapi.yaml'), 'utf8')) as JsonObject;
   const components = doc.components as JsonObject;
   const listed = components.schemas as JsonObject;
-  // The event types' components go just before MailEvent (scripts/generate-event-types.ts).
-  if (!('MailEvent' in listed)) throw new Error('openapi.yaml: components.schemas must list MailEvent');
+  // The event types' components go just before the union that joins them (scripts/generate-event-types.ts).
   const added = eventTypeComponents(root, types);
-  for (const { name } of added) {
+  for (const { name, before } of added) {
     if (name in listed) throw new Error(`openapi.yaml: components.schemas.${name} comes from schemas/event-types.json: do not list it`);
+    if (!(before in listed)) throw new Error(`openapi.yaml: components.schemas must list ${before}`);
   }
   const schemas: JsonObject = {};
   for (const [name, schema] of Object.entries(listed)) {
-    if (name === 'MailEvent') for (const component of added) schemas[component.name] = { $ref: `./${relative(root, component.file)}` };
+    for (const component of added.filter((c) => c.before === name)) schemas[component.name] = { $ref: `./${relative(root, component.file)}` };
     schemas[name] = schema;
   }
   components.schemas = schemas;
@@ -92,17 +92,14 @@ function listSchemaFiles(dir: string): string[] {
   );
 }
 
-/** The document without `discriminator`s: the oneOf branches' `type` constants already type each branch. */
-function withoutDiscriminators(value: Json): Json {
-  if (Array.isArray(value)) return value.map(withoutDiscriminators);
-  if (!isObject(value)) return value;
-  return Object.fromEntries(Object.entries(value).filter(([key]) => key !== 'discriminator').map(([key, child]) => [key, withoutDiscriminators(child)]));
-}
-
+/**
+ * The types of the contract as openapi-typescript writes them at its defaults, what an integrator
+ * gets from `npx openapi-typescript <deployment>/openapi.json`: the typed client (client/) is built
+ * on them and so proves that they serve (test/generated-clients.test.ts runs the outside tools).
+ */
 async function typesModule(doc: JsonObject): Promise<string> {
-  // openapi-typescript reads a schema that takes a discriminated oneOf through allOf (EventEnvelope,
-  // EmitEventRequest) as one of its mapped subtypes and forces `type` to the schema's name.
-  const ast = await openapiTS(withoutDiscriminators(doc) as never, { exportType: true, defaultNonNullable: false, emptyObjectsUnknown: true });
+  // A copy: openapi-typescript rewrites the document it is given (a discriminated branch's `const` becomes an `enum`).
+  const ast = await openapiTS(structuredClone(doc) as never);
   const names = Object.keys((doc.components as JsonObject).schemas as JsonObject);
   const aliases = names.map((name) => `export type ${name} = components['schemas']['${name}'];`).join('\n');
   return `${BANNER}${astToString(ast)}\n// One alias per schema component.\n${aliases}\n`;
@@ -139,7 +136,7 @@ function mcpToolsModule(doc: JsonObject): string {
 /** Every derived file, by path relative to the repository root. */
 async function render(): Promise<Map<string, string>> {
   const types = readEventTypes(root);
-  const schemaFiles = eventTypeSchemaFiles(types);
+  const schemaFiles = eventTypeSchemaFiles(root, types);
   const doc = bundle(types, schemaFiles);
   return new Map([
     ...schemaFiles,
