@@ -673,12 +673,6 @@ export interface components {
          */
         WorkspaceId: string;
         /**
-         * MailboxId
-         * @description Identifier of a mailbox inside a workspace: `mbx_` followed by 1 to 64 characters among letters, digits, `_` and `-`.
-         * @example mbx_contact-boutique
-         */
-        MailboxId: string;
-        /**
          * EmailAddress
          * @description A mailbox address with an optional display name, as in an RFC 5322 address header.
          * @example {
@@ -695,6 +689,12 @@ export interface components {
             /** @description Display name, decoded (no RFC 2047 encoded words). Absent when the header had none. */
             name?: string;
         };
+        /**
+         * MailboxId
+         * @description Identifier of a mailbox inside a workspace: `mbx_` followed by 1 to 64 characters among letters, digits, `_` and `-`.
+         * @example mbx_contact-boutique
+         */
+        MailboxId: string;
         /**
          * Refs
          * @description References to the objects an event is attached to. Each one is present when it applies and absent otherwise (for instance, no `thread_id` for a message rejected before it was accepted).
@@ -784,6 +784,35 @@ export interface components {
             spam_verdict: "pass" | "suspect" | "spam";
         };
         /**
+         * MailReceivedEvent
+         * @description A `mail.received` event as stored, returned by the feed and delivered by webhooks: an inbound message was accepted for a mailbox of the workspace.
+         */
+        MailReceivedEvent: {
+            /** @description Unique identifier of the event. */
+            id: components["schemas"]["EventId"];
+            /**
+             * @description Type of the event; gives the shape of `data`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "mail.received";
+            /**
+             * Format: date-time
+             * @description When the event happened: RFC 3339 in UTC with a `Z` suffix and millisecond precision, e.g. `2026-11-21T09:14:03.512Z`.
+             */
+            occurred_at: string;
+            /** @description Identifies the workspace the event belongs to. */
+            account: components["schemas"]["WorkspaceId"];
+            /** @description The person and the platform objects the event is about. */
+            subject: components["schemas"]["Subject"];
+            /** @description Details of the event, in the schema of its type. */
+            data: components["schemas"]["MailReceivedData"];
+            /**
+             * @description Version of the envelope format; always 1.
+             * @constant
+             */
+            v: 1;
+        };
+        /**
          * MailSentData
          * @description The `data` of a `mail.sent` event: an outbound message was accepted for sending from a mailbox of the workspace. Delivery to each recipient is reported later by `mail.delivered`, `mail.deferred` or `mail.bounced`.
          * @example {
@@ -823,6 +852,35 @@ export interface components {
             attachment_count?: number;
         };
         /**
+         * MailSentEvent
+         * @description A `mail.sent` event as stored, returned by the feed and delivered by webhooks: an outbound message was accepted for sending from a mailbox of the workspace (queued, not yet delivered).
+         */
+        MailSentEvent: {
+            /** @description Unique identifier of the event. */
+            id: components["schemas"]["EventId"];
+            /**
+             * @description Type of the event; gives the shape of `data`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "mail.sent";
+            /**
+             * Format: date-time
+             * @description When the event happened: RFC 3339 in UTC with a `Z` suffix and millisecond precision, e.g. `2026-11-21T09:14:03.512Z`.
+             */
+            occurred_at: string;
+            /** @description Identifies the workspace the event belongs to. */
+            account: components["schemas"]["WorkspaceId"];
+            /** @description The person and the platform objects the event is about. */
+            subject: components["schemas"]["Subject"];
+            /** @description Details of the event, in the schema of its type. */
+            data: components["schemas"]["MailSentData"];
+            /**
+             * @description Version of the envelope format; always 1.
+             * @constant
+             */
+            v: 1;
+        };
+        /**
          * MailDeliveredData
          * @description The `data` of a `mail.delivered` event: the receiving server accepted an outbound message for one recipient.
          * @example {
@@ -850,6 +908,35 @@ export interface components {
             delivery_ms: number;
             /** @description Number of the delivery attempt that succeeded (1 for the first). */
             attempt: number;
+        };
+        /**
+         * MailDeliveredEvent
+         * @description A `mail.delivered` event as stored, returned by the feed and delivered by webhooks: the receiving server accepted an outbound message for one recipient (SMTP 2xx).
+         */
+        MailDeliveredEvent: {
+            /** @description Unique identifier of the event. */
+            id: components["schemas"]["EventId"];
+            /**
+             * @description Type of the event; gives the shape of `data`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "mail.delivered";
+            /**
+             * Format: date-time
+             * @description When the event happened: RFC 3339 in UTC with a `Z` suffix and millisecond precision, e.g. `2026-11-21T09:14:03.512Z`.
+             */
+            occurred_at: string;
+            /** @description Identifies the workspace the event belongs to. */
+            account: components["schemas"]["WorkspaceId"];
+            /** @description The person and the platform objects the event is about. */
+            subject: components["schemas"]["Subject"];
+            /** @description Details of the event, in the schema of its type. */
+            data: components["schemas"]["MailDeliveredData"];
+            /**
+             * @description Version of the envelope format; always 1.
+             * @constant
+             */
+            v: 1;
         };
         /**
          * MailDeferredData
@@ -888,6 +975,35 @@ export interface components {
              * @description When the next attempt is scheduled (RFC 3339, UTC).
              */
             next_attempt_at: string;
+        };
+        /**
+         * MailDeferredEvent
+         * @description A `mail.deferred` event as stored, returned by the feed and delivered by webhooks: a delivery attempt to one recipient failed temporarily; it will be retried.
+         */
+        MailDeferredEvent: {
+            /** @description Unique identifier of the event. */
+            id: components["schemas"]["EventId"];
+            /**
+             * @description Type of the event; gives the shape of `data`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "mail.deferred";
+            /**
+             * Format: date-time
+             * @description When the event happened: RFC 3339 in UTC with a `Z` suffix and millisecond precision, e.g. `2026-11-21T09:14:03.512Z`.
+             */
+            occurred_at: string;
+            /** @description Identifies the workspace the event belongs to. */
+            account: components["schemas"]["WorkspaceId"];
+            /** @description The person and the platform objects the event is about. */
+            subject: components["schemas"]["Subject"];
+            /** @description Details of the event, in the schema of its type. */
+            data: components["schemas"]["MailDeferredData"];
+            /**
+             * @description Version of the envelope format; always 1.
+             * @constant
+             */
+            v: 1;
         };
         /**
          * MailBouncedData
@@ -931,6 +1047,35 @@ export interface components {
             remote_mta?: string;
         };
         /**
+         * MailBouncedEvent
+         * @description A `mail.bounced` event as stored, returned by the feed and delivered by webhooks: delivery to one recipient failed for good (hard bounce, or soft bounce after the last retry).
+         */
+        MailBouncedEvent: {
+            /** @description Unique identifier of the event. */
+            id: components["schemas"]["EventId"];
+            /**
+             * @description Type of the event; gives the shape of `data`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "mail.bounced";
+            /**
+             * Format: date-time
+             * @description When the event happened: RFC 3339 in UTC with a `Z` suffix and millisecond precision, e.g. `2026-11-21T09:14:03.512Z`.
+             */
+            occurred_at: string;
+            /** @description Identifies the workspace the event belongs to. */
+            account: components["schemas"]["WorkspaceId"];
+            /** @description The person and the platform objects the event is about. */
+            subject: components["schemas"]["Subject"];
+            /** @description Details of the event, in the schema of its type. */
+            data: components["schemas"]["MailBouncedData"];
+            /**
+             * @description Version of the envelope format; always 1.
+             * @constant
+             */
+            v: 1;
+        };
+        /**
          * MailComplainedData
          * @description The `data` of a `mail.complained` event: a recipient reported an outbound message through a mailbox provider's feedback loop (RFC 5965 Abuse Reporting Format). The time of the report is the event's `occurred_at`.
          * @example {
@@ -958,6 +1103,35 @@ export interface components {
             feedback_provider?: string;
             /** @description RFC 5965 `User-Agent` of the software that generated the report. Absent when the report had none. */
             user_agent?: string;
+        };
+        /**
+         * MailComplainedEvent
+         * @description A `mail.complained` event as stored, returned by the feed and delivered by webhooks: a recipient reported an outbound message as abuse through a feedback loop (RFC 5965 report).
+         */
+        MailComplainedEvent: {
+            /** @description Unique identifier of the event. */
+            id: components["schemas"]["EventId"];
+            /**
+             * @description Type of the event; gives the shape of `data`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "mail.complained";
+            /**
+             * Format: date-time
+             * @description When the event happened: RFC 3339 in UTC with a `Z` suffix and millisecond precision, e.g. `2026-11-21T09:14:03.512Z`.
+             */
+            occurred_at: string;
+            /** @description Identifies the workspace the event belongs to. */
+            account: components["schemas"]["WorkspaceId"];
+            /** @description The person and the platform objects the event is about. */
+            subject: components["schemas"]["Subject"];
+            /** @description Details of the event, in the schema of its type. */
+            data: components["schemas"]["MailComplainedData"];
+            /**
+             * @description Version of the envelope format; always 1.
+             * @constant
+             */
+            v: 1;
         };
         /**
          * MailRejectedData
@@ -998,180 +1172,6 @@ export interface components {
             recipient?: string;
             /** @description The RFC 5322 `Message-ID` header, angle brackets included. Absent when the message was refused before its content was received, or had none. */
             internet_message_id?: string;
-        };
-        /**
-         * MailReceivedEvent
-         * @description A `mail.received` event as stored, returned by the feed and delivered by webhooks: an inbound message was accepted for a mailbox of the workspace.
-         */
-        MailReceivedEvent: {
-            /** @description Unique identifier of the event. */
-            id: components["schemas"]["EventId"];
-            /**
-             * @description Type of the event; gives the shape of `data`. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            type: "mail.received";
-            /**
-             * Format: date-time
-             * @description When the event happened: RFC 3339 in UTC with a `Z` suffix and millisecond precision, e.g. `2026-11-21T09:14:03.512Z`.
-             */
-            occurred_at: string;
-            /** @description Identifies the workspace the event belongs to. */
-            account: components["schemas"]["WorkspaceId"];
-            /** @description The person and the platform objects the event is about. */
-            subject: components["schemas"]["Subject"];
-            /** @description Details of the event, in the schema of its type. */
-            data: components["schemas"]["MailReceivedData"];
-            /**
-             * @description Version of the envelope format; always 1.
-             * @constant
-             */
-            v: 1;
-        };
-        /**
-         * MailSentEvent
-         * @description A `mail.sent` event as stored, returned by the feed and delivered by webhooks: an outbound message was accepted for sending from a mailbox of the workspace (queued, not yet delivered).
-         */
-        MailSentEvent: {
-            /** @description Unique identifier of the event. */
-            id: components["schemas"]["EventId"];
-            /**
-             * @description Type of the event; gives the shape of `data`. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            type: "mail.sent";
-            /**
-             * Format: date-time
-             * @description When the event happened: RFC 3339 in UTC with a `Z` suffix and millisecond precision, e.g. `2026-11-21T09:14:03.512Z`.
-             */
-            occurred_at: string;
-            /** @description Identifies the workspace the event belongs to. */
-            account: components["schemas"]["WorkspaceId"];
-            /** @description The person and the platform objects the event is about. */
-            subject: components["schemas"]["Subject"];
-            /** @description Details of the event, in the schema of its type. */
-            data: components["schemas"]["MailSentData"];
-            /**
-             * @description Version of the envelope format; always 1.
-             * @constant
-             */
-            v: 1;
-        };
-        /**
-         * MailDeliveredEvent
-         * @description A `mail.delivered` event as stored, returned by the feed and delivered by webhooks: the receiving server accepted an outbound message for one recipient (SMTP 2xx).
-         */
-        MailDeliveredEvent: {
-            /** @description Unique identifier of the event. */
-            id: components["schemas"]["EventId"];
-            /**
-             * @description Type of the event; gives the shape of `data`. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            type: "mail.delivered";
-            /**
-             * Format: date-time
-             * @description When the event happened: RFC 3339 in UTC with a `Z` suffix and millisecond precision, e.g. `2026-11-21T09:14:03.512Z`.
-             */
-            occurred_at: string;
-            /** @description Identifies the workspace the event belongs to. */
-            account: components["schemas"]["WorkspaceId"];
-            /** @description The person and the platform objects the event is about. */
-            subject: components["schemas"]["Subject"];
-            /** @description Details of the event, in the schema of its type. */
-            data: components["schemas"]["MailDeliveredData"];
-            /**
-             * @description Version of the envelope format; always 1.
-             * @constant
-             */
-            v: 1;
-        };
-        /**
-         * MailDeferredEvent
-         * @description A `mail.deferred` event as stored, returned by the feed and delivered by webhooks: a delivery attempt to one recipient failed temporarily; it will be retried.
-         */
-        MailDeferredEvent: {
-            /** @description Unique identifier of the event. */
-            id: components["schemas"]["EventId"];
-            /**
-             * @description Type of the event; gives the shape of `data`. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            type: "mail.deferred";
-            /**
-             * Format: date-time
-             * @description When the event happened: RFC 3339 in UTC with a `Z` suffix and millisecond precision, e.g. `2026-11-21T09:14:03.512Z`.
-             */
-            occurred_at: string;
-            /** @description Identifies the workspace the event belongs to. */
-            account: components["schemas"]["WorkspaceId"];
-            /** @description The person and the platform objects the event is about. */
-            subject: components["schemas"]["Subject"];
-            /** @description Details of the event, in the schema of its type. */
-            data: components["schemas"]["MailDeferredData"];
-            /**
-             * @description Version of the envelope format; always 1.
-             * @constant
-             */
-            v: 1;
-        };
-        /**
-         * MailBouncedEvent
-         * @description A `mail.bounced` event as stored, returned by the feed and delivered by webhooks: delivery to one recipient failed for good (hard bounce, or soft bounce after the last retry).
-         */
-        MailBouncedEvent: {
-            /** @description Unique identifier of the event. */
-            id: components["schemas"]["EventId"];
-            /**
-             * @description Type of the event; gives the shape of `data`. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            type: "mail.bounced";
-            /**
-             * Format: date-time
-             * @description When the event happened: RFC 3339 in UTC with a `Z` suffix and millisecond precision, e.g. `2026-11-21T09:14:03.512Z`.
-             */
-            occurred_at: string;
-            /** @description Identifies the workspace the event belongs to. */
-            account: components["schemas"]["WorkspaceId"];
-            /** @description The person and the platform objects the event is about. */
-            subject: components["schemas"]["Subject"];
-            /** @description Details of the event, in the schema of its type. */
-            data: components["schemas"]["MailBouncedData"];
-            /**
-             * @description Version of the envelope format; always 1.
-             * @constant
-             */
-            v: 1;
-        };
-        /**
-         * MailComplainedEvent
-         * @description A `mail.complained` event as stored, returned by the feed and delivered by webhooks: a recipient reported an outbound message as abuse through a feedback loop (RFC 5965 report).
-         */
-        MailComplainedEvent: {
-            /** @description Unique identifier of the event. */
-            id: components["schemas"]["EventId"];
-            /**
-             * @description Type of the event; gives the shape of `data`. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            type: "mail.complained";
-            /**
-             * Format: date-time
-             * @description When the event happened: RFC 3339 in UTC with a `Z` suffix and millisecond precision, e.g. `2026-11-21T09:14:03.512Z`.
-             */
-            occurred_at: string;
-            /** @description Identifies the workspace the event belongs to. */
-            account: components["schemas"]["WorkspaceId"];
-            /** @description The person and the platform objects the event is about. */
-            subject: components["schemas"]["Subject"];
-            /** @description Details of the event, in the schema of its type. */
-            data: components["schemas"]["MailComplainedData"];
-            /**
-             * @description Version of the envelope format; always 1.
-             * @constant
-             */
-            v: 1;
         };
         /**
          * MailRejectedEvent
@@ -1244,6 +1244,12 @@ export interface components {
          */
         EventEnvelope: components["schemas"]["MailReceivedEvent"] | components["schemas"]["MailSentEvent"] | components["schemas"]["MailDeliveredEvent"] | components["schemas"]["MailDeferredEvent"] | components["schemas"]["MailBouncedEvent"] | components["schemas"]["MailComplainedEvent"] | components["schemas"]["MailRejectedEvent"];
         /**
+         * PageLimit
+         * @description How many events a page holds at most: 1 to 500, 100 when omitted.
+         * @default 100
+         */
+        PageLimit: number;
+        /**
          * EventFeedRequest
          * @description Parameters of `event_feed`. Both are optional; no other parameter is accepted.
          * @example {}
@@ -1258,12 +1264,6 @@ export interface components {
             /** @description Maximum number of events to return. A page also stops before 1 MiB of events (it always holds at least one), so it may hold fewer while more follow. */
             limit?: components["schemas"]["PageLimit"];
         };
-        /**
-         * PageLimit
-         * @description How many events a page holds at most: 1 to 500, 100 when omitted.
-         * @default 100
-         */
-        PageLimit: number;
         /**
          * EventFeedResponse
          * @description A page of the event feed.
@@ -1649,6 +1649,12 @@ export interface components {
             next_page_token: string | null;
         };
         /**
+         * FeedPosition
+         * @description A position in the feed: `now` (its head) or an RFC 3339 date-time; `now` when omitted.
+         * @default now
+         */
+        FeedPosition: string & ("now" | unknown);
+        /**
          * FeedCursorRequest
          * @description Parameters of `feed_cursor`. `at` is optional; no other parameter is accepted.
          * @example {}
@@ -1661,12 +1667,6 @@ export interface components {
             at?: components["schemas"]["FeedPosition"];
         };
         /**
-         * FeedPosition
-         * @description A position in the feed: `now` (its head) or an RFC 3339 date-time; `now` when omitted.
-         * @default now
-         */
-        FeedPosition: string & ("now" | unknown);
-        /**
          * FeedCursorResponse
          * @description A position in the event feed.
          * @example {
@@ -1676,6 +1676,42 @@ export interface components {
         FeedCursorResponse: {
             /** @description Opaque cursor to pass as `after` to `event_feed`: its first page starts with the first event stored at or after `at` (for `now`, the first event emitted after this call). */
             cursor: string;
+        };
+        /**
+         * OffByDefault
+         * @description A switch: `false` when omitted.
+         * @default false
+         */
+        OffByDefault: boolean;
+        /**
+         * SetWebhookRequest
+         * @description Parameters of `set_webhook`: creates the workspace's endpoint for `url`, or updates it when one exists for that URL.
+         * @example {
+         *       "url": "https://hooks.atelier-lumiere.fr/event-feed",
+         *       "event_types": [
+         *         "mail.bounced",
+         *         "mail.complained"
+         *       ]
+         *     }
+         * @example {
+         *       "url": "https://hooks.atelier-lumiere.fr/event-feed",
+         *       "remove": true
+         *     }
+         */
+        SetWebhookRequest: {
+            /**
+             * Format: uri
+             * @description The endpoint URL. `https` only, to a public address (plain http and private or loopback targets only when the service runs with `WEBHOOKS_ALLOW_INSECURE=1`).
+             */
+            url: string;
+            /** @description Deliver only these types (or `mail.*` prefixes); omit or pass `[]` for every type. On update, omitted means unchanged. */
+            event_types?: components["schemas"]["EventTypeFilter"][];
+            /** @description Enable or disable delivery (default true on creation; on update, omitted means unchanged). Re-enabling an endpoint the service disabled clears `disabled_reason`. */
+            enabled?: boolean;
+            /** @description Replace the signing secret; the answer carries the new one in full. */
+            rotate_secret?: components["schemas"]["OffByDefault"];
+            /** @description Delete the endpoint for this URL and its pending deliveries. */
+            remove?: components["schemas"]["OffByDefault"];
         };
         /**
          * WebhookEndpointId
@@ -1745,6 +1781,38 @@ export interface components {
             updated_at: string;
         };
         /**
+         * SetWebhookResponse
+         * @description The endpoint after the call, and what the call did.
+         */
+        SetWebhookResponse: {
+            endpoint: components["schemas"]["WebhookEndpoint"];
+            /**
+             * @description `created`, `updated` or `removed` (then `endpoint` is what was deleted).
+             * @enum {string}
+             */
+            outcome: "created" | "updated" | "removed";
+        };
+        /**
+         * ListWebhooksRequest
+         * @description Parameters of `list_webhooks`: none.
+         * @example {}
+         */
+        ListWebhooksRequest: Record<string, never>;
+        /**
+         * WebhookHealth
+         * @description How an endpoint has been answering: its success rate over its last attempts (retries included).
+         */
+        WebhookHealth: {
+            /** @description How many of the last attempts are counted at most (100). */
+            window: number;
+            /** @description The attempts counted: the last `window` ones, or fewer when the endpoint has fewer. */
+            attempts: number;
+            /** @description How many of them were answered 2xx. */
+            delivered: number;
+            /** @description `delivered / attempts`, rounded to 3 decimals; null before any attempt. */
+            success_rate: number | null;
+        };
+        /**
          * WebhookAttempt
          * @description One delivery attempt of one event to one endpoint.
          */
@@ -1787,60 +1855,6 @@ export interface components {
             recent_attempts: components["schemas"]["WebhookAttempt"][];
         };
         /**
-         * SetWebhookRequest
-         * @description Parameters of `set_webhook`: creates the workspace's endpoint for `url`, or updates it when one exists for that URL.
-         * @example {
-         *       "url": "https://hooks.atelier-lumiere.fr/event-feed",
-         *       "event_types": [
-         *         "mail.bounced",
-         *         "mail.complained"
-         *       ]
-         *     }
-         * @example {
-         *       "url": "https://hooks.atelier-lumiere.fr/event-feed",
-         *       "remove": true
-         *     }
-         */
-        SetWebhookRequest: {
-            /**
-             * Format: uri
-             * @description The endpoint URL. `https` only, to a public address (plain http and private or loopback targets only when the service runs with `WEBHOOKS_ALLOW_INSECURE=1`).
-             */
-            url: string;
-            /** @description Deliver only these types (or `mail.*` prefixes); omit or pass `[]` for every type. On update, omitted means unchanged. */
-            event_types?: components["schemas"]["EventTypeFilter"][];
-            /** @description Enable or disable delivery (default true on creation; on update, omitted means unchanged). Re-enabling an endpoint the service disabled clears `disabled_reason`. */
-            enabled?: boolean;
-            /** @description Replace the signing secret; the answer carries the new one in full. */
-            rotate_secret?: components["schemas"]["OffByDefault"];
-            /** @description Delete the endpoint for this URL and its pending deliveries. */
-            remove?: components["schemas"]["OffByDefault"];
-        };
-        /**
-         * OffByDefault
-         * @description A switch: `false` when omitted.
-         * @default false
-         */
-        OffByDefault: boolean;
-        /**
-         * SetWebhookResponse
-         * @description The endpoint after the call, and what the call did.
-         */
-        SetWebhookResponse: {
-            endpoint: components["schemas"]["WebhookEndpoint"];
-            /**
-             * @description `created`, `updated` or `removed` (then `endpoint` is what was deleted).
-             * @enum {string}
-             */
-            outcome: "created" | "updated" | "removed";
-        };
-        /**
-         * ListWebhooksRequest
-         * @description Parameters of `list_webhooks`: none.
-         * @example {}
-         */
-        ListWebhooksRequest: Record<string, never>;
-        /**
          * ListWebhooksResponse
          * @description Every endpoint of the workspace, with its recent attempts.
          */
@@ -1848,6 +1862,12 @@ export interface components {
             /** @description The endpoints, oldest first. */
             webhooks: components["schemas"]["WebhookStatus"][];
         };
+        /**
+         * RedeliveryLimit
+         * @description How many events one redeliver_webhook call reads at most: 1 to 1,000, 1,000 when omitted.
+         * @default 1000
+         */
+        RedeliveryLimit: number;
         /**
          * RedeliverWebhookRequest
          * @description Parameters of `redeliver_webhook`: schedules the events after a cursor for delivery again to one endpoint (those matching its types), oldest first, at most 1,000 read per call, never one already pending for that endpoint, and never past the endpoint's quota of pending deliveries.
@@ -1864,12 +1884,6 @@ export interface components {
             limit?: components["schemas"]["RedeliveryLimit"];
         };
         /**
-         * RedeliveryLimit
-         * @description How many events one redeliver_webhook call reads at most: 1 to 1,000, 1,000 when omitted.
-         * @default 1000
-         */
-        RedeliveryLimit: number;
-        /**
          * RedeliverWebhookResponse
          * @description How many deliveries were scheduled, and where to continue.
          */
@@ -1878,20 +1892,6 @@ export interface components {
             scheduled: number;
             /** @description Pass as `after` to schedule the following events: after the last event read, or after the last one queued when the quota stopped the call early; equal to `after` when there were none. */
             next_cursor: string;
-        };
-        /**
-         * WebhookHealth
-         * @description How an endpoint has been answering: its success rate over its last attempts (retries included).
-         */
-        WebhookHealth: {
-            /** @description How many of the last attempts are counted at most (100). */
-            window: number;
-            /** @description The attempts counted: the last `window` ones, or fewer when the endpoint has fewer. */
-            attempts: number;
-            /** @description How many of them were answered 2xx. */
-            delivered: number;
-            /** @description `delivered / attempts`, rounded to 3 decimals; null before any attempt. */
-            success_rate: number | null;
         };
         /**
          * TestDeliveryId
@@ -1974,6 +1974,12 @@ export interface components {
             v: 1;
         };
         /**
+         * GraceSeconds
+         * @description How long a replaced signing secret keeps signing, in seconds: 0 to 604,800 (7 days), 86,400 (a day) when omitted.
+         * @default 86400
+         */
+        GraceSeconds: number;
+        /**
          * RotateSecretRequest
          * @description Parameters of `rotate_secret`: the endpoint whose signing secret to replace, and how long the replaced one keeps signing.
          * @example {
@@ -1994,12 +2000,6 @@ export interface components {
             grace_seconds?: components["schemas"]["GraceSeconds"];
         };
         /**
-         * GraceSeconds
-         * @description How long a replaced signing secret keeps signing, in seconds: 0 to 604,800 (7 days), 86,400 (a day) when omitted.
-         * @default 86400
-         */
-        GraceSeconds: number;
-        /**
          * RotateSecretResponse
          * @description The endpoint after the rotation, with its new secret in full (shown this once) and, during the grace, the replaced secret's hint and end.
          */
@@ -2007,17 +2007,45 @@ export interface components {
             endpoint: components["schemas"]["WebhookEndpoint"];
         };
         /**
-         * KeyId
-         * @description Identifier of an API key: `key_` followed by a ULID. It is not secret: the key itself (`efk_…`) is.
-         * @example key_01JD4S9K2XQ7M3V8W5N6P4R2T1
-         */
-        KeyId: string;
-        /**
          * Permission
          * @description What a key may do: `read` (`event_feed`, `list_events`), `write` (`emit_event`), `admin` (webhooks and keys).
          * @enum {string}
          */
         Permission: "read" | "write" | "admin";
+        /**
+         * CreateKeyRequest
+         * @description Parameters of `create_key`. The new key can never do more than the key that creates it.
+         * @example {
+         *       "permissions": [
+         *         "read"
+         *       ],
+         *       "label": "QA conformance kit"
+         *     }
+         * @example {
+         *       "permissions": [
+         *         "read",
+         *         "write"
+         *       ],
+         *       "mailboxes": [
+         *         "mbx_contact-boutique"
+         *       ],
+         *       "label": "boutique mail relay"
+         *     }
+         */
+        CreateKeyRequest: {
+            /** @description What the new key may do: each must be a permission of the calling key (`forbidden` otherwise). */
+            permissions: components["schemas"]["Permission"][];
+            /** @description Restrict the new key to these mailboxes; omit for every mailbox of the workspace. A calling key restricted to mailboxes must pass some of its own (`forbidden` otherwise). */
+            mailboxes?: components["schemas"]["MailboxId"][];
+            /** @description A note to recognise the key by (who uses it, what for). Never put a secret here: `list_keys` shows it. */
+            label?: string;
+        };
+        /**
+         * KeyId
+         * @description Identifier of an API key: `key_` followed by a ULID. It is not secret: the key itself (`efk_…`) is.
+         * @example key_01JD4S9K2XQ7M3V8W5N6P4R2T1
+         */
+        KeyId: string;
         /**
          * ApiKey
          * @description An API key as the service describes it: never its secret, which only the answer of `create_key` carries.
@@ -2056,34 +2084,6 @@ export interface components {
             revoked_at: string | null;
         };
         /**
-         * CreateKeyRequest
-         * @description Parameters of `create_key`. The new key can never do more than the key that creates it.
-         * @example {
-         *       "permissions": [
-         *         "read"
-         *       ],
-         *       "label": "QA conformance kit"
-         *     }
-         * @example {
-         *       "permissions": [
-         *         "read",
-         *         "write"
-         *       ],
-         *       "mailboxes": [
-         *         "mbx_contact-boutique"
-         *       ],
-         *       "label": "boutique mail relay"
-         *     }
-         */
-        CreateKeyRequest: {
-            /** @description What the new key may do: each must be a permission of the calling key (`forbidden` otherwise). */
-            permissions: components["schemas"]["Permission"][];
-            /** @description Restrict the new key to these mailboxes; omit for every mailbox of the workspace. A calling key restricted to mailboxes must pass some of its own (`forbidden` otherwise). */
-            mailboxes?: components["schemas"]["MailboxId"][];
-            /** @description A note to recognise the key by (who uses it, what for). Never put a secret here: `list_keys` shows it. */
-            label?: string;
-        };
-        /**
          * CreateKeyResponse
          * @description The new key: its description, and the key itself, shown in this answer only.
          */
@@ -2092,6 +2092,12 @@ export interface components {
             /** @description The key to send as `Authorization: Bearer …`. Only its hash is stored: it is shown in this answer and never again, so store it now. */
             key: string;
         };
+        /**
+         * KeyPageLimit
+         * @description How many keys a page of list_keys holds at most: 1 to 200, 100 when omitted.
+         * @default 100
+         */
+        KeyPageLimit: number;
         /**
          * ListKeysRequest
          * @description Parameters of `list_keys`: all optional.
@@ -2109,12 +2115,6 @@ export interface components {
             /** @description Opaque token from `next_page_token`, with the same `include_revoked`, to get the next page. */
             page_token?: string;
         };
-        /**
-         * KeyPageLimit
-         * @description How many keys a page of list_keys holds at most: 1 to 200, 100 when omitted.
-         * @default 100
-         */
-        KeyPageLimit: number;
         /**
          * ListKeysResponse
          * @description A page of the workspace's keys, oldest first; never a secret.
@@ -3123,27 +3123,27 @@ export interface operations {
 // One alias per schema component.
 export type EventId = components['schemas']['EventId'];
 export type WorkspaceId = components['schemas']['WorkspaceId'];
-export type MailboxId = components['schemas']['MailboxId'];
 export type EmailAddress = components['schemas']['EmailAddress'];
+export type MailboxId = components['schemas']['MailboxId'];
 export type Refs = components['schemas']['Refs'];
 export type Subject = components['schemas']['Subject'];
 export type MailReceivedData = components['schemas']['MailReceivedData'];
-export type MailSentData = components['schemas']['MailSentData'];
-export type MailDeliveredData = components['schemas']['MailDeliveredData'];
-export type MailDeferredData = components['schemas']['MailDeferredData'];
-export type MailBouncedData = components['schemas']['MailBouncedData'];
-export type MailComplainedData = components['schemas']['MailComplainedData'];
-export type MailRejectedData = components['schemas']['MailRejectedData'];
 export type MailReceivedEvent = components['schemas']['MailReceivedEvent'];
+export type MailSentData = components['schemas']['MailSentData'];
 export type MailSentEvent = components['schemas']['MailSentEvent'];
+export type MailDeliveredData = components['schemas']['MailDeliveredData'];
 export type MailDeliveredEvent = components['schemas']['MailDeliveredEvent'];
+export type MailDeferredData = components['schemas']['MailDeferredData'];
 export type MailDeferredEvent = components['schemas']['MailDeferredEvent'];
+export type MailBouncedData = components['schemas']['MailBouncedData'];
 export type MailBouncedEvent = components['schemas']['MailBouncedEvent'];
+export type MailComplainedData = components['schemas']['MailComplainedData'];
 export type MailComplainedEvent = components['schemas']['MailComplainedEvent'];
+export type MailRejectedData = components['schemas']['MailRejectedData'];
 export type MailRejectedEvent = components['schemas']['MailRejectedEvent'];
 export type EventEnvelope = components['schemas']['EventEnvelope'];
-export type EventFeedRequest = components['schemas']['EventFeedRequest'];
 export type PageLimit = components['schemas']['PageLimit'];
+export type EventFeedRequest = components['schemas']['EventFeedRequest'];
 export type EventFeedResponse = components['schemas']['EventFeedResponse'];
 export type EmitMailReceivedRequest = components['schemas']['EmitMailReceivedRequest'];
 export type EmitMailSentRequest = components['schemas']['EmitMailSentRequest'];
@@ -3158,36 +3158,36 @@ export type Error = components['schemas']['Error'];
 export type EventTypeFilter = components['schemas']['EventTypeFilter'];
 export type ListEventsRequest = components['schemas']['ListEventsRequest'];
 export type ListEventsResponse = components['schemas']['ListEventsResponse'];
-export type FeedCursorRequest = components['schemas']['FeedCursorRequest'];
 export type FeedPosition = components['schemas']['FeedPosition'];
+export type FeedCursorRequest = components['schemas']['FeedCursorRequest'];
 export type FeedCursorResponse = components['schemas']['FeedCursorResponse'];
+export type OffByDefault = components['schemas']['OffByDefault'];
+export type SetWebhookRequest = components['schemas']['SetWebhookRequest'];
 export type WebhookEndpointId = components['schemas']['WebhookEndpointId'];
 export type WebhookEndpoint = components['schemas']['WebhookEndpoint'];
-export type WebhookAttempt = components['schemas']['WebhookAttempt'];
-export type WebhookStatus = components['schemas']['WebhookStatus'];
-export type SetWebhookRequest = components['schemas']['SetWebhookRequest'];
-export type OffByDefault = components['schemas']['OffByDefault'];
 export type SetWebhookResponse = components['schemas']['SetWebhookResponse'];
 export type ListWebhooksRequest = components['schemas']['ListWebhooksRequest'];
-export type ListWebhooksResponse = components['schemas']['ListWebhooksResponse'];
-export type RedeliverWebhookRequest = components['schemas']['RedeliverWebhookRequest'];
-export type RedeliveryLimit = components['schemas']['RedeliveryLimit'];
-export type RedeliverWebhookResponse = components['schemas']['RedeliverWebhookResponse'];
 export type WebhookHealth = components['schemas']['WebhookHealth'];
+export type WebhookAttempt = components['schemas']['WebhookAttempt'];
+export type WebhookStatus = components['schemas']['WebhookStatus'];
+export type ListWebhooksResponse = components['schemas']['ListWebhooksResponse'];
+export type RedeliveryLimit = components['schemas']['RedeliveryLimit'];
+export type RedeliverWebhookRequest = components['schemas']['RedeliverWebhookRequest'];
+export type RedeliverWebhookResponse = components['schemas']['RedeliverWebhookResponse'];
 export type TestDeliveryId = components['schemas']['TestDeliveryId'];
 export type TestWebhookRequest = components['schemas']['TestWebhookRequest'];
 export type TestWebhookResponse = components['schemas']['TestWebhookResponse'];
 export type WebhookTestDelivery = components['schemas']['WebhookTestDelivery'];
-export type RotateSecretRequest = components['schemas']['RotateSecretRequest'];
 export type GraceSeconds = components['schemas']['GraceSeconds'];
+export type RotateSecretRequest = components['schemas']['RotateSecretRequest'];
 export type RotateSecretResponse = components['schemas']['RotateSecretResponse'];
-export type KeyId = components['schemas']['KeyId'];
 export type Permission = components['schemas']['Permission'];
-export type ApiKey = components['schemas']['ApiKey'];
 export type CreateKeyRequest = components['schemas']['CreateKeyRequest'];
+export type KeyId = components['schemas']['KeyId'];
+export type ApiKey = components['schemas']['ApiKey'];
 export type CreateKeyResponse = components['schemas']['CreateKeyResponse'];
-export type ListKeysRequest = components['schemas']['ListKeysRequest'];
 export type KeyPageLimit = components['schemas']['KeyPageLimit'];
+export type ListKeysRequest = components['schemas']['ListKeysRequest'];
 export type ListKeysResponse = components['schemas']['ListKeysResponse'];
 export type RevokeKeyRequest = components['schemas']['RevokeKeyRequest'];
 export type RevokeKeyResponse = components['schemas']['RevokeKeyResponse'];
