@@ -8,7 +8,8 @@ import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { parse as parseYaml } from 'yaml';
+import { parse as parseYaml, stringify as toYaml } from 'yaml';
+import { asyncApiDocument } from './generate-asyncapi.ts';
 import { eventLabelsScript, eventTypeSchemaFiles, eventTypesModule, readEventTypes } from './generate-event-types.ts';
 import { mcpSchema } from './mcp-schema.ts';
 import { operationsModule } from './generate-operations.ts';
@@ -165,9 +166,14 @@ async function render(): Promise<Map<string, string>> {
   const types = readEventTypes(root);
   const schemaFiles = eventTypeSchemaFiles(root, types);
   const doc = bundle(schemaFiles);
+  const asyncapi = asyncApiDocument(root, doc, types);
   return new Map([
     ...schemaFiles,
     ['generated/openapi.json', `${JSON.stringify(doc, null, 2)}\n`],
+    // The same document as YAML, self-contained (openapi.yaml refers to files under schemas/).
+    ['generated/openapi.yaml', toYaml(doc, { lineWidth: 0 })],
+    ['generated/asyncapi.json', `${JSON.stringify(asyncapi, null, 2)}\n`],
+    ['generated/asyncapi.yaml', toYaml(asyncapi, { lineWidth: 0 })],
     ['generated/types.ts', await typesModule(doc)],
     ['generated/mcp-tools.ts', mcpToolsModule(doc)],
     ['generated/operations.ts', operationsModule(doc)],

@@ -5,20 +5,25 @@
  * with the Node 22 they need. A small consumer of each (test/support/generated-client-consumers.ts)
  * is type-checked under `strict`, the generated code and the libraries' declarations included: a
  * page loop on `next_cursor`, an event narrowed on `type` to its own `data`, a typed emit, an error
- * answer; each `@ts-expect-error` in it is a mistake the types must refuse. The openapi-fetch one
- * then runs against the service: it emits, reads every page, and reads a refusal.
+ * answer; each `@ts-expect-error` in it is a mistake the types must refuse. The openapi-fetch and
+ * hey-api ones then run against the service: they emit and read every page (and openapi-fetch's
+ * reads a refusal).
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { sqliteDatabase } from './support/databases.ts';
 import { HEY_API_CONSUMER, OPENAPI_FETCH_CONSUMER, ORVAL_CONSUMER } from './support/generated-client-consumers.ts';
 import { outsideTools, type OutsideTools } from './support/outside-tools.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { typecheckConsumer } from './support/typecheck-consumer.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
 
 function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; output: string }> {
   return new Promise((resolve) =>
@@ -92,10 +97,21 @@ describe('clients generated from the served /openapi.json by outside tools, at t
     assert.deepEqual(seen.refused, { status: 403, code: 'forbidden' });
   });
 
-  it('@hey-api/openapi-ts: its SDK compiles, narrows events on type and refuses wrong data', async () => {
+  it('@hey-api/openapi-ts: its SDK compiles, narrows events on type and refuses wrong data; compiled, it runs against the service', async () => {
     assert.equal(version('@hey-api/openapi-ts'), '0.99.0');
     await generate('openapi-ts', ['-i', specUrl, '-o', 'hey-api']);
     await typecheck('hey-api-consumer.ts', HEY_API_CONSUMER);
+
+    // Its generated client is TypeScript with `.js` imports: compiled as a project would, then run.
+    const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+    const compiled = await run(process.execPath, [tsc, '--outDir', 'hey-api-build', '--target', 'ES2022', '--module', 'NodeNext', '--moduleResolution', 'NodeNext', '--skipLibCheck', '--types', 'node', '--typeRoots', join(root, 'node_modules', '@types'), 'hey-api-consumer.ts'], dir);
+    // The @ts-expect-error lines are errors tsc expects, so its exit code is 0; anything else is not.
+    assert.equal(compiled.code, 0, compiled.output);
+    const workspace = await server.workspace();
+    const key = (await server.key(workspace, ['read', 'write'])).key;
+    const live = await run(tools.node22, [join('hey-api-build', 'hey-api-consumer.js')], dir, { ...process.env, EVENT_FEED_URL: server.url, KEY: key });
+    assert.equal(live.code, 0, live.output);
+    assert.deepEqual(JSON.parse(live.output.trim().split('\n').at(-1)!), ['p.martin@laposte.net bounced (unknown_user)']);
   });
 
   it('orval (fetch client): its functions compile, answer the JSON page, narrow events on type and refuse wrong data', async () => {

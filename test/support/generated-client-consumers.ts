@@ -6,7 +6,8 @@
  * generated types must refuse: were the types too loose to see it, tsc would report the directive
  * as unused and the check would fail.
  *
- * The openapi-fetch one is also run against the live service (it prints what it saw as JSON).
+ * The openapi-fetch and hey-api ones also run against the live service (they print what they saw
+ * as JSON).
  * Plain strings, not files of the repository: `npm run typecheck` would check them without the
  * generated code they import.
  */
@@ -88,12 +89,13 @@ export async function main(): Promise<void> {
 if (process.env.READ_KEY) await main();
 `;
 
-/** @hey-api/openapi-ts at its defaults (its fetch client and SDK, in ./hey-api). */
+/** @hey-api/openapi-ts at its defaults (its fetch client and SDK, in ./hey-api), compiled and run live: KEY reads and emits. */
 export const HEY_API_CONSUMER = `import { client } from './hey-api/client.gen.js';
 import { emitEvent, eventFeed } from './hey-api/sdk.gen.js';
 import type { EmitEventRequest, EventEnvelope } from './hey-api/types.gen.js';
 ${SAMPLES}
-client.setConfig({ baseUrl: 'http://127.0.0.1:3000', auth: () => process.env.READ_KEY ?? '' });
+// A key with read and write; the SDK sends it as the contract's bearerAuth says.
+client.setConfig({ baseUrl: process.env.EVENT_FEED_URL ?? 'http://127.0.0.1:3000', auth: () => process.env.KEY ?? '' });
 
 export function summary(event: EventEnvelope): string {
   if (event.type === 'mail.bounced') {
@@ -128,6 +130,8 @@ export async function main(): Promise<string[]> {
   }
   return summaries;
 }
+
+if (process.env.KEY) console.log(JSON.stringify(await main()));
 `;
 
 /** orval at its defaults with its fetch client (one file, ./orval/api.ts). */

@@ -1974,6 +1974,24 @@ export interface components {
             v: 1;
         };
         /**
+         * WebhookTimestamp
+         * @description The `webhook-timestamp` header of a delivery: when this attempt was sent, in whole seconds since the Unix epoch (UTC). Part of what is signed.
+         * @example 1763716541
+         */
+        WebhookTimestamp: string;
+        /**
+         * WebhookSignature
+         * @description The `webhook-signature` header of a delivery: `v1,` followed by the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64-decoded part of the endpoint's secret after `whsec_`; two space-separated signatures during a secret rotation's grace (the new secret's first).
+         * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+         */
+        WebhookSignature: string;
+        /**
+         * WebhookUserAgent
+         * @description The `user-agent` header of a delivery: the sender and the version of this delivery format.
+         * @constant
+         */
+        WebhookUserAgent: "event-feed-webhooks/1";
+        /**
          * GraceSeconds
          * @description How long a replaced signing secret keeps signing, in seconds: 0 to 604,800 (7 days), 86,400 (a day) when omitted.
          * @default 86400
@@ -3011,7 +3029,7 @@ export interface operations {
                  * @description When this attempt was sent, in whole seconds since the Unix epoch (UTC). Part of what is signed.
                  * @example 1763716541
                  */
-                "webhook-timestamp": string;
+                "webhook-timestamp": components["schemas"]["WebhookTimestamp"];
                 /**
                  * @description `v1,` followed by the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`.
                  *     Standard Webhooks allows several space-separated signatures: accept the delivery if
@@ -3019,9 +3037,9 @@ export interface operations {
                  *     (`rotate_secret`): the new secret's first, then the replaced one's.
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
-                "webhook-signature": string;
+                "webhook-signature": components["schemas"]["WebhookSignature"];
                 /** @description Identifies the sender and the version of this delivery format. */
-                "user-agent": "event-feed-webhooks/1";
+                "user-agent": components["schemas"]["WebhookUserAgent"];
             };
             path?: never;
             cookie?: never;
@@ -3084,14 +3102,14 @@ export interface operations {
                  * @description When it was sent, in whole seconds since the Unix epoch (UTC). Part of what is signed.
                  * @example 1763716800
                  */
-                "webhook-timestamp": string;
+                "webhook-timestamp": components["schemas"]["WebhookTimestamp"];
                 /**
                  * @description As for an event delivery; two space-separated signatures during a rotation's grace.
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
-                "webhook-signature": string;
+                "webhook-signature": components["schemas"]["WebhookSignature"];
                 /** @description Identifies the sender and the version of this delivery format. */
-                "user-agent": "event-feed-webhooks/1";
+                "user-agent": components["schemas"]["WebhookUserAgent"];
             };
             path?: never;
             cookie?: never;
@@ -3178,6 +3196,9 @@ export type TestDeliveryId = components['schemas']['TestDeliveryId'];
 export type TestWebhookRequest = components['schemas']['TestWebhookRequest'];
 export type TestWebhookResponse = components['schemas']['TestWebhookResponse'];
 export type WebhookTestDelivery = components['schemas']['WebhookTestDelivery'];
+export type WebhookTimestamp = components['schemas']['WebhookTimestamp'];
+export type WebhookSignature = components['schemas']['WebhookSignature'];
+export type WebhookUserAgent = components['schemas']['WebhookUserAgent'];
 export type GraceSeconds = components['schemas']['GraceSeconds'];
 export type RotateSecretRequest = components['schemas']['RotateSecretRequest'];
 export type RotateSecretResponse = components['schemas']['RotateSecretResponse'];
