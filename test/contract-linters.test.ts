@@ -1,8 +1,8 @@
 /**
  * The contract passes the linters an integrator's CI runs with their defaults, with no
  * configuration of ours: Redocly's `recommended` rules (in a folder without redocly.yaml) and
- * Spectral's `spectral:oas` ruleset, on what a live service serves (/openapi.json) and on
- * openapi.yaml with its schemas/: no error, no warning, nothing else either. (redocly.yaml only
+ * Spectral's `spectral:oas` ruleset, on what a live service serves (/openapi.json, /openapi.yaml)
+ * and on openapi.yaml with its schemas/: no error, no warning, nothing else either. (redocly.yaml only
  * adds stricter rules, for `npm run lint:contract`.) The tools are pinned in test/outside-tools.
  */
 import assert from 'node:assert/strict';
@@ -36,6 +36,7 @@ describe('default linters on the contract, with no configuration of ours', () =>
     server = await startTestServer(await sqliteDatabase());
     dir = mkdtempSync(join(tmpdir(), 'contract-linters-'));
     writeFileSync(join(dir, 'served.json'), await (await fetch(`${server.url}/openapi.json`)).text());
+    writeFileSync(join(dir, 'served.yaml'), await (await fetch(`${server.url}/openapi.yaml`)).text());
     // openapi.yaml as in the repository, with the schema files it refers to, and no redocly.yaml beside it.
     cpSync(join(root, 'openapi.yaml'), join(dir, 'openapi.yaml'));
     cpSync(join(root, 'schemas'), join(dir, 'schemas'), { recursive: true });
@@ -47,7 +48,7 @@ describe('default linters on the contract, with no configuration of ours', () =>
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  for (const file of ['served.json', 'openapi.yaml']) {
+  for (const file of ['served.json', 'served.yaml', 'openapi.yaml']) {
     it(`Redocly recommended (no config file): no problem in ${file}`, async () => {
       assert.equal(existsSync(join(dir, 'redocly.yaml')), false);
       const { stdout, stderr } = await run(tools.node22, [tools.bin('redocly'), 'lint', file, '--format=json'], dir);
