@@ -54,16 +54,6 @@ export const mcpTools = [
                 "description": "Identifiant unique de l'événement."
               },
               "type": {
-                "type": "string",
-                "enum": [
-                  "mail.received",
-                  "mail.sent",
-                  "mail.delivered",
-                  "mail.deferred",
-                  "mail.bounced",
-                  "mail.complained",
-                  "mail.rejected"
-                ],
                 "description": "Type de l'événement ; donne la forme de `data`."
               },
               "occurred_at": {
@@ -122,7 +112,6 @@ export const mcpTools = [
                 "description": "La personne concernée et les objets de la plateforme en cause."
               },
               "data": {
-                "type": "object",
                 "description": "Détail de l'événement, selon `type`."
               },
               "v": {
@@ -131,476 +120,437 @@ export const mcpTools = [
                 "description": "Version du format de l'enveloppe (1)."
               }
             },
-            "allOf": [
+            "oneOf": [
               {
-                "oneOf": [
-                  {
-                    "type": "object",
-                    "required": [
-                      "type",
-                      "data"
-                    ],
-                    "properties": {
-                      "type": {
-                        "type": "string",
-                        "const": "mail.received"
-                      },
-                      "data": {
-                        "type": "object",
-                        "additionalProperties": false,
-                        "required": [
-                          "from",
-                          "to",
-                          "subject_line",
-                          "size_bytes",
-                          "attachment_count",
-                          "spam_score",
-                          "spam_verdict"
-                        ],
-                        "properties": {
-                          "internet_message_id": {
-                            "type": "string",
-                            "pattern": "^<[^<>\\r\\n]+>$",
-                            "minLength": 3,
-                            "maxLength": 998
-                          },
-                          "from": {
-                            "$ref": "#/$defs/EmailAddress"
-                          },
-                          "to": {
-                            "type": "array",
-                            "items": {
-                              "$ref": "#/$defs/EmailAddress"
-                            },
-                            "minItems": 1,
-                            "maxItems": 1000
-                          },
-                          "cc": {
-                            "type": "array",
-                            "items": {
-                              "$ref": "#/$defs/EmailAddress"
-                            },
-                            "maxItems": 1000
-                          },
-                          "subject_line": {
-                            "type": "string",
-                            "maxLength": 998
-                          },
-                          "size_bytes": {
-                            "type": "integer",
-                            "minimum": 0
-                          },
-                          "attachment_count": {
-                            "type": "integer",
-                            "minimum": 0
-                          },
-                          "spam_score": {
-                            "type": "number",
-                            "minimum": -1000,
-                            "maximum": 1000
-                          },
-                          "spam_verdict": {
-                            "type": "string",
-                            "enum": [
-                              "pass",
-                              "suspect",
-                              "spam"
-                            ]
-                          }
-                        }
-                      }
-                    },
-                    "description": "`mail.received` : message entrant accepté pour une boîte de l'espace."
+                "properties": {
+                  "type": {
+                    "type": "string",
+                    "const": "mail.received"
                   },
-                  {
+                  "data": {
                     "type": "object",
+                    "additionalProperties": false,
                     "required": [
-                      "type",
-                      "data"
+                      "from",
+                      "to",
+                      "subject_line",
+                      "size_bytes",
+                      "attachment_count",
+                      "spam_score",
+                      "spam_verdict"
                     ],
                     "properties": {
-                      "type": {
+                      "internet_message_id": {
                         "type": "string",
-                        "const": "mail.sent"
+                        "pattern": "^<[^<>\\r\\n]+>$",
+                        "minLength": 3,
+                        "maxLength": 998
                       },
-                      "data": {
-                        "type": "object",
-                        "additionalProperties": false,
-                        "required": [
-                          "internet_message_id",
-                          "from",
-                          "to",
-                          "bcc_count",
-                          "subject_line",
-                          "size_bytes"
-                        ],
-                        "properties": {
-                          "internet_message_id": {
-                            "type": "string",
-                            "pattern": "^<[^<>\\r\\n]+>$",
-                            "minLength": 3,
-                            "maxLength": 998
-                          },
-                          "from": {
-                            "$ref": "#/$defs/EmailAddress"
-                          },
-                          "to": {
-                            "type": "array",
-                            "items": {
-                              "$ref": "#/$defs/EmailAddress"
-                            },
-                            "minItems": 1,
-                            "maxItems": 1000
-                          },
-                          "cc": {
-                            "type": "array",
-                            "items": {
-                              "$ref": "#/$defs/EmailAddress"
-                            },
-                            "maxItems": 1000
-                          },
-                          "bcc_count": {
-                            "type": "integer",
-                            "minimum": 0
-                          },
-                          "subject_line": {
-                            "type": "string",
-                            "maxLength": 998
-                          },
-                          "size_bytes": {
-                            "type": "integer",
-                            "minimum": 0
-                          },
-                          "attachment_count": {
-                            "type": "integer",
-                            "minimum": 0
-                          }
-                        }
-                      }
-                    },
-                    "description": "`mail.sent` : message sortant accepté pour l'envoi (en file, pas encore délivré)."
-                  },
-                  {
-                    "type": "object",
-                    "required": [
-                      "type",
-                      "data"
-                    ],
-                    "properties": {
-                      "type": {
+                      "from": {
+                        "$ref": "#/$defs/EmailAddress"
+                      },
+                      "to": {
+                        "type": "array",
+                        "items": {
+                          "$ref": "#/$defs/EmailAddress"
+                        },
+                        "minItems": 1,
+                        "maxItems": 1000
+                      },
+                      "cc": {
+                        "type": "array",
+                        "items": {
+                          "$ref": "#/$defs/EmailAddress"
+                        },
+                        "maxItems": 1000
+                      },
+                      "subject_line": {
                         "type": "string",
-                        "const": "mail.delivered"
+                        "maxLength": 998
                       },
-                      "data": {
-                        "type": "object",
-                        "additionalProperties": false,
-                        "required": [
-                          "internet_message_id",
-                          "recipient",
-                          "remote_mta",
-                          "smtp_response",
-                          "delivery_ms",
-                          "attempt"
-                        ],
-                        "properties": {
-                          "internet_message_id": {
-                            "type": "string",
-                            "pattern": "^<[^<>\\r\\n]+>$",
-                            "minLength": 3,
-                            "maxLength": 998
-                          },
-                          "recipient": {
-                            "type": "string",
-                            "format": "email",
-                            "maxLength": 254
-                          },
-                          "remote_mta": {
-                            "type": "string",
-                            "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
-                            "maxLength": 253
-                          },
-                          "smtp_response": {
-                            "type": "string",
-                            "pattern": "^2\\d\\d",
-                            "maxLength": 1000
-                          },
-                          "delivery_ms": {
-                            "type": "integer",
-                            "minimum": 0
-                          },
-                          "attempt": {
-                            "type": "integer",
-                            "minimum": 1
-                          }
-                        }
-                      }
-                    },
-                    "description": "`mail.delivered` : le serveur destinataire a accepté le message pour un destinataire."
-                  },
-                  {
-                    "type": "object",
-                    "required": [
-                      "type",
-                      "data"
-                    ],
-                    "properties": {
-                      "type": {
+                      "size_bytes": {
+                        "type": "integer",
+                        "minimum": 0
+                      },
+                      "attachment_count": {
+                        "type": "integer",
+                        "minimum": 0
+                      },
+                      "spam_score": {
+                        "type": "number",
+                        "minimum": -1000,
+                        "maximum": 1000
+                      },
+                      "spam_verdict": {
                         "type": "string",
-                        "const": "mail.deferred"
-                      },
-                      "data": {
-                        "type": "object",
-                        "additionalProperties": false,
-                        "required": [
-                          "internet_message_id",
-                          "recipient",
-                          "diagnostic",
-                          "attempt",
-                          "next_attempt_at"
-                        ],
-                        "properties": {
-                          "internet_message_id": {
-                            "type": "string",
-                            "pattern": "^<[^<>\\r\\n]+>$",
-                            "minLength": 3,
-                            "maxLength": 998
-                          },
-                          "recipient": {
-                            "type": "string",
-                            "format": "email",
-                            "maxLength": 254
-                          },
-                          "smtp_code": {
-                            "type": "integer",
-                            "minimum": 400,
-                            "maximum": 599
-                          },
-                          "enhanced_status": {
-                            "type": "string",
-                            "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
-                            "maxLength": 9
-                          },
-                          "diagnostic": {
-                            "type": "string",
-                            "maxLength": 1000
-                          },
-                          "remote_mta": {
-                            "type": "string",
-                            "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
-                            "maxLength": 253
-                          },
-                          "attempt": {
-                            "type": "integer",
-                            "minimum": 1
-                          },
-                          "next_attempt_at": {
-                            "type": "string",
-                            "format": "date-time",
-                            "maxLength": 35
-                          }
-                        }
+                        "enum": [
+                          "pass",
+                          "suspect",
+                          "spam"
+                        ]
                       }
-                    },
-                    "description": "`mail.deferred` : échec temporaire de livraison à un destinataire ; nouvel essai prévu."
-                  },
-                  {
-                    "type": "object",
-                    "required": [
-                      "type",
-                      "data"
-                    ],
-                    "properties": {
-                      "type": {
-                        "type": "string",
-                        "const": "mail.bounced"
-                      },
-                      "data": {
-                        "type": "object",
-                        "additionalProperties": false,
-                        "required": [
-                          "internet_message_id",
-                          "recipient",
-                          "bounce_type",
-                          "bounce_category",
-                          "diagnostic"
-                        ],
-                        "properties": {
-                          "internet_message_id": {
-                            "type": "string",
-                            "pattern": "^<[^<>\\r\\n]+>$",
-                            "minLength": 3,
-                            "maxLength": 998
-                          },
-                          "recipient": {
-                            "type": "string",
-                            "format": "email",
-                            "maxLength": 254
-                          },
-                          "bounce_type": {
-                            "type": "string",
-                            "enum": [
-                              "hard",
-                              "soft"
-                            ]
-                          },
-                          "bounce_category": {
-                            "type": "string",
-                            "enum": [
-                              "unknown_user",
-                              "mailbox_full",
-                              "domain_not_found",
-                              "policy",
-                              "spam_block",
-                              "message_too_large",
-                              "other"
-                            ]
-                          },
-                          "smtp_code": {
-                            "type": "integer",
-                            "minimum": 400,
-                            "maximum": 599
-                          },
-                          "enhanced_status": {
-                            "type": "string",
-                            "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
-                            "maxLength": 9
-                          },
-                          "diagnostic": {
-                            "type": "string",
-                            "maxLength": 1000
-                          },
-                          "remote_mta": {
-                            "type": "string",
-                            "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
-                            "maxLength": 253
-                          }
-                        }
-                      }
-                    },
-                    "description": "`mail.bounced` : livraison à un destinataire définitivement en échec (rebond)."
-                  },
-                  {
-                    "type": "object",
-                    "required": [
-                      "type",
-                      "data"
-                    ],
-                    "properties": {
-                      "type": {
-                        "type": "string",
-                        "const": "mail.complained"
-                      },
-                      "data": {
-                        "type": "object",
-                        "additionalProperties": false,
-                        "required": [
-                          "internet_message_id",
-                          "recipient",
-                          "feedback_type"
-                        ],
-                        "properties": {
-                          "internet_message_id": {
-                            "type": "string",
-                            "pattern": "^<[^<>\\r\\n]+>$",
-                            "minLength": 3,
-                            "maxLength": 998
-                          },
-                          "recipient": {
-                            "type": "string",
-                            "format": "email",
-                            "maxLength": 254
-                          },
-                          "feedback_type": {
-                            "type": "string",
-                            "enum": [
-                              "abuse",
-                              "fraud",
-                              "virus",
-                              "not-spam",
-                              "other"
-                            ]
-                          },
-                          "feedback_provider": {
-                            "type": "string",
-                            "maxLength": 256
-                          },
-                          "user_agent": {
-                            "type": "string",
-                            "maxLength": 256
-                          }
-                        }
-                      }
-                    },
-                    "description": "`mail.complained` : un destinataire a signalé le message comme indésirable."
-                  },
-                  {
-                    "type": "object",
-                    "required": [
-                      "type",
-                      "data"
-                    ],
-                    "properties": {
-                      "type": {
-                        "type": "string",
-                        "const": "mail.rejected"
-                      },
-                      "data": {
-                        "type": "object",
-                        "additionalProperties": false,
-                        "required": [
-                          "stage",
-                          "reason",
-                          "diagnostic"
-                        ],
-                        "properties": {
-                          "stage": {
-                            "type": "string",
-                            "enum": [
-                              "inbound",
-                              "outbound"
-                            ]
-                          },
-                          "reason": {
-                            "type": "string",
-                            "enum": [
-                              "spam",
-                              "virus",
-                              "policy",
-                              "blocked_sender",
-                              "invalid_recipient",
-                              "size_limit",
-                              "rate_limit"
-                            ]
-                          },
-                          "smtp_code": {
-                            "type": "integer",
-                            "minimum": 400,
-                            "maximum": 599
-                          },
-                          "diagnostic": {
-                            "type": "string",
-                            "maxLength": 1000
-                          },
-                          "from": {
-                            "$ref": "#/$defs/EmailAddress"
-                          },
-                          "recipient": {
-                            "type": "string",
-                            "format": "email",
-                            "maxLength": 254
-                          },
-                          "internet_message_id": {
-                            "type": "string",
-                            "pattern": "^<[^<>\\r\\n]+>$",
-                            "minLength": 3,
-                            "maxLength": 998
-                          }
-                        }
-                      }
-                    },
-                    "description": "`mail.rejected` : message refusé par la plateforme avant d'être accepté."
+                    }
                   }
-                ]
+                },
+                "description": "`mail.received` : message entrant accepté pour une boîte de l'espace."
+              },
+              {
+                "properties": {
+                  "type": {
+                    "type": "string",
+                    "const": "mail.sent"
+                  },
+                  "data": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": [
+                      "internet_message_id",
+                      "from",
+                      "to",
+                      "bcc_count",
+                      "subject_line",
+                      "size_bytes"
+                    ],
+                    "properties": {
+                      "internet_message_id": {
+                        "type": "string",
+                        "pattern": "^<[^<>\\r\\n]+>$",
+                        "minLength": 3,
+                        "maxLength": 998
+                      },
+                      "from": {
+                        "$ref": "#/$defs/EmailAddress"
+                      },
+                      "to": {
+                        "type": "array",
+                        "items": {
+                          "$ref": "#/$defs/EmailAddress"
+                        },
+                        "minItems": 1,
+                        "maxItems": 1000
+                      },
+                      "cc": {
+                        "type": "array",
+                        "items": {
+                          "$ref": "#/$defs/EmailAddress"
+                        },
+                        "maxItems": 1000
+                      },
+                      "bcc_count": {
+                        "type": "integer",
+                        "minimum": 0
+                      },
+                      "subject_line": {
+                        "type": "string",
+                        "maxLength": 998
+                      },
+                      "size_bytes": {
+                        "type": "integer",
+                        "minimum": 0
+                      },
+                      "attachment_count": {
+                        "type": "integer",
+                        "minimum": 0
+                      }
+                    }
+                  }
+                },
+                "description": "`mail.sent` : message sortant accepté pour l'envoi (en file, pas encore délivré)."
+              },
+              {
+                "properties": {
+                  "type": {
+                    "type": "string",
+                    "const": "mail.delivered"
+                  },
+                  "data": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": [
+                      "internet_message_id",
+                      "recipient",
+                      "remote_mta",
+                      "smtp_response",
+                      "delivery_ms",
+                      "attempt"
+                    ],
+                    "properties": {
+                      "internet_message_id": {
+                        "type": "string",
+                        "pattern": "^<[^<>\\r\\n]+>$",
+                        "minLength": 3,
+                        "maxLength": 998
+                      },
+                      "recipient": {
+                        "type": "string",
+                        "format": "email",
+                        "maxLength": 254
+                      },
+                      "remote_mta": {
+                        "type": "string",
+                        "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
+                        "maxLength": 253
+                      },
+                      "smtp_response": {
+                        "type": "string",
+                        "pattern": "^2\\d\\d",
+                        "maxLength": 1000
+                      },
+                      "delivery_ms": {
+                        "type": "integer",
+                        "minimum": 0
+                      },
+                      "attempt": {
+                        "type": "integer",
+                        "minimum": 1
+                      }
+                    }
+                  }
+                },
+                "description": "`mail.delivered` : le serveur destinataire a accepté le message pour un destinataire."
+              },
+              {
+                "properties": {
+                  "type": {
+                    "type": "string",
+                    "const": "mail.deferred"
+                  },
+                  "data": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": [
+                      "internet_message_id",
+                      "recipient",
+                      "diagnostic",
+                      "attempt",
+                      "next_attempt_at"
+                    ],
+                    "properties": {
+                      "internet_message_id": {
+                        "type": "string",
+                        "pattern": "^<[^<>\\r\\n]+>$",
+                        "minLength": 3,
+                        "maxLength": 998
+                      },
+                      "recipient": {
+                        "type": "string",
+                        "format": "email",
+                        "maxLength": 254
+                      },
+                      "smtp_code": {
+                        "type": "integer",
+                        "minimum": 400,
+                        "maximum": 599
+                      },
+                      "enhanced_status": {
+                        "type": "string",
+                        "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
+                        "maxLength": 9
+                      },
+                      "diagnostic": {
+                        "type": "string",
+                        "maxLength": 1000
+                      },
+                      "remote_mta": {
+                        "type": "string",
+                        "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
+                        "maxLength": 253
+                      },
+                      "attempt": {
+                        "type": "integer",
+                        "minimum": 1
+                      },
+                      "next_attempt_at": {
+                        "type": "string",
+                        "format": "date-time",
+                        "maxLength": 35
+                      }
+                    }
+                  }
+                },
+                "description": "`mail.deferred` : échec temporaire de livraison à un destinataire ; nouvel essai prévu."
+              },
+              {
+                "properties": {
+                  "type": {
+                    "type": "string",
+                    "const": "mail.bounced"
+                  },
+                  "data": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": [
+                      "internet_message_id",
+                      "recipient",
+                      "bounce_type",
+                      "bounce_category",
+                      "diagnostic"
+                    ],
+                    "properties": {
+                      "internet_message_id": {
+                        "type": "string",
+                        "pattern": "^<[^<>\\r\\n]+>$",
+                        "minLength": 3,
+                        "maxLength": 998
+                      },
+                      "recipient": {
+                        "type": "string",
+                        "format": "email",
+                        "maxLength": 254
+                      },
+                      "bounce_type": {
+                        "type": "string",
+                        "enum": [
+                          "hard",
+                          "soft"
+                        ]
+                      },
+                      "bounce_category": {
+                        "type": "string",
+                        "enum": [
+                          "unknown_user",
+                          "mailbox_full",
+                          "domain_not_found",
+                          "policy",
+                          "spam_block",
+                          "message_too_large",
+                          "other"
+                        ]
+                      },
+                      "smtp_code": {
+                        "type": "integer",
+                        "minimum": 400,
+                        "maximum": 599
+                      },
+                      "enhanced_status": {
+                        "type": "string",
+                        "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
+                        "maxLength": 9
+                      },
+                      "diagnostic": {
+                        "type": "string",
+                        "maxLength": 1000
+                      },
+                      "remote_mta": {
+                        "type": "string",
+                        "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
+                        "maxLength": 253
+                      }
+                    }
+                  }
+                },
+                "description": "`mail.bounced` : livraison à un destinataire définitivement en échec (rebond)."
+              },
+              {
+                "properties": {
+                  "type": {
+                    "type": "string",
+                    "const": "mail.complained"
+                  },
+                  "data": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": [
+                      "internet_message_id",
+                      "recipient",
+                      "feedback_type"
+                    ],
+                    "properties": {
+                      "internet_message_id": {
+                        "type": "string",
+                        "pattern": "^<[^<>\\r\\n]+>$",
+                        "minLength": 3,
+                        "maxLength": 998
+                      },
+                      "recipient": {
+                        "type": "string",
+                        "format": "email",
+                        "maxLength": 254
+                      },
+                      "feedback_type": {
+                        "type": "string",
+                        "enum": [
+                          "abuse",
+                          "fraud",
+                          "virus",
+                          "not-spam",
+                          "other"
+                        ]
+                      },
+                      "feedback_provider": {
+                        "type": "string",
+                        "maxLength": 256
+                      },
+                      "user_agent": {
+                        "type": "string",
+                        "maxLength": 256
+                      }
+                    }
+                  }
+                },
+                "description": "`mail.complained` : un destinataire a signalé le message comme indésirable."
+              },
+              {
+                "properties": {
+                  "type": {
+                    "type": "string",
+                    "const": "mail.rejected"
+                  },
+                  "data": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": [
+                      "stage",
+                      "reason",
+                      "diagnostic"
+                    ],
+                    "properties": {
+                      "stage": {
+                        "type": "string",
+                        "enum": [
+                          "inbound",
+                          "outbound"
+                        ]
+                      },
+                      "reason": {
+                        "type": "string",
+                        "enum": [
+                          "spam",
+                          "virus",
+                          "policy",
+                          "blocked_sender",
+                          "invalid_recipient",
+                          "size_limit",
+                          "rate_limit"
+                        ]
+                      },
+                      "smtp_code": {
+                        "type": "integer",
+                        "minimum": 400,
+                        "maximum": 599
+                      },
+                      "diagnostic": {
+                        "type": "string",
+                        "maxLength": 1000
+                      },
+                      "from": {
+                        "$ref": "#/$defs/EmailAddress"
+                      },
+                      "recipient": {
+                        "type": "string",
+                        "format": "email",
+                        "maxLength": 254
+                      },
+                      "internet_message_id": {
+                        "type": "string",
+                        "pattern": "^<[^<>\\r\\n]+>$",
+                        "minLength": 3,
+                        "maxLength": 998
+                      }
+                    }
+                  }
+                },
+                "description": "`mail.rejected` : message refusé par la plateforme avant d'être accepté."
               }
             ]
           },
@@ -737,16 +687,6 @@ export const mcpTools = [
                 "description": "Identifiant unique de l'événement."
               },
               "type": {
-                "type": "string",
-                "enum": [
-                  "mail.received",
-                  "mail.sent",
-                  "mail.delivered",
-                  "mail.deferred",
-                  "mail.bounced",
-                  "mail.complained",
-                  "mail.rejected"
-                ],
                 "description": "Type de l'événement ; donne la forme de `data`."
               },
               "occurred_at": {
@@ -805,7 +745,6 @@ export const mcpTools = [
                 "description": "La personne concernée et les objets de la plateforme en cause."
               },
               "data": {
-                "type": "object",
                 "description": "Détail de l'événement, selon `type`."
               },
               "v": {
@@ -814,476 +753,437 @@ export const mcpTools = [
                 "description": "Version du format de l'enveloppe (1)."
               }
             },
-            "allOf": [
+            "oneOf": [
               {
-                "oneOf": [
-                  {
-                    "type": "object",
-                    "required": [
-                      "type",
-                      "data"
-                    ],
-                    "properties": {
-                      "type": {
-                        "type": "string",
-                        "const": "mail.received"
-                      },
-                      "data": {
-                        "type": "object",
-                        "additionalProperties": false,
-                        "required": [
-                          "from",
-                          "to",
-                          "subject_line",
-                          "size_bytes",
-                          "attachment_count",
-                          "spam_score",
-                          "spam_verdict"
-                        ],
-                        "properties": {
-                          "internet_message_id": {
-                            "type": "string",
-                            "pattern": "^<[^<>\\r\\n]+>$",
-                            "minLength": 3,
-                            "maxLength": 998
-                          },
-                          "from": {
-                            "$ref": "#/$defs/EmailAddress"
-                          },
-                          "to": {
-                            "type": "array",
-                            "items": {
-                              "$ref": "#/$defs/EmailAddress"
-                            },
-                            "minItems": 1,
-                            "maxItems": 1000
-                          },
-                          "cc": {
-                            "type": "array",
-                            "items": {
-                              "$ref": "#/$defs/EmailAddress"
-                            },
-                            "maxItems": 1000
-                          },
-                          "subject_line": {
-                            "type": "string",
-                            "maxLength": 998
-                          },
-                          "size_bytes": {
-                            "type": "integer",
-                            "minimum": 0
-                          },
-                          "attachment_count": {
-                            "type": "integer",
-                            "minimum": 0
-                          },
-                          "spam_score": {
-                            "type": "number",
-                            "minimum": -1000,
-                            "maximum": 1000
-                          },
-                          "spam_verdict": {
-                            "type": "string",
-                            "enum": [
-                              "pass",
-                              "suspect",
-                              "spam"
-                            ]
-                          }
-                        }
-                      }
-                    },
-                    "description": "`mail.received` : message entrant accepté pour une boîte de l'espace."
+                "properties": {
+                  "type": {
+                    "type": "string",
+                    "const": "mail.received"
                   },
-                  {
+                  "data": {
                     "type": "object",
+                    "additionalProperties": false,
                     "required": [
-                      "type",
-                      "data"
+                      "from",
+                      "to",
+                      "subject_line",
+                      "size_bytes",
+                      "attachment_count",
+                      "spam_score",
+                      "spam_verdict"
                     ],
                     "properties": {
-                      "type": {
+                      "internet_message_id": {
                         "type": "string",
-                        "const": "mail.sent"
+                        "pattern": "^<[^<>\\r\\n]+>$",
+                        "minLength": 3,
+                        "maxLength": 998
                       },
-                      "data": {
-                        "type": "object",
-                        "additionalProperties": false,
-                        "required": [
-                          "internet_message_id",
-                          "from",
-                          "to",
-                          "bcc_count",
-                          "subject_line",
-                          "size_bytes"
-                        ],
-                        "properties": {
-                          "internet_message_id": {
-                            "type": "string",
-                            "pattern": "^<[^<>\\r\\n]+>$",
-                            "minLength": 3,
-                            "maxLength": 998
-                          },
-                          "from": {
-                            "$ref": "#/$defs/EmailAddress"
-                          },
-                          "to": {
-                            "type": "array",
-                            "items": {
-                              "$ref": "#/$defs/EmailAddress"
-                            },
-                            "minItems": 1,
-                            "maxItems": 1000
-                          },
-                          "cc": {
-                            "type": "array",
-                            "items": {
-                              "$ref": "#/$defs/EmailAddress"
-                            },
-                            "maxItems": 1000
-                          },
-                          "bcc_count": {
-                            "type": "integer",
-                            "minimum": 0
-                          },
-                          "subject_line": {
-                            "type": "string",
-                            "maxLength": 998
-                          },
-                          "size_bytes": {
-                            "type": "integer",
-                            "minimum": 0
-                          },
-                          "attachment_count": {
-                            "type": "integer",
-                            "minimum": 0
-                          }
-                        }
-                      }
-                    },
-                    "description": "`mail.sent` : message sortant accepté pour l'envoi (en file, pas encore délivré)."
-                  },
-                  {
-                    "type": "object",
-                    "required": [
-                      "type",
-                      "data"
-                    ],
-                    "properties": {
-                      "type": {
+                      "from": {
+                        "$ref": "#/$defs/EmailAddress"
+                      },
+                      "to": {
+                        "type": "array",
+                        "items": {
+                          "$ref": "#/$defs/EmailAddress"
+                        },
+                        "minItems": 1,
+                        "maxItems": 1000
+                      },
+                      "cc": {
+                        "type": "array",
+                        "items": {
+                          "$ref": "#/$defs/EmailAddress"
+                        },
+                        "maxItems": 1000
+                      },
+                      "subject_line": {
                         "type": "string",
-                        "const": "mail.delivered"
+                        "maxLength": 998
                       },
-                      "data": {
-                        "type": "object",
-                        "additionalProperties": false,
-                        "required": [
-                          "internet_message_id",
-                          "recipient",
-                          "remote_mta",
-                          "smtp_response",
-                          "delivery_ms",
-                          "attempt"
-                        ],
-                        "properties": {
-                          "internet_message_id": {
-                            "type": "string",
-                            "pattern": "^<[^<>\\r\\n]+>$",
-                            "minLength": 3,
-                            "maxLength": 998
-                          },
-                          "recipient": {
-                            "type": "string",
-                            "format": "email",
-                            "maxLength": 254
-                          },
-                          "remote_mta": {
-                            "type": "string",
-                            "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
-                            "maxLength": 253
-                          },
-                          "smtp_response": {
-                            "type": "string",
-                            "pattern": "^2\\d\\d",
-                            "maxLength": 1000
-                          },
-                          "delivery_ms": {
-                            "type": "integer",
-                            "minimum": 0
-                          },
-                          "attempt": {
-                            "type": "integer",
-                            "minimum": 1
-                          }
-                        }
-                      }
-                    },
-                    "description": "`mail.delivered` : le serveur destinataire a accepté le message pour un destinataire."
-                  },
-                  {
-                    "type": "object",
-                    "required": [
-                      "type",
-                      "data"
-                    ],
-                    "properties": {
-                      "type": {
+                      "size_bytes": {
+                        "type": "integer",
+                        "minimum": 0
+                      },
+                      "attachment_count": {
+                        "type": "integer",
+                        "minimum": 0
+                      },
+                      "spam_score": {
+                        "type": "number",
+                        "minimum": -1000,
+                        "maximum": 1000
+                      },
+                      "spam_verdict": {
                         "type": "string",
-                        "const": "mail.deferred"
-                      },
-                      "data": {
-                        "type": "object",
-                        "additionalProperties": false,
-                        "required": [
-                          "internet_message_id",
-                          "recipient",
-                          "diagnostic",
-                          "attempt",
-                          "next_attempt_at"
-                        ],
-                        "properties": {
-                          "internet_message_id": {
-                            "type": "string",
-                            "pattern": "^<[^<>\\r\\n]+>$",
-                            "minLength": 3,
-                            "maxLength": 998
-                          },
-                          "recipient": {
-                            "type": "string",
-                            "format": "email",
-                            "maxLength": 254
-                          },
-                          "smtp_code": {
-                            "type": "integer",
-                            "minimum": 400,
-                            "maximum": 599
-                          },
-                          "enhanced_status": {
-                            "type": "string",
-                            "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
-                            "maxLength": 9
-                          },
-                          "diagnostic": {
-                            "type": "string",
-                            "maxLength": 1000
-                          },
-                          "remote_mta": {
-                            "type": "string",
-                            "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
-                            "maxLength": 253
-                          },
-                          "attempt": {
-                            "type": "integer",
-                            "minimum": 1
-                          },
-                          "next_attempt_at": {
-                            "type": "string",
-                            "format": "date-time",
-                            "maxLength": 35
-                          }
-                        }
+                        "enum": [
+                          "pass",
+                          "suspect",
+                          "spam"
+                        ]
                       }
-                    },
-                    "description": "`mail.deferred` : échec temporaire de livraison à un destinataire ; nouvel essai prévu."
-                  },
-                  {
-                    "type": "object",
-                    "required": [
-                      "type",
-                      "data"
-                    ],
-                    "properties": {
-                      "type": {
-                        "type": "string",
-                        "const": "mail.bounced"
-                      },
-                      "data": {
-                        "type": "object",
-                        "additionalProperties": false,
-                        "required": [
-                          "internet_message_id",
-                          "recipient",
-                          "bounce_type",
-                          "bounce_category",
-                          "diagnostic"
-                        ],
-                        "properties": {
-                          "internet_message_id": {
-                            "type": "string",
-                            "pattern": "^<[^<>\\r\\n]+>$",
-                            "minLength": 3,
-                            "maxLength": 998
-                          },
-                          "recipient": {
-                            "type": "string",
-                            "format": "email",
-                            "maxLength": 254
-                          },
-                          "bounce_type": {
-                            "type": "string",
-                            "enum": [
-                              "hard",
-                              "soft"
-                            ]
-                          },
-                          "bounce_category": {
-                            "type": "string",
-                            "enum": [
-                              "unknown_user",
-                              "mailbox_full",
-                              "domain_not_found",
-                              "policy",
-                              "spam_block",
-                              "message_too_large",
-                              "other"
-                            ]
-                          },
-                          "smtp_code": {
-                            "type": "integer",
-                            "minimum": 400,
-                            "maximum": 599
-                          },
-                          "enhanced_status": {
-                            "type": "string",
-                            "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
-                            "maxLength": 9
-                          },
-                          "diagnostic": {
-                            "type": "string",
-                            "maxLength": 1000
-                          },
-                          "remote_mta": {
-                            "type": "string",
-                            "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
-                            "maxLength": 253
-                          }
-                        }
-                      }
-                    },
-                    "description": "`mail.bounced` : livraison à un destinataire définitivement en échec (rebond)."
-                  },
-                  {
-                    "type": "object",
-                    "required": [
-                      "type",
-                      "data"
-                    ],
-                    "properties": {
-                      "type": {
-                        "type": "string",
-                        "const": "mail.complained"
-                      },
-                      "data": {
-                        "type": "object",
-                        "additionalProperties": false,
-                        "required": [
-                          "internet_message_id",
-                          "recipient",
-                          "feedback_type"
-                        ],
-                        "properties": {
-                          "internet_message_id": {
-                            "type": "string",
-                            "pattern": "^<[^<>\\r\\n]+>$",
-                            "minLength": 3,
-                            "maxLength": 998
-                          },
-                          "recipient": {
-                            "type": "string",
-                            "format": "email",
-                            "maxLength": 254
-                          },
-                          "feedback_type": {
-                            "type": "string",
-                            "enum": [
-                              "abuse",
-                              "fraud",
-                              "virus",
-                              "not-spam",
-                              "other"
-                            ]
-                          },
-                          "feedback_provider": {
-                            "type": "string",
-                            "maxLength": 256
-                          },
-                          "user_agent": {
-                            "type": "string",
-                            "maxLength": 256
-                          }
-                        }
-                      }
-                    },
-                    "description": "`mail.complained` : un destinataire a signalé le message comme indésirable."
-                  },
-                  {
-                    "type": "object",
-                    "required": [
-                      "type",
-                      "data"
-                    ],
-                    "properties": {
-                      "type": {
-                        "type": "string",
-                        "const": "mail.rejected"
-                      },
-                      "data": {
-                        "type": "object",
-                        "additionalProperties": false,
-                        "required": [
-                          "stage",
-                          "reason",
-                          "diagnostic"
-                        ],
-                        "properties": {
-                          "stage": {
-                            "type": "string",
-                            "enum": [
-                              "inbound",
-                              "outbound"
-                            ]
-                          },
-                          "reason": {
-                            "type": "string",
-                            "enum": [
-                              "spam",
-                              "virus",
-                              "policy",
-                              "blocked_sender",
-                              "invalid_recipient",
-                              "size_limit",
-                              "rate_limit"
-                            ]
-                          },
-                          "smtp_code": {
-                            "type": "integer",
-                            "minimum": 400,
-                            "maximum": 599
-                          },
-                          "diagnostic": {
-                            "type": "string",
-                            "maxLength": 1000
-                          },
-                          "from": {
-                            "$ref": "#/$defs/EmailAddress"
-                          },
-                          "recipient": {
-                            "type": "string",
-                            "format": "email",
-                            "maxLength": 254
-                          },
-                          "internet_message_id": {
-                            "type": "string",
-                            "pattern": "^<[^<>\\r\\n]+>$",
-                            "minLength": 3,
-                            "maxLength": 998
-                          }
-                        }
-                      }
-                    },
-                    "description": "`mail.rejected` : message refusé par la plateforme avant d'être accepté."
+                    }
                   }
-                ]
+                },
+                "description": "`mail.received` : message entrant accepté pour une boîte de l'espace."
+              },
+              {
+                "properties": {
+                  "type": {
+                    "type": "string",
+                    "const": "mail.sent"
+                  },
+                  "data": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": [
+                      "internet_message_id",
+                      "from",
+                      "to",
+                      "bcc_count",
+                      "subject_line",
+                      "size_bytes"
+                    ],
+                    "properties": {
+                      "internet_message_id": {
+                        "type": "string",
+                        "pattern": "^<[^<>\\r\\n]+>$",
+                        "minLength": 3,
+                        "maxLength": 998
+                      },
+                      "from": {
+                        "$ref": "#/$defs/EmailAddress"
+                      },
+                      "to": {
+                        "type": "array",
+                        "items": {
+                          "$ref": "#/$defs/EmailAddress"
+                        },
+                        "minItems": 1,
+                        "maxItems": 1000
+                      },
+                      "cc": {
+                        "type": "array",
+                        "items": {
+                          "$ref": "#/$defs/EmailAddress"
+                        },
+                        "maxItems": 1000
+                      },
+                      "bcc_count": {
+                        "type": "integer",
+                        "minimum": 0
+                      },
+                      "subject_line": {
+                        "type": "string",
+                        "maxLength": 998
+                      },
+                      "size_bytes": {
+                        "type": "integer",
+                        "minimum": 0
+                      },
+                      "attachment_count": {
+                        "type": "integer",
+                        "minimum": 0
+                      }
+                    }
+                  }
+                },
+                "description": "`mail.sent` : message sortant accepté pour l'envoi (en file, pas encore délivré)."
+              },
+              {
+                "properties": {
+                  "type": {
+                    "type": "string",
+                    "const": "mail.delivered"
+                  },
+                  "data": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": [
+                      "internet_message_id",
+                      "recipient",
+                      "remote_mta",
+                      "smtp_response",
+                      "delivery_ms",
+                      "attempt"
+                    ],
+                    "properties": {
+                      "internet_message_id": {
+                        "type": "string",
+                        "pattern": "^<[^<>\\r\\n]+>$",
+                        "minLength": 3,
+                        "maxLength": 998
+                      },
+                      "recipient": {
+                        "type": "string",
+                        "format": "email",
+                        "maxLength": 254
+                      },
+                      "remote_mta": {
+                        "type": "string",
+                        "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
+                        "maxLength": 253
+                      },
+                      "smtp_response": {
+                        "type": "string",
+                        "pattern": "^2\\d\\d",
+                        "maxLength": 1000
+                      },
+                      "delivery_ms": {
+                        "type": "integer",
+                        "minimum": 0
+                      },
+                      "attempt": {
+                        "type": "integer",
+                        "minimum": 1
+                      }
+                    }
+                  }
+                },
+                "description": "`mail.delivered` : le serveur destinataire a accepté le message pour un destinataire."
+              },
+              {
+                "properties": {
+                  "type": {
+                    "type": "string",
+                    "const": "mail.deferred"
+                  },
+                  "data": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": [
+                      "internet_message_id",
+                      "recipient",
+                      "diagnostic",
+                      "attempt",
+                      "next_attempt_at"
+                    ],
+                    "properties": {
+                      "internet_message_id": {
+                        "type": "string",
+                        "pattern": "^<[^<>\\r\\n]+>$",
+                        "minLength": 3,
+                        "maxLength": 998
+                      },
+                      "recipient": {
+                        "type": "string",
+                        "format": "email",
+                        "maxLength": 254
+                      },
+                      "smtp_code": {
+                        "type": "integer",
+                        "minimum": 400,
+                        "maximum": 599
+                      },
+                      "enhanced_status": {
+                        "type": "string",
+                        "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
+                        "maxLength": 9
+                      },
+                      "diagnostic": {
+                        "type": "string",
+                        "maxLength": 1000
+                      },
+                      "remote_mta": {
+                        "type": "string",
+                        "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
+                        "maxLength": 253
+                      },
+                      "attempt": {
+                        "type": "integer",
+                        "minimum": 1
+                      },
+                      "next_attempt_at": {
+                        "type": "string",
+                        "format": "date-time",
+                        "maxLength": 35
+                      }
+                    }
+                  }
+                },
+                "description": "`mail.deferred` : échec temporaire de livraison à un destinataire ; nouvel essai prévu."
+              },
+              {
+                "properties": {
+                  "type": {
+                    "type": "string",
+                    "const": "mail.bounced"
+                  },
+                  "data": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": [
+                      "internet_message_id",
+                      "recipient",
+                      "bounce_type",
+                      "bounce_category",
+                      "diagnostic"
+                    ],
+                    "properties": {
+                      "internet_message_id": {
+                        "type": "string",
+                        "pattern": "^<[^<>\\r\\n]+>$",
+                        "minLength": 3,
+                        "maxLength": 998
+                      },
+                      "recipient": {
+                        "type": "string",
+                        "format": "email",
+                        "maxLength": 254
+                      },
+                      "bounce_type": {
+                        "type": "string",
+                        "enum": [
+                          "hard",
+                          "soft"
+                        ]
+                      },
+                      "bounce_category": {
+                        "type": "string",
+                        "enum": [
+                          "unknown_user",
+                          "mailbox_full",
+                          "domain_not_found",
+                          "policy",
+                          "spam_block",
+                          "message_too_large",
+                          "other"
+                        ]
+                      },
+                      "smtp_code": {
+                        "type": "integer",
+                        "minimum": 400,
+                        "maximum": 599
+                      },
+                      "enhanced_status": {
+                        "type": "string",
+                        "pattern": "^[245]\\.\\d{1,3}\\.\\d{1,3}$",
+                        "maxLength": 9
+                      },
+                      "diagnostic": {
+                        "type": "string",
+                        "maxLength": 1000
+                      },
+                      "remote_mta": {
+                        "type": "string",
+                        "pattern": "^(\\[[0-9A-Za-z:.]{2,50}\\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$",
+                        "maxLength": 253
+                      }
+                    }
+                  }
+                },
+                "description": "`mail.bounced` : livraison à un destinataire définitivement en échec (rebond)."
+              },
+              {
+                "properties": {
+                  "type": {
+                    "type": "string",
+                    "const": "mail.complained"
+                  },
+                  "data": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": [
+                      "internet_message_id",
+                      "recipient",
+                      "feedback_type"
+                    ],
+                    "properties": {
+                      "internet_message_id": {
+                        "type": "string",
+                        "pattern": "^<[^<>\\r\\n]+>$",
+                        "minLength": 3,
+                        "maxLength": 998
+                      },
+                      "recipient": {
+                        "type": "string",
+                        "format": "email",
+                        "maxLength": 254
+                      },
+                      "feedback_type": {
+                        "type": "string",
+                        "enum": [
+                          "abuse",
+                          "fraud",
+                          "virus",
+                          "not-spam",
+                          "other"
+                        ]
+                      },
+                      "feedback_provider": {
+                        "type": "string",
+                        "maxLength": 256
+                      },
+                      "user_agent": {
+                        "type": "string",
+                        "maxLength": 256
+                      }
+                    }
+                  }
+                },
+                "description": "`mail.complained` : un destinataire a signalé le message comme indésirable."
+              },
+              {
+                "properties": {
+                  "type": {
+                    "type": "string",
+                    "const": "mail.rejected"
+                  },
+                  "data": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": [
+                      "stage",
+                      "reason",
+                      "diagnostic"
+                    ],
+                    "properties": {
+                      "stage": {
+                        "type": "string",
+                        "enum": [
+                          "inbound",
+                          "outbound"
+                        ]
+                      },
+                      "reason": {
+                        "type": "string",
+                        "enum": [
+                          "spam",
+                          "virus",
+                          "policy",
+                          "blocked_sender",
+                          "invalid_recipient",
+                          "size_limit",
+                          "rate_limit"
+                        ]
+                      },
+                      "smtp_code": {
+                        "type": "integer",
+                        "minimum": 400,
+                        "maximum": 599
+                      },
+                      "diagnostic": {
+                        "type": "string",
+                        "maxLength": 1000
+                      },
+                      "from": {
+                        "$ref": "#/$defs/EmailAddress"
+                      },
+                      "recipient": {
+                        "type": "string",
+                        "format": "email",
+                        "maxLength": 254
+                      },
+                      "internet_message_id": {
+                        "type": "string",
+                        "pattern": "^<[^<>\\r\\n]+>$",
+                        "minLength": 3,
+                        "maxLength": 998
+                      }
+                    }
+                  }
+                },
+                "description": "`mail.rejected` : message refusé par la plateforme avant d'être accepté."
               }
             ]
           },

@@ -1,9 +1,9 @@
 /**
  * Everything the event types decide, derived from their one list (schemas/event-types.json):
  * - the contract's schemas that name every type and cannot $ref a list (JSON Schema has no way to
- *   build an enum, a pattern or a oneOf from data): EventType, EventTypeFilter, MailEvent and one
- *   branch per type under schemas/events/, each marked as generated;
- * - the components those branches and their data schemas become in the bundled contract;
+ *   build an enum, a pattern or a oneOf from data): EventTypeFilter, and the unions
+ *   EventEnvelope and EmitEventRequest with their branches under schemas/events/ (one complete
+ *   schema per type, from a template written by hand beside each union), each marked as generated;
  * - generated/event-types.ts (the types and their French labels, for the MCP text) and
  *   generated/event-labels.js (the labels for the web view, which loads plain JavaScript).
  */
@@ -65,18 +65,64 @@ function dataComponentName(root: string, entry: EventTypeEntry): string {
   return schema.title;
 }
 
-/** The schema files the list derives, by path relative to the repository root. */
-export function eventTypeSchemaFiles(types: EventTypeEntry[]): Map<string, string> {
-  const files = new Map<string, string>();
-  const write = (path: string, schema: object) => files.set(path, `${JSON.stringify({ $schema: SCHEMA_DIALECT, $comment: GENERATED_SCHEMA, ...schema }, null, 2)}\n`);
+/**
+ * A union written by hand as a template (schemas/<name>.template.json): the fields of every
+ * branch, `type` and `data` left for each event type to fill, `x-branch` naming a branch.
+ */
+interface UnionTemplate {
+  /** The template's file, relative to schemas/; the union is written beside it as <name>.schema.json. */
+  file: string;
+  /** The branches' file name under schemas/events/, from the type's slug (`mail-bounced`). */
+  branchFile: (slug: string) => string;
+}
 
-  write('schemas/event-type.schema.json', {
-    title: 'EventType',
-    description: `Type of a mail event. The shape of the event's \`data\` depends on it.\n\n${types.map((t) => `- \`${t.type}\`: ${t.description}`).join('\n')}`,
-    type: 'string',
-    enum: types.map((t) => t.type),
-    examples: ['mail.delivered'],
-  });
+/**
+ * The unions an event's type decides, each a `oneOf` of one complete schema per type (its `type` a
+ * constant, its own `data`) with the discriminator on that `oneOf`: the shape client generators
+ * (openapi-typescript, hey-api, orval) narrow on `type`. No `allOf` pulls a union into another
+ * schema: those generators misread it (openapi-typescript forces `type` to the schema's name).
+ */
+const UNIONS: UnionTemplate[] = [
+  { file: 'event-envelope.template.json', branchFile: (slug) => `${slug}-event.schema.json` },
+  { file: 'emit-event-request.template.json', branchFile: (slug) => `emit-${slug}-request.schema.json` },
+];
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type JsonObject = { [key: string]: Json };
+const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A schema's file refs, written from schemas/, as seen from schemas/events/. */
+function fromEventsFolder(value: Json): Json {
+  if (Array.isArray(value)) return value.map(fromEventsFolder);
+  if (!isObject(value)) return value;
+  return Object.fromEntries(Object.entries(value).map(([key, child]) => [key, key === '$ref' && typeof child === 'string' && !child.startsWith('#') ? `../${child}` : fromEventsFolder(child)]));
+}
+
+const fill = (text: Json | undefined, t: EventTypeEntry): string | undefined =>
+  typeof text === 'string'
+    ? text.replaceAll('{Type}', pascalOf(t.type)).replaceAll('{type}', t.type).replaceAll('{description}', t.description).replaceAll('{description_fr}', t.description_fr)
+    : undefined;
+
+function readTemplate(root: string, union: UnionTemplate): JsonObject {
+  const template = JSON.parse(readFileSync(join(root, 'schemas', union.file), 'utf8')) as JsonObject;
+  const properties = template.properties;
+  const branch = template['x-branch'];
+  if (!isObject(properties) || !isObject(properties.type) || !isObject(properties.data) || !isObject(branch) || typeof branch.title !== 'string') {
+    throw new Error(`schemas/${union.file}: needs properties.type, properties.data and x-branch.title`);
+  }
+  for (const key of ['type', 'data']) {
+    const own = Object.keys(properties[key] as JsonObject).filter((k) => k !== 'description' && !k.startsWith('x-'));
+    if (own.length) throw new Error(`schemas/${union.file}: properties.${key} takes only texts (each type fills in ${own.join(', ')})`);
+  }
+  return template;
+}
+
+/** The schema files the list derives, by path relative to the repository root. */
+export function eventTypeSchemaFiles(root: string, types: EventTypeEntry[]): Map<string, string> {
+  const files = new Map<string, string>();
+  const write = (path: string, schema: object, from = '') =>
+    files.set(path, `${JSON.stringify({ $schema: SCHEMA_DIALECT, $comment: GENERATED_SCHEMA.replace('schemas/event-types.json', `schemas/event-types.json${from}`), ...schema }, null, 2)}\n`);
+
   const names = types.map((t) => t.type.slice(PREFIX.length).replace(/\./g, '\\.'));
   write('schemas/event-type-filter.schema.json', {
     title: 'EventTypeFilter',
@@ -86,35 +132,29 @@ export function eventTypeSchemaFiles(types: EventTypeEntry[]): Map<string, strin
     pattern: `^mail\\.(\\*|${names.join('|')})$`,
     examples: ['mail.bounced', 'mail.*'],
   });
-  write('schemas/mail-event.schema.json', {
-    title: 'MailEvent',
-    description: "An event's `type` and its `data`, whose shape depends on the type: one schema per type, chosen by `type`.",
-    oneOf: types.map((t) => ({ $ref: `events/${slugOf(t.type)}-event.schema.json` })),
-    discriminator: { propertyName: 'type', mapping: Object.fromEntries(types.map((t) => [t.type, `events/${slugOf(t.type)}-event.schema.json`])) },
-  });
-  for (const t of types) {
-    write(`schemas/events/${slugOf(t.type)}-event.schema.json`, {
-      title: `${pascalOf(t.type)}Event`,
-      description: `The \`type\` of a \`${t.type}\` event and the shape of its \`data\`.`,
-      'x-description-fr': `\`${t.type}\` : ${t.description_fr}`,
-      type: 'object',
-      required: ['type', 'data'],
-      properties: { type: { type: 'string', const: t.type }, data: { $ref: `../${t.data}` } },
-    });
+  for (const union of UNIONS) {
+    const { title, description, examples, 'x-branch': branch, $comment: _comment, properties, ...shape } = readTemplate(root, union);
+    const { title: branchTitle, ...branchTexts } = branch as JsonObject;
+    const branchPath = (t: EventTypeEntry) => `events/${union.branchFile(slugOf(t.type))}`;
+    for (const t of types) {
+      const own: JsonObject = {};
+      for (const [name, schema] of Object.entries(properties as JsonObject)) {
+        if (name === 'type') own[name] = { ...(schema as JsonObject), type: 'string', const: t.type };
+        else if (name === 'data') own[name] = { ...(schema as JsonObject), $ref: `../${t.data}` };
+        else own[name] = fromEventsFolder(schema);
+      }
+      const texts = Object.fromEntries(Object.entries(branchTexts).map(([key, text]) => [key, fill(text, t)]));
+      write(`schemas/${branchPath(t)}`, { title: fill(branchTitle, t), ...texts, ...shape, properties: own }, ` and schemas/${union.file}`);
+    }
+    write(`schemas/${union.file.replace(/\.template\.json$/, '.schema.json')}`, {
+      title,
+      description,
+      oneOf: types.map((t) => ({ $ref: branchPath(t) })),
+      discriminator: { propertyName: 'type', mapping: Object.fromEntries(types.map((t) => [t.type, branchPath(t)])) },
+      ...(examples === undefined ? {} : { examples }),
+    }, ` and schemas/${union.file}`);
   }
   return files;
-}
-
-/**
- * The components the event types add to the bundled contract, in order: every data schema, then
- * every branch. openapi.yaml does not list them (adding a type would then mean editing it too):
- * the bundle puts them just before MailEvent, the union that joins them.
- */
-export function eventTypeComponents(root: string, types: EventTypeEntry[]): Array<{ name: string; file: string }> {
-  return [
-    ...types.map((t) => ({ name: dataComponentName(root, t), file: join(root, 'schemas', t.data) })),
-    ...types.map((t) => ({ name: `${pascalOf(t.type)}Event`, file: join(root, 'schemas/events', `${slugOf(t.type)}-event.schema.json`) })),
-  ];
 }
 
 const BANNER_TS = '// Generated by `npm run generate` from schemas/event-types.json. Do not edit.\n';
@@ -122,10 +162,13 @@ const BANNER_TS = '// Generated by `npm run generate` from schemas/event-types.j
 /** The types and their French labels for TypeScript (the MCP text). */
 export function eventTypesModule(types: EventTypeEntry[]): string {
   const labels = Object.fromEntries(types.map((t) => [t.type, t.label_fr]));
-  return `${BANNER_TS}import type { EventType } from './types.ts';
+  return `${BANNER_TS}import type { EventEnvelope } from './types.ts';
 
 /** Every event type, in the contract's order. */
-export const EVENT_TYPES = ${JSON.stringify(types.map((t) => t.type))} as const satisfies readonly EventType[];
+export const EVENT_TYPES = ${JSON.stringify(types.map((t) => t.type))} as const satisfies readonly EventEnvelope['type'][];
+
+/** An event's type (\`mail.received\`…): what EventEnvelope's branches are chosen by. */
+export type EventType = (typeof EVENT_TYPES)[number];
 
 /** How a person reads each type in French: as a heading (the web view) and inside a sentence (the MCP text). */
 export const EVENT_LABELS_FR: Record<EventType, { heading: string; inline: string }> = ${JSON.stringify(labels, null, 2)};

@@ -29,15 +29,23 @@ function componentName(schema: Json | undefined, where: string): string {
 const jsonBodySchema = (holder: Json | undefined): Json | undefined =>
   isObject(holder) && isObject(holder.content) && isObject(holder.content['application/json']) ? holder.content['application/json'].schema : undefined;
 
-/** The top-level `default`s of a request schema; a default deeper down would not be applied, so it is refused. */
+/**
+ * The top-level `default`s of a request schema: a property's own, or the one of the component it
+ * refers to (request schemas name their defaulted properties' schemas: see PageLimit's `$comment`).
+ * A default deeper down would not be applied, so it is refused.
+ */
 function defaultsOf(components: JsonObject, name: string): JsonObject {
   const schema = components[name];
   if (!isObject(schema)) throw new Error(`component ${name} is missing`);
   const defaults: JsonObject = {};
   for (const [property, sub] of Object.entries(isObject(schema.properties) ? schema.properties : {})) {
-    if (isObject(sub) && 'default' in sub) defaults[property] = sub.default!;
-    const { default: _own, ...below } = isObject(sub) ? sub : {};
-    if (declaresDefault(below)) throw new Error(`${name}.${property}: a default below the top level is not applied by the registry`);
+    const target = isObject(sub) && typeof sub.$ref === 'string' ? components[componentName(sub, `${name}.${property}`)] : undefined;
+    for (const holder of [sub, target]) {
+      if (!isObject(holder)) continue;
+      if ('default' in holder) defaults[property] = holder.default!;
+      const { default: _own, ...below } = holder;
+      if (declaresDefault(below)) throw new Error(`${name}.${property}: a default below the top level is not applied by the registry`);
+    }
   }
   return defaults;
 }

@@ -8,8 +8,9 @@ import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { parse as parseYaml } from 'yaml';
-import { eventLabelsScript, eventTypeComponents, eventTypeSchemaFiles, eventTypesModule, readEventTypes, type EventTypeEntry } from './generate-event-types.ts';
+import { parse as parseYaml, stringify as toYaml } from 'yaml';
+import { asyncApiDocument } from './generate-asyncapi.ts';
+import { eventLabelsScript, eventTypeSchemaFiles, eventTypesModule, readEventTypes } from './generate-event-types.ts';
 import { mcpSchema } from './mcp-schema.ts';
 import { operationsModule } from './generate-operations.ts';
 
@@ -37,51 +38,78 @@ function mapRefs(value: Json, fn: (ref: string) => string): Json {
   return out;
 }
 
+/** The file refs of a schema file (its `$ref`s and its discriminator's mapping), as absolute paths. */
+function fileRefs(file: string, content: Json): string[] {
+  const refs: string[] = [];
+  mapRefs(content, (ref) => {
+    if (ref.startsWith('#')) throw new Error(`${relative(root, file)}: local ref ${ref} (put shared schemas in their own file)`);
+    refs.push(resolve(dirname(file), ref));
+    return ref;
+  });
+  return refs;
+}
+
 /**
- * One self-contained OpenAPI document: each component that points at a schema file gets that
- * file's content, and refs between files become refs between components. Every file a schema
- * refers to must itself be a component, so each schema is one named type: those openapi.yaml
- * lists, and the event types' data schemas and branches, which the list of types adds.
+ * One self-contained OpenAPI document: every schema file becomes a component holding that file's
+ * content, named by its `title`, and refs between files become refs between components, so each
+ * schema is one named type. openapi.yaml lists only the components it refers to itself (so a
+ * linter reading it, which does not follow refs between files for this, finds every one used); a
+ * file that only other schema files refer to (Subject, the event types' data schemas and branches)
+ * is placed just before the first component that refers to it.
  */
-function bundle(types: EventTypeEntry[], derived: Map<string, string>): JsonObject {
-  const doc = parseYaml(readFileSync(join(root, 'openapi.yaml'), 'utf8')) as JsonObject;
+function bundle(derived: Map<string, string>): JsonObject {
+  const source = readFileSync(join(root, 'openapi.yaml'), 'utf8');
+  const doc = parseYaml(source) as JsonObject;
   const components = doc.components as JsonObject;
   const listed = components.schemas as JsonObject;
-  // The event types' components go just before MailEvent (scripts/generate-event-types.ts).
-  if (!('MailEvent' in listed)) throw new Error('openapi.yaml: components.schemas must list MailEvent');
-  const added = eventTypeComponents(root, types);
-  for (const { name } of added) {
-    if (name in listed) throw new Error(`openapi.yaml: components.schemas.${name} comes from schemas/event-types.json: do not list it`);
-  }
-  const schemas: JsonObject = {};
-  for (const [name, schema] of Object.entries(listed)) {
-    if (name === 'MailEvent') for (const component of added) schemas[component.name] = { $ref: `./${relative(root, component.file)}` };
-    schemas[name] = schema;
-  }
-  components.schemas = schemas;
-  const componentOfFile = new Map<string, string>();
-  for (const [name, schema] of Object.entries(schemas)) {
-    if (isObject(schema) && typeof schema.$ref === 'string' && !schema.$ref.startsWith('#')) {
-      componentOfFile.set(resolve(root, schema.$ref), name);
-    }
-  }
   // A derived schema is bundled as it is about to be written, not as the disk holds it.
   const derivedByFile = new Map([...derived].map(([path, text]) => [resolve(root, path), text]));
-  for (const [file, name] of componentOfFile) {
+  const contentOf = (file: string): JsonObject => {
     // `$comment` speaks to who opens the file (e.g. "generated, do not edit"), not to the contract's readers.
     const { $comment: _comment, ...content } = JSON.parse(derivedByFile.get(file) ?? readFileSync(file, 'utf8')) as JsonObject;
-    schemas[name] = mapRefs(content, (ref) => {
-      if (ref.startsWith('#')) throw new Error(`${relative(root, file)}: local ref ${ref} (put shared schemas in their own file)`);
-      const target = componentOfFile.get(resolve(dirname(file), ref));
-      if (!target) throw new Error(`${relative(root, file)}: ${ref} is not a component in openapi.yaml`);
-      return `#/components/schemas/${target}`;
-    });
+    return content;
+  };
+  const listedFiles = new Map<string, string>();
+  for (const [name, schema] of Object.entries(listed)) {
+    if (!isObject(schema) || typeof schema.$ref !== 'string' || schema.$ref.startsWith('#')) throw new Error(`openapi.yaml: components.schemas.${name} must be a $ref to a schema file`);
+    if (!source.includes(`'#/components/schemas/${name}'`)) throw new Error(`openapi.yaml: components.schemas.${name} is not referred to by openapi.yaml itself: do not list it (the schema files that refer to it bring it in)`);
+    listedFiles.set(resolve(root, schema.$ref), name);
   }
+
+  // Dependencies first: before each listed component, the unlisted files it refers to (and theirs).
+  const componentOfFile = new Map<string, string>();
+  const order: string[] = [];
+  const place = (file: string, name: string) => {
+    const content = contentOf(file);
+    if (content.title !== name) throw new Error(`${relative(root, file)}: its title must be its component's name, ${name}`);
+    componentOfFile.set(file, name);
+    order.push(file);
+  };
+  const visit = (file: string, seen = new Set<string>()) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const ref of fileRefs(file, contentOf(file))) {
+      if (componentOfFile.has(ref) || listedFiles.has(ref)) continue;
+      visit(ref, seen);
+      if (!componentOfFile.has(ref)) place(ref, String(contentOf(ref).title));
+    }
+  };
+  for (const [file, name] of listedFiles) {
+    visit(file);
+    place(file, name);
+  }
+  const schemas: JsonObject = {};
+  for (const file of order) {
+    const name = componentOfFile.get(file)!;
+    if (name in schemas) throw new Error(`${relative(root, file)}: another schema file is already titled ${name}`);
+    schemas[name] = mapRefs(contentOf(file), (ref) => `#/components/schemas/${componentOfFile.get(resolve(dirname(file), ref))!}`);
+  }
+  components.schemas = schemas;
+
   // schemas/events/ is rewritten whole: a branch left there by a type since removed is not looked at.
   const onDisk = listSchemaFiles(join(root, 'schemas')).filter((file) => !file.startsWith(join(root, 'schemas/events/')));
-  const files = new Set([...onDisk, ...derivedByFile.keys()]);
-  for (const file of files) {
-    if (!componentOfFile.has(file)) throw new Error(`${relative(root, file)} is not listed in components.schemas`);
+  for (const file of new Set([...onDisk, ...derivedByFile.keys()])) {
+    if (!componentOfFile.has(file)) throw new Error(`${relative(root, file)}: neither openapi.yaml nor any schema it uses refers to it`);
   }
   return doc;
 }
@@ -92,17 +120,14 @@ function listSchemaFiles(dir: string): string[] {
   );
 }
 
-/** The document without `discriminator`s: the oneOf branches' `type` constants already type each branch. */
-function withoutDiscriminators(value: Json): Json {
-  if (Array.isArray(value)) return value.map(withoutDiscriminators);
-  if (!isObject(value)) return value;
-  return Object.fromEntries(Object.entries(value).filter(([key]) => key !== 'discriminator').map(([key, child]) => [key, withoutDiscriminators(child)]));
-}
-
+/**
+ * The types of the contract as openapi-typescript writes them at its defaults, what an integrator
+ * gets from `npx openapi-typescript <deployment>/openapi.json`: the typed client (client/) is built
+ * on them and so proves that they serve (test/generated-clients.test.ts runs the outside tools).
+ */
 async function typesModule(doc: JsonObject): Promise<string> {
-  // openapi-typescript reads a schema that takes a discriminated oneOf through allOf (EventEnvelope,
-  // EmitEventRequest) as one of its mapped subtypes and forces `type` to the schema's name.
-  const ast = await openapiTS(withoutDiscriminators(doc) as never, { exportType: true, defaultNonNullable: false, emptyObjectsUnknown: true });
+  // A copy: openapi-typescript rewrites the document it is given (a discriminated branch's `const` becomes an `enum`).
+  const ast = await openapiTS(structuredClone(doc) as never);
   const names = Object.keys((doc.components as JsonObject).schemas as JsonObject);
   const aliases = names.map((name) => `export type ${name} = components['schemas']['${name}'];`).join('\n');
   return `${BANNER}${astToString(ast)}\n// One alias per schema component.\n${aliases}\n`;
@@ -139,11 +164,16 @@ function mcpToolsModule(doc: JsonObject): string {
 /** Every derived file, by path relative to the repository root. */
 async function render(): Promise<Map<string, string>> {
   const types = readEventTypes(root);
-  const schemaFiles = eventTypeSchemaFiles(types);
-  const doc = bundle(types, schemaFiles);
+  const schemaFiles = eventTypeSchemaFiles(root, types);
+  const doc = bundle(schemaFiles);
+  const asyncapi = asyncApiDocument(root, doc, types);
   return new Map([
     ...schemaFiles,
     ['generated/openapi.json', `${JSON.stringify(doc, null, 2)}\n`],
+    // The same document as YAML, self-contained (openapi.yaml refers to files under schemas/).
+    ['generated/openapi.yaml', toYaml(doc, { lineWidth: 0 })],
+    ['generated/asyncapi.json', `${JSON.stringify(asyncapi, null, 2)}\n`],
+    ['generated/asyncapi.yaml', toYaml(asyncapi, { lineWidth: 0 })],
     ['generated/types.ts', await typesModule(doc)],
     ['generated/mcp-tools.ts', mcpToolsModule(doc)],
     ['generated/operations.ts', operationsModule(doc)],

@@ -7,7 +7,10 @@
  * - descriptions are the French ones (`x-description-fr`) and only those: the English
  *   `description`s, `title`s and examples serve the HTTP reference, not the tool;
  * - `discriminator` goes (its mapping points into components/, and the `type` constants of the
- *   oneOf branches already say which branch applies), as do `$schema` and every `x-` key.
+ *   oneOf branches already say which branch applies), as do `$schema` and every `x-` key;
+ * - a union of complete schemas that differ in a few properties (EventEnvelope: one branch per event
+ *   type, alike but for `type` and `data`) says what they share once, and in each branch only what
+ *   sets it apart (factorUnion): the same documents pass, for a fraction of the text.
  */
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
@@ -18,12 +21,13 @@ const DROPPED = new Set(['description', 'title', 'examples', 'example', '$schema
 const COMPONENT_REF = '#/components/schemas/';
 
 export function mcpSchema(components: JsonObject, root: Json, options: { refs: boolean }): Json {
-  const component = (ref: string): Json => {
+  const lookup = (ref: string): Json => {
     if (!ref.startsWith(COMPONENT_REF)) throw new Error(`unexpected ref ${ref}`);
     const target = components[ref.slice(COMPONENT_REF.length)];
     if (target === undefined) throw new Error(`unresolved ref ${ref}`);
     return target;
   };
+  const component = (ref: string): Json => factorUnion(lookup(ref), lookup);
 
   // How many times each component appears once everything is inlined.
   const uses = new Map<string, number>();
@@ -65,4 +69,46 @@ export function mcpSchema(components: JsonObject, root: Json, options: { refs: b
   };
   const schema = convert(root) as JsonObject;
   return Object.keys(defs).length ? { ...schema, $defs: defs } : schema;
+}
+
+/** What an object schema's own texts are: they stay with a branch, or are said once for all. */
+const TEXTS = ['title', 'description', 'x-description-fr'];
+const same = (a: Json | undefined, b: Json | undefined) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * A `oneOf` of references to closed object schemas with the same property names and the same
+ * `required` (the per-type branches the generator writes), as one closed object: the properties
+ * alike in every branch, once; each branch keeps only the properties that differ (their common
+ * texts said once too). It accepts exactly what the union accepts. Anything else is left as it is.
+ */
+function factorUnion(schema: Json, lookup: (ref: string) => Json): Json {
+  if (!isObject(schema) || !Array.isArray(schema.oneOf) || schema.oneOf.length < 2) return schema;
+  const branches = schema.oneOf.map((branch) => (isObject(branch) && typeof branch.$ref === 'string' ? lookup(branch.$ref) : undefined));
+  const shape = (branch: JsonObject): Json => [branch.type ?? null, branch.additionalProperties ?? null, branch.required ?? null, Object.keys(branch.properties as JsonObject)];
+  const [first] = branches;
+  if (!isObject(first) || first.type !== 'object' || first.additionalProperties !== false || !isObject(first.properties)) return schema;
+  if (!branches.every((branch): branch is JsonObject => isObject(branch) && isObject(branch.properties) && same(shape(branch), shape(first)))) return schema;
+  const propertiesOf = (branch: JsonObject) => branch.properties as JsonObject;
+  const properties: JsonObject = {};
+  const differing: string[] = [];
+  for (const [name, property] of Object.entries(first.properties)) {
+    if (branches.every((branch) => same(propertiesOf(branch)[name], property))) {
+      properties[name] = property;
+      continue;
+    }
+    differing.push(name);
+    const texts = TEXTS.filter((key) => isObject(property) && key in property && branches.every((branch) => same((propertiesOf(branch)[name] as JsonObject)[key], property[key])));
+    properties[name] = Object.fromEntries(texts.map((key) => [key, (property as JsonObject)[key]!]));
+  }
+  const oneOf = branches.map((branch) => ({
+    ...Object.fromEntries(TEXTS.filter((key) => key in branch).map((key) => [key, branch[key]!])),
+    properties: Object.fromEntries(
+      differing.map((name) => {
+        const own = propertiesOf(branch)[name] as JsonObject;
+        return [name, Object.fromEntries(Object.entries(own).filter(([key]) => !(key in (properties[name] as JsonObject))))];
+      }),
+    ),
+  }));
+  const { oneOf: _branches, discriminator: _discriminator, ...rest } = schema;
+  return { ...rest, type: 'object', additionalProperties: false, required: first.required!, properties, oneOf };
 }

@@ -2,8 +2,9 @@
  * The event types are declared once, in schemas/event-types.json, with their French labels; `npm
  * run generate` derives every other place that names them. Each derived place is checked here
  * against that list, so a type missing from any of them (a stale generation, a hand edit) fails:
- * the contract's EventType enum, EventTypeFilter pattern, MailEvent's branches and discriminator,
- * the components of the bundled contract, the labels the MCP text and the web view use.
+ * the contract's EventTypeFilter pattern, the branches and discriminators of
+ * EventEnvelope and EmitEventRequest, the components of the bundled contract, the labels the MCP
+ * text and the web view use.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -34,33 +35,44 @@ describe('event types: one list, every derived place', () => {
     }
   });
 
-  it('EventType enumerates exactly the declared types, in their order, and describes each', () => {
-    assert.deepEqual(schemas.EventType.enum, declared);
-    for (const type of declared) assert.ok(schemas.EventType.description.includes(`\`${type}\`:`), type);
+  it("each type's branches describe it, and the contract has no list of types of its own to fall behind", () => {
+    assert.equal(schemas.EventType, undefined);
+    for (const [i, entry] of source.entries()) {
+      const branch = schemas[schemas.EventEnvelope.oneOf[i].$ref.split('/').pop()];
+      assert.ok(branch.description.includes(`\`${entry.type}\``), entry.type);
+    }
   });
 
-  it("MailEvent has one branch per type, each with its type's constant and its data schema, and the discriminator maps each type to its branch", () => {
-    const branches: Array<{ $ref: string }> = schemas.MailEvent.oneOf;
-    assert.deepEqual(
-      branches.map((branch) => component(branch.$ref).properties.type.const),
-      declared,
-    );
-    for (const [i, branch] of branches.entries()) {
-      const data = component(component(branch.$ref).properties.data.$ref);
-      const file = JSON.parse(readFileSync(new URL(`../schemas/${source[i]!.data}`, import.meta.url), 'utf8'));
-      assert.equal(data.title, file.title, `${declared[i]}: its branch takes its data schema`);
-    }
-    const { propertyName, mapping } = schemas.MailEvent.discriminator;
-    assert.equal(propertyName, 'type');
-    assert.deepEqual(Object.keys(mapping), declared);
-    for (const [type, ref] of Object.entries<string>(mapping)) assert.equal(component(ref).properties.type.const, type, ref);
-  });
+  for (const [union, template] of [['EventEnvelope', 'event-envelope'], ['EmitEventRequest', 'emit-event-request']] as const) {
+    it(`${union} has one complete branch per type, each with its type's constant and its data schema, and the discriminator maps each type to its branch`, () => {
+      const branches: Array<{ $ref: string }> = schemas[union].oneOf;
+      assert.deepEqual(
+        branches.map((branch) => component(branch.$ref).properties.type.const),
+        declared,
+      );
+      const fields = JSON.parse(readFileSync(new URL(`../schemas/${template}.template.json`, import.meta.url), 'utf8'));
+      for (const [i, branch] of branches.entries()) {
+        const schema = component(branch.$ref);
+        // Complete: every field of the template, closed, nothing pulled in through allOf.
+        assert.deepEqual(Object.keys(schema.properties), Object.keys(fields.properties), branch.$ref);
+        assert.deepEqual(schema.required, fields.required, branch.$ref);
+        assert.equal(schema.additionalProperties, false, branch.$ref);
+        assert.equal(schema.allOf, undefined, branch.$ref);
+        const data = component(schema.properties.data.$ref);
+        const file = JSON.parse(readFileSync(new URL(`../schemas/${source[i]!.data}`, import.meta.url), 'utf8'));
+        assert.equal(data.title, file.title, `${declared[i]}: its branch takes its data schema`);
+      }
+      const { propertyName, mapping } = schemas[union].discriminator;
+      assert.equal(propertyName, 'type');
+      assert.deepEqual(Object.keys(mapping), declared);
+      for (const [type, ref] of Object.entries<string>(mapping)) assert.equal(component(ref).properties.type.const, type, ref);
+    });
+  }
 
-  it('the envelope and the emit request both take their type-dependent data from MailEvent', () => {
-    for (const name of ['EventEnvelope', 'EmitEventRequest']) {
-      assert.deepEqual(schemas[name].allOf, [{ $ref: '#/components/schemas/MailEvent' }], name);
-      assert.equal(schemas[name].additionalProperties, false, name);
-    }
+  it('no schema of the contract pulls a union in through allOf (client generators misread it)', () => {
+    const pulls = (value: unknown): boolean =>
+      Array.isArray(value) ? value.some(pulls) : typeof value === 'object' && value !== null && Object.entries(value).some(([key, child]) => (key === 'allOf' && Array.isArray(child) && child.some((s: { $ref?: string }) => s.$ref && component(s.$ref).oneOf)) || pulls(child));
+    for (const [name, schema] of Object.entries(schemas)) assert.equal(pulls(schema), false, name);
   });
 
   it('EventTypeFilter accepts exactly the types and the mail.* prefix', () => {

@@ -164,7 +164,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
       it('accepts one event of each type, full and with only the required fields', async () => {
         const { ws, key } = await workspaceWithKey();
-        const enumTypes = JSON.parse(readFileSync(new URL('../schemas/event-type.schema.json', import.meta.url), 'utf8')).enum;
+        const enumTypes = JSON.parse(readFileSync(new URL('../schemas/event-types.json', import.meta.url), 'utf8')).types.map((entry: { type: string }) => entry.type);
         assert.deepEqual(Object.keys(DATA).sort(), [...enumTypes].sort(), 'a sample for every type');
         const emitted: string[] = [];
         for (const type of enumTypes as string[]) {

@@ -35,11 +35,11 @@ function deliveryValidators(spec: Record<string, any>, webhook: 'event' | 'test'
   return { body: compile(`${base}/requestBody/content/application~1json/schema`), headers };
 }
 
-/** One emit request per event type, from the contract's own examples (MailEvent's branches and their data examples). */
+/** One emit request per event type, from the contract's own examples (EmitEventRequest's branches and their data examples). */
 function oneEventPerType(spec: Record<string, any>) {
   const schemas = spec.components.schemas;
   const component = (ref: string) => schemas[ref.split('/').pop()!];
-  return schemas.MailEvent.oneOf.map((branch: { $ref: string }) => {
+  return schemas.EmitEventRequest.oneOf.map((branch: { $ref: string }) => {
     const event = component(branch.$ref);
     return {
       type: event.properties.type.const as string,

@@ -1,7 +1,7 @@
 import { loadSpec } from './spec.ts';
 
-// The event types of the contract (EventType's enum): what `mail.*` expands to.
-const EVENT_TYPES: readonly string[] = loadSpec().components.schemas.EventType.enum;
+// The event types of the contract (what EventEnvelope's discriminator maps): what `mail.*` expands to.
+const EVENT_TYPES: readonly string[] = Object.keys(loadSpec().components.schemas.EventEnvelope.discriminator.mapping);
 
 /**
  * The concrete types a list of filters (exact types, or prefixes ending in `.*`) selects, sorted;

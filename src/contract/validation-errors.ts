@@ -46,7 +46,7 @@ export function describeValidationErrors(errors: readonly ErrorObject[] | null |
       return `${field} must not repeat an item (items ${Math.min(i, j)} and ${Math.max(i, j)} are the same)`;
     }
     case 'const': {
-      // One `const` per oneOf branch (MailEvent: one branch per `type`): name every value the branches accept.
+      // One `const` per oneOf branch (EmitEventRequest: one branch per `type`): name every value the branches accept.
       const values = all.filter((e) => e.keyword === 'const' && e.instancePath === error.instancePath).map((e) => JSON.stringify((e.params as { allowedValue: unknown }).allowedValue));
       return values.length > 1 ? `${field || 'request body'} must be one of ${values.join(', ')}` : `${field || 'request body'} must be ${values[0]}`;
     }
@@ -59,7 +59,7 @@ export function describeValidationErrors(errors: readonly ErrorObject[] | null |
 
 /**
  * `if` and `oneOf` errors only say that some branch failed; the errors under them are the useful
- * ones. A oneOf branch whose `const` does not match (MailEvent has one branch per `type`) is a
+ * ones. A oneOf branch whose `const` does not match (EmitEventRequest has one branch per `type`) is a
  * branch that does not apply: when another error exists, it is the one that says what is wrong.
  */
 function pickMostSpecific(errors: readonly ErrorObject[]): ErrorObject | undefined {

@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { setTimeout } from 'node:timers/promises';
 // Only the folder's path: the package's index loads the whole browser bundle into the server (~18 MB).
 import getSwaggerUiPath from 'swagger-ui-dist/absolute-path.js';
-import { specText, specYamlPath } from '../contract/spec.ts';
+import { asyncApiPath, asyncApiYamlPath, specText, specYamlPath } from '../contract/spec.ts';
 import { serviceVersion } from '../operations/version.ts';
 import { packageFile } from '../paths.ts';
 import type { Store } from '../store/port.ts';
@@ -26,6 +26,10 @@ const DOCS_PAGE = `<!doctype html>
   <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
 </head>
 <body>
+  <p class="other-documents" style="font-family: sans-serif; margin: 1em 2em 0">
+    This reference, to download: <a href="/openapi.json">/openapi.json</a> (OpenAPI 3.1, also as <a href="/openapi.yaml">/openapi.yaml</a>).
+    What the service sends, webhook deliveries and the event stream: <a href="/asyncapi.json">/asyncapi.json</a> (AsyncAPI 3, also as <a href="/asyncapi.yaml">/asyncapi.yaml</a>).
+  </p>
   <div id="reference"></div>
   <script src="/docs/assets/swagger-ui-bundle.js"></script>
   <script src="/docs/init.js"></script>
@@ -39,13 +43,18 @@ const CONFORMANCE_KIT = packageFile('dist/kit/event-feed-conformance.tgz');
 /** Where `npm run build` packs the typed client, @event-feed/client (scripts/build.mjs). */
 const CLIENT_PACKAGE = packageFile('dist/client/event-feed-client.tgz');
 
-/** The contract, its reference page (bundled from node_modules, no CDN), health probes, the version, the conformance kit and the typed client. */
+/** The contract (OpenAPI and AsyncAPI), its reference page (bundled from node_modules, no CDN), health probes, the version, the conformance kit and the typed client. */
 export function siteRouter(store: Store, lifecycle: { readonly draining: boolean }): Router {
   const router = Router();
   const yaml = readFileSync(specYamlPath, 'utf8');
+  const asyncApiText = readFileSync(asyncApiPath, 'utf8');
+  const asyncApiYaml = readFileSync(asyncApiYamlPath, 'utf8');
 
   router.get('/openapi.json', (_req, res) => void res.type('application/json').send(specText));
   router.get('/openapi.yaml', (_req, res) => void res.type('application/yaml').send(yaml));
+  // What the service sends (webhook deliveries, the event stream), as AsyncAPI 3 (scripts/generate-asyncapi.ts).
+  router.get('/asyncapi.json', (_req, res) => void res.type('application/json').send(asyncApiText));
+  router.get('/asyncapi.yaml', (_req, res) => void res.type('application/yaml').send(asyncApiYaml));
   router.get('/docs', (_req, res) => void res.type('html').send(DOCS_PAGE));
   router.get('/docs/init.js', (_req, res) => void res.type('application/javascript').send(DOCS_INIT));
   router.use('/docs/assets', express.static(getSwaggerUiPath(), { index: false }));

@@ -1,5 +1,4 @@
-import { EVENT_LABELS_FR } from '../../../generated/event-types.ts';
-import type { EventType } from '../../../generated/types.ts';
+import { EVENT_LABELS_FR, type EventType } from '../../../generated/event-types.ts';
 import type { EventFacts } from '../../store/port.ts';
 
 /** An event type as a French sentence names it (schemas/event-types.json); the type itself if the contract does not know it. */
