@@ -24,7 +24,7 @@ node_folder() {
     24)
       # Installed from its lock when missing or stale (npm ci is a no-op check of nothing else here).
       if [ ! -x "$root/test/node24/node_modules/.bin/node" ] || ! cmp -s "$root/test/node24/package-lock.json" "$root/test/node24/node_modules/.package-lock.json.installed" 2>/dev/null; then
-        (cd "$root/test/node24" && npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.package-lock.json.installed)
+        (cd "$root/test/node24" && npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.package-lock.json.installed) >&2
       fi
       echo "$root/test/node24"
       ;;
@@ -52,6 +52,8 @@ for version in "${versions[@]}"; do
     # Install scripts only where package.json's allowScripts says (the native module, esbuild's binary).
     npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
     npm rebuild better-sqlite3 esbuild --loglevel=error
+    # The Node on PATH is the one asked for, and the native module is built for it.
+    node -e "if (!process.version.startsWith('v$version.')) throw new Error('node on PATH is ' + process.version)"
     node -e "require('better-sqlite3')(':memory:').prepare('select 1').get()"
     npm run test:unit
     node --import tsx --test --test-concurrency=2 test/mcp*.test.ts

@@ -46,7 +46,7 @@ describe('MCP and the Origin header', () => {
   });
 
   it('a foreign origin gets 403 before authentication, the body and the method are looked at, and costs no token', async () => {
-    const foreign = [
+    const foreign: Array<Record<string, string>> = [
       { origin: 'http://evil.example.com' },
       // DNS rebinding: the browser believes it talks to the attacker's name, so Host and Origin agree.
       { origin: 'http://evil.example.com', host: 'evil.example.com' },
@@ -93,7 +93,7 @@ describe('MCP origins that are allowed', () => {
   });
 
   it('the deployment itself at an address or localhost, and the listed origins, in both protocol generations', async () => {
-    const allowed = [
+    const allowed: Array<Record<string, string>> = [
       { origin: server.url },
       { origin: `http://localhost:${port}`, host: `localhost:${port}` },
       { origin: `http://[::1]:${port}`, host: `[::1]:${port}` },

@@ -76,7 +76,7 @@ describe('MCP 2026-07-28 (stateless)', () => {
     for (const tool of tools) {
       assert.equal(mcpSchemaErrors('Tool', tool), null, tool.name);
       assert.deepEqual(tool, mcpTools.find((t) => t.name === tool.name));
-      assert.deepEqual({ ...tool.annotations, title: undefined }, { title: undefined, readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false });
+      assert.deepEqual({ ...tool!.annotations, title: undefined }, { title: undefined, readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false });
     }
     assert.ok(ttlMs > 0 && cacheScope === 'public');
     // Deterministic: byte for byte the same answer every time.
