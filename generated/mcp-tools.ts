@@ -1190,11 +1190,15 @@ export const mcpTools = [
           "description": "Événements correspondant aux filtres, du plus récent au plus ancien. Peut être court, voire vide, alors que d'autres correspondent."
         },
         "next_page_token": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "description": "À passer comme `page_token` (mêmes filtres) pour la page suivante, même après une page courte ou vide. `null` seulement quand aucun événement plus ancien ne correspond."
+          "description": "À passer comme `page_token` (mêmes filtres) pour la page suivante, même après une page courte ou vide. `null` seulement quand aucun événement plus ancien ne correspond.",
+          "anyOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ]
         }
       },
       "$defs": {

@@ -10,7 +10,11 @@
  *   oneOf branches already say which branch applies), as do `$schema` and every `x-` key;
  * - a union of complete schemas that differ in a few properties (EventEnvelope: one branch per event
  *   type, alike but for `type` and `data`) says what they share once, and in each branch only what
- *   sets it apart (factorUnion): the same documents pass, for a fraction of the text.
+ *   sets it apart (factorUnion): the same documents pass, for a fraction of the text;
+ * - a nullable value, `type: [T, "null"]` in the contract, becomes `anyOf: [{type: T, …}, {type:
+ *   "null"}]`: some assistants map tool schemas onto a dialect with a single `type` (Gemini's
+ *   function declarations) and refuse or loosen a type array; the MCP Inspector's `--strict`
+ *   check names it. The same values validate either way.
  */
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
@@ -65,7 +69,7 @@ export function mcpSchema(components: JsonObject, root: Json, options: { refs: b
     }
     // The most specific French text wins: the one next to a $ref over the component's own.
     if (typeof value['x-description-fr'] === 'string') out.description = value['x-description-fr'];
-    return out;
+    return Array.isArray(out.type) ? nullableAsAnyOf(out) : out;
   };
   const schema = convert(root) as JsonObject;
   return Object.keys(defs).length ? { ...schema, $defs: defs } : schema;
@@ -111,4 +115,16 @@ function factorUnion(schema: Json, lookup: (ref: string) => Json): Json {
   }));
   const { oneOf: _branches, discriminator: _discriminator, ...rest } = schema;
   return { ...rest, type: 'object', additionalProperties: false, required: first.required!, properties, oneOf };
+}
+
+/** `{type: [T, "null"], …}` as `{anyOf: [{type: T, …}, {type: "null"}]}`, its description kept on the whole. */
+function nullableAsAnyOf(schema: JsonObject): JsonObject {
+  const types = schema.type as Json[];
+  const others = types.filter((type) => type !== 'null');
+  if (types.length !== 2 || others.length !== 1 || typeof others[0] !== 'string') {
+    throw new Error(`type ${JSON.stringify(types)}: only a nullable single type ([T, "null"]) has a portable MCP form; write the others as oneOf in the contract`);
+  }
+  const { description, type: _type, ...constraints } = schema;
+  if ('enum' in constraints || 'const' in constraints) throw new Error('a nullable enum or const has no portable form here: write it as oneOf in the contract');
+  return { ...(description === undefined ? {} : { description }), anyOf: [{ type: others[0], ...constraints }, { type: 'null' }] };
 }

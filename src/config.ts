@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { WORKSPACE_SHARE } from './limits/rate-limiter.ts';
+import { normalizedOrigin } from './mcp/origin.ts';
 
 /** Everything the service reads from its environment, checked once at start. */
 export interface Config {
@@ -74,6 +75,8 @@ export interface Config {
   metricsPort: number | undefined;
   /** The metrics' address: loopback unless set (they need no key and tell the traffic's shape). */
   metricsHost: string;
+  /** Browser origins allowed to call /mcp besides the deployment's own (MCP_ALLOWED_ORIGINS, comma-separated; mcp/origin.ts). */
+  mcpAllowedOrigins: string[];
 }
 
 export const MIN_RETENTION_DAYS = 30;
@@ -144,7 +147,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workers: env.WORKERS ? parseWorkerCount(env.WORKERS, 'WORKERS') : 1,
     metricsPort: metricsPort(env, port),
     metricsHost: env.METRICS_HOST || '127.0.0.1',
+    mcpAllowedOrigins: allowedOrigins(env),
   };
+}
+
+/** MCP_ALLOWED_ORIGINS: origins as browsers send them (`https://app.example.com`, `http://localhost:6274`), comma-separated. */
+function allowedOrigins(env: NodeJS.ProcessEnv): string[] {
+  const entries = (env.MCP_ALLOWED_ORIGINS ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
+  return entries.map((entry, i) => {
+    const origin = normalizedOrigin(entry);
+    if (origin === undefined) throw new ConfigError(`MCP_ALLOWED_ORIGINS: entry ${i + 1} ("${entry.slice(0, 60)}") is not an http(s) origin such as https://app.example.com (scheme, host and port only)`);
+    return origin;
+  });
 }
 
 /** DATABASE_READ_URLS: Postgres URLs, comma-separated (never echoed: they may hold passwords). */

@@ -56,7 +56,7 @@ export async function startServer(config: Config, log: Logger, options: StartOpt
     services = await createServices(store, config, options.clock, metrics);
     demo = options.seedDemo ? await demoAtStart(store, services.clock, config.databaseUrl) : undefined;
     // MCP at /mcp, the HTTP API and its site for everything else.
-    const edges = [createMcpEdge(services, log), createHttpEdge(services, log)];
+    const edges = [createMcpEdge(services, log, { allowedOrigins: config.mcpAllowedOrigins }), createHttpEdge(services, log)];
     const s = createServer(httpServerOptions(config), frontDoor(log, { trustProxyHops: config.trustProxyHops, metrics }, edges));
     // A client that stops reading its answer holds the answer's buffers: nothing moving for this long closes it.
     s.timeout = config.socketTimeoutMs;

@@ -528,7 +528,7 @@ describe('hostile input (fast-check, SQLite, one server)', () => {
         fc.constantFrom('application/json, text/event-stream', 'application/json, text/event-stream', 'application/json', 'text/event-stream', '*/*', undefined, 'garbage'),
         fc.constantFrom(...CONTENT_TYPES_JSON, 'text/plain', undefined),
         fc.constantFrom('POST', 'POST', 'POST', 'GET', 'DELETE', 'PUT', 'OPTIONS'),
-        fc.constantFrom(undefined, '2025-06-18', '2025-03-26', '1999-01-01', 'garbage'),
+        fc.constantFrom(undefined, '2025-06-18', '2025-03-26', '2025-11-25', '2026-07-28', '1999-01-01', 'garbage'),
         async (body, keyName, accept, contentType, method, protocolVersion) => {
           count('mcp malformed');
           const label = `${method} /mcp key=${keyName} accept=${accept} content-type=${contentType} protocol=${protocolVersion} body=${body.slice(0, 200)}`;

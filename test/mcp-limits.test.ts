@@ -41,7 +41,8 @@ describe('MCP messages, one at a time', () => {
       assert.equal(res.status, 400, res.text.slice(0, 200));
       assert.equal(res.json.error.code, -32600);
       assert.match(res.json.error.message, /batch/i);
-      assert.equal(res.json.id, null);
+      // No request id to echo: MCP's schema has the error without `id` (never `id: null`).
+      assert.equal('id' in res.json, false);
     }
   });
 
@@ -56,6 +57,30 @@ describe('MCP messages, one at a time', () => {
     }
     const noParams = await mcp(server, key, { jsonrpc: '2.0', id: 8, method: 'tools/call' });
     assert.equal(noParams.json.error.code, -32602);
+  });
+
+  it('a malformed initialize, ping or tools/list is invalid params (-32602) in words, never an internal error with a schema dump', async () => {
+    const cases: Array<[string, unknown]> = [
+      ['initialize', {}],
+      ['initialize', []],
+      ['initialize', { protocolVersion: 20251125, capabilities: {}, clientInfo: { name: 'x', version: '1' } }],
+      ['initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x' } }],
+      ['ping', 'now'],
+      ['tools/list', { cursor: 3 }],
+    ];
+    for (const [method, params] of cases) {
+      const res = await mcp(server, key, { jsonrpc: '2.0', id: 3, method, params });
+      const where = `${method} ${JSON.stringify(params)} → ${res.text}`;
+      assert.equal(res.status, 200, where);
+      assert.deepEqual(Object.keys(res.json).sort(), ['error', 'id', 'jsonrpc'], where);
+      assert.equal(res.json.id, 3);
+      assert.equal(res.json.error.code, -32602, where);
+      assert.match(res.json.error.message, new RegExp(`^Invalid params: ${method} takes .*; wrong or missing: params`), where);
+      // The schema library's issue list (`"code":"invalid_type"`, `"expected":…`) is no message for a client.
+      assert.doesNotMatch(res.json.error.message, /invalid_type|"code"|"expected"|"path"/, where);
+    }
+    const fine = await mcp(server, key, { jsonrpc: '2.0', id: 4, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
+    assert.equal(fine.json.result.protocolVersion, '2025-11-25');
   });
 
   it('the tool answer carries the HTTP answer byte for byte, and the same ids', async () => {

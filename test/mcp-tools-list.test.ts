@@ -87,6 +87,22 @@ describe('MCP tools/list', () => {
     assert.deepEqual(faults, []);
   });
 
+  it('is portable: no type arrays (single-type dialects refuse them); a nullable value is anyOf with a null branch', () => {
+    const arrays: string[] = [];
+    const walk = (value: unknown, path: string): void => {
+      if (Array.isArray(value)) return value.forEach((item, i) => walk(item, `${path}[${i}]`));
+      if (typeof value !== 'object' || value === null) return;
+      for (const [key, child] of Object.entries(value)) {
+        if (key === 'type' && Array.isArray(child) && !path.endsWith('.properties')) arrays.push(`${path}.type`);
+        walk(child, `${path}.${key}`);
+      }
+    };
+    walk(result, 'result');
+    assert.deepEqual(arrays, []);
+    const listEvents = result.tools.find((tool) => tool.name === 'list_events')!;
+    assert.deepEqual(listEvents.outputSchema.properties.next_page_token.anyOf, [{ type: 'string' }, { type: 'null' }]);
+  });
+
   it('the language check tells the contract\'s English texts from French ones', () => {
     assert.match(String(notFrench('Opaque cursor returned as `next_cursor` by a previous call; the feed resumes right after it.')), /English/);
     assert.match(String(notFrench('Events after the cursor, in emission order (oldest first).')), /English/);

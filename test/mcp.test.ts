@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { createRequire } from 'node:module';
 import { after, before, describe, it } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { mcpTools } from '../generated/mcp-tools.ts';
@@ -9,8 +7,6 @@ import { contractErrors, sampleEvent } from './support/contract.ts';
 import { databaseKinds } from './support/databases.ts';
 import { assertSaysTheContract, mcpClient, rawToolCall } from './support/mcp.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
-
-const inspectorCli = createRequire(import.meta.url).resolve('@modelcontextprotocol/inspector/cli/build/cli.js');
 
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`MCP on ${kind}`, { skip: skip && 'Postgres unreachable (see notice above)' }, () => {
@@ -230,51 +226,5 @@ describe('HTTP and MCP give the same verdict for the same arguments', () => {
       }
     }
     assert.ok(valid > 20 && valid < cases.length - 100, `a mix of valid (${valid}) and invalid cases`);
-  });
-});
-
-describe('an outside client: the MCP Inspector CLI', () => {
-  let server: TestServer;
-  let key: string;
-  before(async () => {
-    const [sqlite] = await databaseKinds();
-    server = await startTestServer(await sqlite!.create());
-    const ws = await server.workspace();
-    key = (await server.key(ws, ['read'])).key;
-    await server.db.transaction((trx) => publish(trx, ws, Array.from({ length: 4 }, (_, i) => sampleEvent('mbx_a', i))));
-  });
-  after(async () => {
-    await server.stop();
-    await server.database.drop();
-  });
-
-  const inspector = (...args: string[]) =>
-    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      execFile(
-        process.execPath,
-        [inspectorCli, '--cli', `${server.url}/mcp`, '--transport', 'http', ...args],
-        { timeout: 60_000 },
-        (error, stdout, stderr) => resolve({ code: error ? ((error as any).code ?? 1) : 0, stdout, stderr }),
-      );
-    });
-
-  it('lists the tool and calls it with a key', async () => {
-    const listed = await inspector('--header', `Authorization: Bearer ${key}`, '--method', 'tools/list');
-    assert.equal(listed.code, 0, listed.stderr);
-    const tools = JSON.parse(listed.stdout).tools;
-    assert.deepEqual(tools.map((t: { name: string }) => t.name).sort(), mcpTools.map((t) => t.name).sort());
-    assert.equal(tools.find((t: { name: string }) => t.name === 'event_feed').annotations.readOnlyHint, true);
-
-    const called = await inspector('--header', `Authorization: Bearer ${key}`, '--method', 'tools/call', '--tool-name', 'event_feed', '--tool-arg', 'limit=3');
-    assert.equal(called.code, 0, called.stderr);
-    const result = JSON.parse(called.stdout);
-    const http = await server.post('/v1/event_feed', { limit: 3 }, key);
-    assert.deepEqual(result.structuredContent, http.json);
-    assert.match(result.content[0].text, /^3 événements, /);
-  });
-
-  it('fails without a key', async () => {
-    const refused = await inspector('--method', 'tools/list');
-    assert.notEqual(refused.code, 0);
   });
 });

@@ -13,19 +13,28 @@ import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
 import { operationLabel } from '../metrics/metrics.ts';
 import type { AppServices } from '../operations/context.ts';
-import { errorResponse, INVALID_PARAMS, INVALID_REQUEST, messageProblem, toolCallParams, type JsonRpcMessage } from './json-rpc.ts';
+import { handshakeParamsProblem } from './handshake-params.ts';
+import { errorResponse, INVALID_PARAMS, INVALID_REQUEST, messageProblem, toolCallParams, type JsonRpcId, type JsonRpcMessage } from './json-rpc.ts';
+import { OriginPolicy } from './origin.ts';
+import { speaksStateless } from './protocol-era.ts';
 import { answerWithSdk } from './sdk-session.ts';
-import { callTool, isTool, toolResponse } from './tools.ts';
+import { STATELESS_RESULT, statelessStep } from './stateless.ts';
+import { callTool, isTool, toolResponse, type ResultFields } from './tools.ts';
+
+export interface McpEdgeSettings {
+  /** Browser origins allowed besides the deployment's own (MCP_ALLOWED_ORIGINS: origin.ts). */
+  allowedOrigins: readonly string[];
+}
 
 /** `/mcp` as express routes it: any case, with or without a trailing slash, whatever the query string. */
 const isMcpPath = (url: string) => /^\/mcp\/?(?:\?|$)/i.test(url);
 
 /** The MCP edge: `/mcp` (mounted by the server next to the HTTP edge, src/server.ts). */
-export function createMcpEdge(services: AppServices, log: Logger): Edge {
+export function createMcpEdge(services: AppServices, log: Logger, settings: McpEdgeSettings): Edge {
   const app: Express = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  app.use(mcpRouter(services, log));
+  app.use(mcpRouter(services, log, new OriginPolicy(settings.allowedOrigins)));
   app.use(nothingHere(log));
   app.use(errorHandler(log));
   return {
@@ -38,25 +47,36 @@ export function createMcpEdge(services: AppServices, log: Logger): Edge {
 }
 
 /**
- * POST /mcp: MCP over Streamable HTTP, stateless, with JSON responses. The bearer key is checked
- * before any JSON-RPC is read; the body is one JSON-RPC message (batches are refused: MCP
+ * POST /mcp: MCP over Streamable HTTP, stateless, with JSON responses, in both protocol
+ * generations (protocol-era.ts): the handshake revisions (2025-06-18, 2025-11-25: `initialize`
+ * first) and 2026-07-28 (each request names its version in `_meta`). A browser's request from an
+ * origin not allowed is refused 403 before anything else (origin.ts); then the bearer key is
+ * checked before any JSON-RPC is read; the body is one JSON-RPC message (batches are refused: MCP
  * 2025-06-18 removed them, and a batch multiplied one request's cost by its length), and every
- * message takes one token of the key's rate budget, whatever its method.
+ * message takes one token of the key's rate budget, whatever its method and generation.
  *
- * tools/call is answered here: its result embeds the page's stored bytes as `structuredContent`,
- * as the HTTP answer does, instead of going through the SDK, which would need the page parsed into
- * objects and stringified again (the V8 heap then held several copies of every page in flight).
- * Every other message (initialize, tools/list, ping, notifications) goes to the SDK's server.
+ * tools/call is answered here in both generations: its result embeds the page's stored bytes as
+ * `structuredContent`, as the HTTP answer does, instead of going through the SDK, which would need
+ * the page parsed into objects and stringified again (the V8 heap then held several copies of
+ * every page in flight). 2026-07-28's other messages are answered by stateless.ts; the handshake
+ * generation's (initialize, tools/list, ping, notifications) by the SDK's server.
  */
-function mcpRouter(services: AppServices, log: Logger): Router {
+function mcpRouter(services: AppServices, log: Logger, origins: OriginPolicy): Router {
   const router = Router();
+
+  /** Before authentication and before the body: a foreign page must learn nothing, and cost nothing to refuse. */
+  router.all('/mcp', (req: Request, res: Response, next: NextFunction) => {
+    if (origins.allows(req)) return next();
+    res.status(403).json(errorResponse(undefined, -32000, 'Forbidden: this Origin may not call /mcp (a deployment lists the browser origins it serves in MCP_ALLOWED_ORIGINS)'));
+  });
 
   /**
    * The bearer key, before any JSON-RPC is read, as over HTTP (the call opens: edge/call.ts): a
    * request whose key is missing, malformed or unknown is paid by its address (429 past its budget,
    * no lookup) and refused 401 with the API's error body (`{"error": {"code": "unauthorized", …}}`,
    * as on /v1) and the `WWW-Authenticate: Bearer error="invalid_token"` challenge MCP clients read.
-   * The key's own token is taken per message below; the key is checked again once the message is in.
+   * The key's own token is taken per message below; the key is checked again once the message is
+   * in (callTool), and what the call holds goes back when the response closes.
    */
   const authenticated = async (req: Request, res: Response, next: NextFunction) => {
     const header = req.headers.authorization;
@@ -91,53 +111,69 @@ function mcpRouter(services: AppServices, log: Logger): Router {
       res.status(tooLarge ? 413 : 400).json(errorResponse(null, -32700, tooLarge ? `Parse error: body is over ${MAX_BODY_BYTES / 1024} KiB` : 'Parse error: body is not valid JSON'));
     });
 
-  router.post('/mcp', authenticated, jsonRpcBody, async (req: Request, res: Response) => {
+  /** Answers a message that takes no tool: one token of the key's budget first (429 without it), then `answer`. */
+  const paidAnswer = (res: Response, call: Call, id: JsonRpcId | undefined, answer: () => unknown) => {
+    if (!takeToken(call, res)) {
+      noteRefusal(res);
+      return void res.status(429).json(errorResponse(id, -32000, `rate_limited: ${res.locals.rateLimitMessage}`));
+    }
+    return answer();
+  };
+
+  /** A tools/call of either generation: callTool takes the message's token itself (over the budget, the model reads a rate_limited tool error). */
+  const answerToolCall = async (res: Response, call: Call, id: JsonRpcId, name: string, args: unknown, fields?: ResultFields) => {
     const locals = res.locals as RequestLocals;
+    const answer = await callTool(services, call, name, args, String(res.locals.requestId), log);
+    if ('thrown' in answer) noteError(res, answer.thrown);
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    const chunks = toolResponse(id, answer, fields);
+    for (const chunk of chunks) res.write(chunk);
+    res.end();
+    locals.bytes = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
+    if ('page' in answer && answer.answersAPage && locals.operation) services.metrics?.pageServed(operationLabel(locals.operation), 'mcp', locals.bytes);
+  };
+
+  /** Notes the tool called, for the log line; the operation only when it is one of ours (a bounded metrics label). */
+  const noteTool = (res: Response, name: string) => {
+    const locals = res.locals as RequestLocals;
+    locals.tool = name.slice(0, 60);
+    if (isTool(name)) locals.operation = name;
+  };
+
+  router.post('/mcp', authenticated, jsonRpcBody, async (req: Request, res: Response) => {
     const call = res.locals.call as Call;
-    const requestId = String(res.locals.requestId);
     const body: unknown = req.body;
     const problem = messageProblem(body);
-    if (problem) {
-      // A refused message (a batch, say) is a request like any other: it pays its token.
-      if (!takeToken(call, res)) {
-        noteRefusal(res);
-        return void res.status(429).json(errorResponse(null, -32000, `rate_limited: ${res.locals.rateLimitMessage}`));
-      }
-      return void res.status(400).json(errorResponse(null, INVALID_REQUEST, problem));
-    }
+    // A refused message (a batch, say) is a request like any other: it pays its token.
+    if (problem) return paidAnswer(res, call, undefined, () => res.status(400).json(errorResponse(undefined, INVALID_REQUEST, problem)));
     const message = body as JsonRpcMessage;
 
-    if (message.method === 'tools/call' && message.id !== undefined) {
+    if (speaksStateless(req, message)) {
       const refused = transportProblem(req);
+      if (refused) return paidAnswer(res, call, message.id, () => res.status(refused.status).json(errorResponse(message.id, -32000, refused.message)));
+      const step = statelessStep(req, message);
+      if (step.kind === 'tool') {
+        noteTool(res, step.name);
+        return answerToolCall(res, call, step.id, step.name, step.args, STATELESS_RESULT);
+      }
+      if (message.method === 'tools/call' && typeof (message.params as { name?: unknown } | undefined)?.name === 'string') noteTool(res, (message.params as { name: string }).name);
+      return paidAnswer(res, call, message.id, () => (step.kind === 'accepted' ? res.status(202).end() : res.status(step.status).json(step.body)));
+    }
+
+    if (message.method === 'tools/call' && message.id !== undefined) {
+      const refused = transportProblem(req) ?? handshakeVersionProblem(req);
       if (refused) return void res.status(refused.status).json(errorResponse(null, -32000, refused.message));
       const params = toolCallParams(message.params);
-      if (!('problem' in params)) {
-        // The tool as sent, for the log line; the operation only when it is one of ours (a bounded metrics label).
-        locals.tool = params.name.slice(0, 60);
-        if (isTool(params.name)) locals.operation = params.name;
-      }
       if ('problem' in params) {
         takeToken(call, res);
         return void res.status(200).json(errorResponse(message.id, INVALID_PARAMS, params.problem));
       }
-      // callTool takes the message's token itself: over the budget, the model reads a rate_limited tool
-      // error. What the call holds goes back when the response closes (`authenticated`).
-      const answer = await callTool(services, call, params.name, params.args, requestId, log);
-      if ('thrown' in answer) noteError(res, answer.thrown);
-      res.writeHead(200, { 'Content-Type': 'application/json' });
-      const chunks = toolResponse(message.id, answer);
-      for (const chunk of chunks) res.write(chunk);
-      res.end();
-      locals.bytes = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
-      if ('page' in answer && answer.answersAPage && locals.operation) services.metrics?.pageServed(operationLabel(locals.operation), 'mcp', locals.bytes);
-      return;
+      noteTool(res, params.name);
+      return answerToolCall(res, call, message.id, params.name, params.args);
     }
 
-    if (!takeToken(call, res)) {
-      noteRefusal(res);
-      return void res.status(429).json(errorResponse(message.id ?? null, -32000, `rate_limited: ${res.locals.rateLimitMessage}`));
-    }
-    await answerWithSdk(req, res, message);
+    const invalid = handshakeParamsProblem(message);
+    return paidAnswer(res, call, message.id, () => (invalid ? res.status(200).json(errorResponse(message.id, INVALID_PARAMS, invalid)) : answerWithSdk(req, res, message)));
   });
 
   router.all('/mcp', (_req, res) => {
@@ -168,6 +204,11 @@ function transportProblem(req: Request): { status: number; message: string } | u
     return { status: 406, message: 'Not Acceptable: Client must accept both application/json and text/event-stream' };
   }
   if (!typeIs(req, ['application/json'])) return { status: 415, message: 'Unsupported Media Type: Content-Type must be application/json' };
+  return undefined;
+}
+
+/** The SDK's check of a handshake-generation request's MCP-Protocol-Version header, for the tools/call it does not see. */
+function handshakeVersionProblem(req: IncomingMessage): { status: number; message: string } | undefined {
   const version = req.headers['mcp-protocol-version'];
   if (typeof version === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
     return { status: 400, message: `Bad Request: Unsupported protocol version: ${version.slice(0, 40)} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})` };

@@ -30,8 +30,13 @@ export function messageProblem(body: unknown): string | undefined {
   return undefined;
 }
 
-/** A JSON-RPC error response (`id` null when the request's could not be read). */
-export const errorResponse = (id: JsonRpcId | null, code: number, message: string) => ({ jsonrpc: '2.0' as const, error: { code, message }, id });
+/**
+ * A JSON-RPC error response. Without the request's id (it could not be read, or there was none) the
+ * response has no `id` member: MCP's schema (2025-11-25 and 2026-07-28) types `id` as a string or
+ * an integer, never null.
+ */
+export const errorResponse = (id: JsonRpcId | null | undefined, code: number, message: string) =>
+  id === null || id === undefined ? { jsonrpc: '2.0' as const, error: { code, message } } : { jsonrpc: '2.0' as const, error: { code, message }, id };
 
 /** The tools/call request's tool name and arguments as sent, or why they cannot be used (an invalid-params message). */
 export function toolCallParams(params: unknown): { name: string; args: unknown } | { problem: string } {

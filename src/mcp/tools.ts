@@ -97,10 +97,20 @@ function toolError(err: unknown, requestId: string, log: Logger): CallToolResult
   };
 }
 
+/** What a protocol generation adds to every result (2026-07-28: `resultType` and the server's identity in `_meta`). */
+export interface ResultFields {
+  resultType?: string;
+  _meta?: Record<string, unknown>;
+}
+
 /** The JSON-RPC response to a tools/call, as chunks: the page's bytes go in as they are. */
-export function toolResponse(id: string | number, answer: ToolAnswer): Buffer[] {
+export function toolResponse(id: string | number, answer: ToolAnswer, fields: ResultFields = {}): Buffer[] {
   const head = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`;
-  if ('error' in answer) return [Buffer.from(`${head}${JSON.stringify(answer.error)}}`)];
+  if ('error' in answer) {
+    const result = { ...answer.error, ...fields, _meta: { ...answer.error._meta, ...fields._meta } };
+    return [Buffer.from(`${head}${JSON.stringify(result)}}`)];
+  }
   const { text, structuredContent } = answer.page;
-  return [Buffer.from(`${head}{"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":`), ...structuredContent, Buffer.from('}}')];
+  const extra = Object.keys(fields).length === 0 ? '' : `${JSON.stringify(fields).slice(1, -1)},`;
+  return [Buffer.from(`${head}{${extra}"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":`), ...structuredContent, Buffer.from('}}')];
 }

@@ -1,0 +1,53 @@
+import type { IncomingMessage } from 'node:http';
+import { isIP } from 'node:net';
+
+/**
+ * Which browser origins may call /mcp (MCP's Streamable HTTP transport: servers MUST validate
+ * `Origin`, and answer 403 to an invalid one, against DNS rebinding).
+ *
+ * A request without `Origin` is not a browser's (assistants, the SDK, curl): it is served, its key
+ * decides. A browser's request is served when its origin is
+ * - listed in MCP_ALLOWED_ORIGINS (a web client on another origin, the deployment's public name), or
+ * - the deployment's own origin as the request names it (`Origin`'s host is the `Host` header),
+ *   when that host is one a rebinding page cannot take: an IP address or `localhost`. Under DNS
+ *   rebinding the browser believes it talks to the attacker's name, so Host and Origin agree with
+ *   each other there too; only a name the attacker cannot hold tells them apart. A deployment that
+ *   browsers reach by a DNS name lists its origin (`https://events.example.com`).
+ */
+export class OriginPolicy {
+  readonly #listed: ReadonlySet<string>;
+
+  constructor(allowedOrigins: readonly string[]) {
+    this.#listed = new Set(allowedOrigins.map((origin) => normalizedOrigin(origin) ?? origin));
+  }
+
+  allows(req: IncomingMessage): boolean {
+    const header = req.headers.origin;
+    if (header === undefined) return true;
+    const origin = normalizedOrigin(header);
+    if (origin === undefined) return false;
+    if (this.#listed.has(origin)) return true;
+    const host = req.headers.host?.toLowerCase();
+    return host !== undefined && new URL(origin).host === host && unforgeableHost(new URL(origin).hostname);
+  }
+}
+
+/** `scheme://host[:port]` of an http(s) origin as browsers send it; undefined for anything else (`null`, paths, other schemes). */
+export function normalizedOrigin(text: string): string | undefined {
+  if (text.length > 512) return undefined;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return undefined;
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin === 'null') return undefined;
+  if (url.username || url.password || url.search || url.hash || (url.pathname !== '/' && url.pathname !== '')) return undefined;
+  return url.origin;
+}
+
+/** A host name no DNS answer can make a browser send for a page it loaded from elsewhere. */
+function unforgeableHost(hostname: string): boolean {
+  const bare = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+  return bare === 'localhost' || isIP(bare) !== 0;
+}
