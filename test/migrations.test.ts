@@ -62,7 +62,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
         await db('events').insert(Array.from({ length: 290 }, (_, i) => row(w1, 11 + i, now - 40 * DAY + i * 3600_000)));
         await db('events').insert(Array.from({ length: 5 }, (_, i) => row(w2, 1 + i, now + 2 * DAY)));
 
-        assert.deepEqual(await store.migrate(), ['009_events_partitioned_by_week', '010_sqlite_newest_stored_at', '011_webhook_rotation_and_health']);
+        assert.deepEqual(await store.migrate(), ['009_events_partitioned_by_week', '010_sqlite_newest_stored_at', '011_webhook_rotation_and_health', '013_oauth']);
 
         const [table] = await queryRows<{ relkind: string }>(db, "SELECT relkind FROM pg_class WHERE oid = 'events'::regclass", []);
         assert.equal(table!.relkind, 'p');

@@ -13,6 +13,7 @@ import { ApiError, toErrorBody } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
 import { operationLabel } from '../metrics/metrics.ts';
+import { challengeParams, mcpResource } from '../oauth/urls.ts';
 import type { AppServices } from '../operations/context.ts';
 import { errorResponse, INVALID_PARAMS, INVALID_REQUEST, messageProblem, toolCallParams, type JsonRpcMessage } from './json-rpc.ts';
 import { answerWithSdk } from './sdk-session.ts';
@@ -53,7 +54,7 @@ function mcpRouter(services: AppServices, log: Logger): Router {
   const router = Router();
 
   /**
-   * The bearer key, before any JSON-RPC is read, as over HTTP (http/authenticate.ts): a request
+   * The bearer key or OAuth access token, before any JSON-RPC is read, as over HTTP (http/authenticate.ts): a request
    * whose key is missing, malformed or unknown is paid by its address (429 past its budget, no
    * lookup) and refused 401 with the API's error body (`{"error": {"code": "unauthorized", …}}`, as
    * on /v1) and the `WWW-Authenticate: Bearer error="invalid_token"` challenge MCP clients read.
@@ -61,14 +62,17 @@ function mcpRouter(services: AppServices, log: Logger): Router {
    */
   const authenticated = async (req: Request, res: Response, next: NextFunction) => {
     const header = req.headers.authorization;
+    // OAuth access tokens are taken here, for this deployment's MCP resource (oauth/urls.ts), besides API keys.
+    const origin = services.publicOrigin;
     try {
-      (res.locals as { principal?: Principal }).principal = await identifyBearer(services, bearerToken(header), (res.locals as RequestLocals).clientAddress);
+      (res.locals as { principal?: Principal }).principal = await identifyBearer(services, bearerToken(header), (res.locals as RequestLocals).clientAddress, origin && mcpResource(origin));
       return next();
     } catch (err) {
       noteError(res, err);
       if (err instanceof ApiError && err.code === 'unauthorized') {
-        const description = header === undefined ? 'missing Authorization header' : bearerToken(header) === undefined ? 'malformed Authorization header' : 'missing or invalid API key';
-        res.set('WWW-Authenticate', `Bearer error="invalid_token", error_description="${description}"`);
+        const description = header === undefined ? 'missing Authorization header' : bearerToken(header) === undefined ? 'malformed Authorization header' : err.message;
+        // resource_metadata: where an assistant finds how to get a token (RFC 9728 §5.1).
+        res.set('WWW-Authenticate', `Bearer error="invalid_token", error_description="${description}"${origin ? `, ${challengeParams(origin)}` : ''}`);
         return void res.status(401).json(toErrorBody(err, String(res.locals.requestId)).body);
       }
       if (err instanceof ApiError && err.code === 'rate_limited') {

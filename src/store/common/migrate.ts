@@ -11,6 +11,7 @@ import * as apiKeysByWorkspace from './migrations/008_api_keys_by_workspace.ts';
 import * as eventsPartitionedByWeek from './migrations/009_events_partitioned_by_week.ts';
 import * as sqliteNewestStoredAt from './migrations/010_sqlite_newest_stored_at.ts';
 import * as webhookRotationAndHealth from './migrations/011_webhook_rotation_and_health.ts';
+import * as oauth from './migrations/013_oauth.ts';
 
 // Migrations are imported modules (no loader needed for the knex CLI); names are stable forever.
 const migrations: Record<string, Knex.Migration> = {
@@ -25,6 +26,7 @@ const migrations: Record<string, Knex.Migration> = {
   '009_events_partitioned_by_week': eventsPartitionedByWeek,
   '010_sqlite_newest_stored_at': sqliteNewestStoredAt,
   '011_webhook_rotation_and_health': webhookRotationAndHealth,
+  '013_oauth': oauth,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
