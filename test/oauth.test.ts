@@ -66,7 +66,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
     describe('discovery', () => {
       it('/mcp answers 401 with resource_metadata and the scope in its challenge', async () => {
-        for (const headers of [{}, { authorization: 'Bearer efo_not-a-token' }]) {
+        for (const headers of [{}, { authorization: 'Bearer efo_not-a-token' }] as Array<Record<string, string>>) {
           const response = await fetch(`${base}/mcp`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
           assert.equal(response.status, 401);
           const challenge = response.headers.get('www-authenticate') ?? '';
@@ -439,6 +439,19 @@ for (const { kind, create, skip } of await databaseKinds()) {
         assert.equal((await refresh(timed.url, { clientId: tokens.clientId, refreshToken: tokens.refresh })).status, 200, 'its refresh token still works');
       } finally {
         await timed.stop();
+      }
+    });
+
+    it('refuses a token issued for another deployment’s /mcp on the same database (its resource)', async () => {
+      const elsewhere = await startTestServer(server.database);
+      try {
+        const theirs = await tokensFor(elsewhere.url, readKey.key);
+        assert.equal((await mcpFeed(elsewhere.url, theirs.access)).status, 200);
+        assert.notEqual(elsewhere.url, base, 'another origin');
+        assert.equal((await mcpFeed(base, theirs.access)).status, 401);
+        assert.equal((await refresh(base, { clientId: theirs.clientId, refreshToken: theirs.refresh, resource: `${base}/mcp` })).json.error, 'invalid_target');
+      } finally {
+        await elsewhere.stop();
       }
     });
 

@@ -90,12 +90,12 @@ export class ClientMetadataDocuments {
       signal: AbortSignal.timeout(DOCUMENT_TIMEOUT_MS),
     });
     if (response.statusCode !== 200) {
-      response.body.destroy();
+      discard(response.body);
       throw new DocumentProblem(`answered HTTP ${response.statusCode} (200 expected; redirects are not followed)`);
     }
     const length = Number(response.headers['content-length'] ?? 0);
     if (length > DOCUMENT_MAX_BYTES) {
-      response.body.destroy();
+      discard(response.body);
       throw new DocumentProblem(`is over ${DOCUMENT_MAX_BYTES / 1024} KiB`);
     }
     const chunks: Buffer[] = [];
@@ -103,7 +103,7 @@ export class ClientMetadataDocuments {
     for await (const chunk of response.body) {
       size += (chunk as Buffer).length;
       if (size > DOCUMENT_MAX_BYTES) {
-        response.body.destroy();
+        discard(response.body);
         throw new DocumentProblem(`is over ${DOCUMENT_MAX_BYTES / 1024} KiB`);
       }
       chunks.push(chunk as Buffer);
@@ -119,6 +119,16 @@ export class ClientMetadataDocuments {
 }
 
 class DocumentProblem extends Error {}
+
+/**
+ * Drops an answer's body unread. undici's body emits an AbortError when destroyed before it was
+ * read: without a listener that error would be uncaught and end the process (a document server
+ * answering 404 could stop the service).
+ */
+function discard(body: NodeJS.ReadableStream & { destroy(): void }): void {
+  body.on('error', () => {});
+  body.destroy();
+}
 
 /**
  * The client a document describes, checked as the specification requires: a JSON object whose
