@@ -136,15 +136,19 @@ export interface Tokens {
   response: any;
 }
 
-/** Registration, consent with `key`, and the code exchanged: an assistant's tokens. */
-export async function tokensFor(base: string, key: string, options: { clientId?: string; redirectUri?: string } = {}): Promise<Tokens> {
+/**
+ * Registration, consent with `key`, and the code exchanged: an assistant's tokens, for the /mcp of
+ * `origin` (the service's public origin: its own address unless PUBLIC_URL says otherwise).
+ */
+export async function tokensFor(base: string, key: string, options: { clientId?: string; redirectUri?: string; origin?: string } = {}): Promise<Tokens> {
   const redirectUri = options.redirectUri ?? 'http://127.0.0.1:7777/callback';
   const clientId = options.clientId ?? (await registeredClient(base, redirectUri));
+  const resource = `${options.origin ?? base}/mcp`;
   const { verifier, challenge } = pkce();
-  const back = await consentWithKey(base, { clientId, redirectUri, challenge, state: 'st', resource: `${base}/mcp` }, key);
+  const back = await consentWithKey(base, { clientId, redirectUri, challenge, state: 'st', resource }, key);
   const code = back.searchParams.get('code');
   assert.ok(code, back.href);
-  const exchanged = await exchangeCode(base, { clientId, code, verifier, redirectUri, resource: `${base}/mcp` });
+  const exchanged = await exchangeCode(base, { clientId, code, verifier, redirectUri, resource });
   assert.equal(exchanged.status, 200, exchanged.text);
   return { clientId, access: exchanged.json.access_token, refresh: exchanged.json.refresh_token, response: exchanged.json };
 }
