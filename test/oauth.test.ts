@@ -394,6 +394,9 @@ for (const { kind, create, skip } of await databaseKinds()) {
         assert.equal((await mcpFeed(base, all[0]!.access)).status, 401, 'the oldest grant was revoked');
         assert.equal((await mcpFeed(base, all[1]!.access)).status, 200);
         assert.equal((await mcpFeed(base, all[20]!.access)).status, 200);
+        await tokensFor(base, key.key, { clientId });
+        const rows = await server.db('oauth_grants').where({ key_id: key.id }).count({ n: '*' }).first();
+        assert.ok(Number(rows?.n) <= 21, `${rows?.n} rows for the key: the revoked ones are deleted as new ones come`);
       });
 
       it('answers malformed token and revocation requests with OAuth errors, never 500', async () => {

@@ -8,7 +8,7 @@ import type { OAuthRequestRow, Store } from '../store/port.ts';
 import { isDocumentClientId } from './client-metadata-documents.ts';
 import type { OAuthClients } from './clients.ts';
 import { confirmPage, errorPage, keyPage, newNonce, sendPage, type ConsentView } from './consent-page.ts';
-import { CODE_TTL_MS, DEAD_GRANT_KEPT_MS, KEY_ATTEMPTS, MAX_GRANTS_PER_KEY, MAX_PENDING_REQUESTS, REQUEST_TTL_MS } from './limits.ts';
+import { CODE_TTL_MS, KEY_ATTEMPTS, MAX_GRANTS_PER_KEY, MAX_PENDING_REQUESTS, REQUEST_TTL_MS } from './limits.ts';
 import { isLoopbackRedirect, redirectTarget } from './redirect-uris.ts';
 import { issuerUrl } from './urls.ts';
 
@@ -180,7 +180,7 @@ export function consentHandler(deps: ConsentDeps) {
             refresh_expires_at: null,
             revoked_at: null,
           },
-          { maxPerKey: MAX_GRANTS_PER_KEY, now: at, deadBefore: at - DEAD_GRANT_KEPT_MS },
+          { maxPerKey: MAX_GRANTS_PER_KEY, now: at },
         );
         await store.oauth.markClientUsed(row.client_id, at);
         return sendBack(res, row, deps.origin, { code });

@@ -24,8 +24,6 @@ export const MAX_REGISTERED_CLIENTS = 10_000;
 export const UNUSED_CLIENT_MS = DAY;
 /** Live grants (token families) per API key: a new consent beyond it revokes the key's oldest. */
 export const MAX_GRANTS_PER_KEY = 20;
-/** How long a dead grant is kept, so that its reused refresh token is told it was revoked. */
-export const DEAD_GRANT_KEPT_MS = 7 * DAY;
 
 /** A client metadata document: fetched within this time, at most this size, kept this long unless its Cache-Control says less. */
 export const DOCUMENT_TIMEOUT_MS = 5000;

@@ -486,10 +486,11 @@ export interface Store {
     /** Deletes a pending request; true only for the call that deleted it (a consent is given once). */
     takeRequest(handleSha256: string): Promise<boolean>;
     /**
-     * Stores a grant. First deletes the key's grants dead (expired or revoked) before `deadBefore`,
-     * and revokes its oldest live ones so that at most `maxPerKey` live grants remain with this one.
+     * Stores a grant. First deletes the key's dead grants (expired or revoked: nothing of them works
+     * any more, whether their row is there or not), and revokes its oldest live ones so that at most
+     * `maxPerKey` live grants remain with this one: a key's rows stay bounded.
      */
-    addGrant(row: OAuthGrantRow, limits: { maxPerKey: number; now: number; deadBefore: number }): Promise<void>;
+    addGrant(row: OAuthGrantRow, limits: { maxPerKey: number; now: number }): Promise<void>;
     grant(id: string): Promise<OAuthGrantRow | undefined>;
     grantByCode(codeSha256: string): Promise<OAuthGrantRow | undefined>;
     /** The grant an access token belongs to (every MCP request with a token asks: one fixed indexed statement). */

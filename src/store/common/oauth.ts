@@ -59,12 +59,11 @@ async function addRequest(db: Db, row: OAuthRequestRow, limits: { cap: number; n
   return true;
 }
 
-async function addGrant(db: Knex, row: OAuthGrantRow, limits: { maxPerKey: number; now: number; deadBefore: number }): Promise<void> {
+async function addGrant(db: Knex, row: OAuthGrantRow, limits: { maxPerKey: number; now: number }): Promise<void> {
   await db.transaction(async (trx) => {
-    // Dead: expired, or revoked (kept a while so a reused token is told it was revoked, not unknown).
     await trx('oauth_grants')
       .where({ key_id: row.key_id })
-      .where((dead) => dead.where('expires_at', '<', limits.deadBefore).orWhere('revoked_at', '<', limits.deadBefore))
+      .where((dead) => dead.where('expires_at', '<=', limits.now).orWhereNotNull('revoked_at'))
       .del();
     const live = await trx('oauth_grants').select('id').where({ key_id: row.key_id }).whereNull('revoked_at').where('expires_at', '>', limits.now).orderBy('created_at', 'desc');
     const beyond = live.slice(Math.max(0, limits.maxPerKey - 1)).map((grant: { id: string }) => grant.id);
