@@ -54,10 +54,11 @@ function mcpRouter(services: AppServices, log: Logger): Router {
   const router = Router();
 
   /**
-   * The bearer key or OAuth access token, before any JSON-RPC is read, as over HTTP (http/authenticate.ts): a request
-   * whose key is missing, malformed or unknown is paid by its address (429 past its budget, no
-   * lookup) and refused 401 with the API's error body (`{"error": {"code": "unauthorized", …}}`, as
-   * on /v1) and the `WWW-Authenticate: Bearer error="invalid_token"` challenge MCP clients read.
+   * The bearer key or OAuth access token, before any JSON-RPC is read, as over HTTP
+   * (http/authenticate.ts): a request whose key is missing, malformed or unknown is paid by its
+   * address (429 past its budget, no lookup) and refused 401 with the API's error body
+   * (`{"error": {"code": "unauthorized", …}}`, as on /v1) and the `WWW-Authenticate: Bearer
+   * error="invalid_token"` challenge MCP clients read, with where to get a token (`resource_metadata`).
    * The key's own token is taken per message below.
    */
   const authenticated = async (req: Request, res: Response, next: NextFunction) => {
