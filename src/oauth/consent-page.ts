@@ -115,7 +115,7 @@ export function confirmPage(nonce: string, view: ConsentView, access: KeyAccess)
 <li>${mailboxes}.</li>
 </ul>
 <p>Elle ne pourra ni émettre d’événements, ni gérer les clés ou les webhooks.</p>
-<p class="note">Son jeton d’accès vaut une heure ; l’application le renouvelle elle-même pendant 30 jours au plus. Révoquer la clé coupe aussitôt tout accès.</p>
+<p class="note">Son jeton d’accès vaut une heure et l’application le renouvelle elle-même ; après 30 jours sans renouvellement, il faudra l’autoriser à nouveau. Révoquer la clé coupe aussitôt tout accès.</p>
 ${who(view)}
 <form method="post" action="/authorize/consent">
 <input type="hidden" name="request" value="${escape(view.handle)}">
