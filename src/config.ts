@@ -77,6 +77,12 @@ export interface Config {
   metricsHost: string;
   /** Browser origins allowed to call /mcp besides the deployment's own (MCP_ALLOWED_ORIGINS, comma-separated; mcp/origin.ts). */
   mcpAllowedOrigins: string[];
+  /**
+   * The origin clients reach the service at (PUBLIC_URL, e.g. `https://feed.example.com`): what the
+   * OAuth metadata advertises as the issuer and the MCP resource (`<origin>/mcp`). Behind a proxy it
+   * is the proxy's public origin. Unset: `http://127.0.0.1:<port>` (development on one machine).
+   */
+  publicUrl: string | undefined;
 }
 
 export const MIN_RETENTION_DAYS = 30;
@@ -148,6 +154,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsPort: metricsPort(env, port),
     metricsHost: env.METRICS_HOST || '127.0.0.1',
     mcpAllowedOrigins: allowedOrigins(env),
+    publicUrl: publicUrl(env),
   };
 }
 
@@ -159,6 +166,29 @@ function allowedOrigins(env: NodeJS.ProcessEnv): string[] {
     if (origin === undefined) throw new ConfigError(`MCP_ALLOWED_ORIGINS: entry ${i + 1} ("${entry.slice(0, 60)}") is not an http(s) origin such as https://app.example.com (scheme, host and port only)`);
     return origin;
   });
+}
+
+/**
+ * PUBLIC_URL: an origin only (scheme, host, port), since the OAuth endpoints and `/mcp` sit at the
+ * root of it, and https unless the host is loopback (an OAuth issuer must be https: RFC 8414; the
+ * MCP SDK's router refuses anything else), returned without a trailing slash.
+ */
+function publicUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = env.PUBLIC_URL;
+  if (raw === undefined || raw === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`PUBLIC_URL must be an absolute URL such as https://feed.example.com (got "${raw.slice(0, 80)}")`);
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && ['localhost', '127.0.0.1'].includes(url.hostname))) {
+    throw new ConfigError('PUBLIC_URL must use https (http only for localhost or 127.0.0.1): it is the OAuth issuer assistants check');
+  }
+  if (url.username || url.password || url.search || url.hash || url.pathname !== '/') {
+    throw new ConfigError('PUBLIC_URL must be an origin only (scheme, host and port: no path, query, fragment or credentials), e.g. https://feed.example.com');
+  }
+  return url.origin;
 }
 
 /** DATABASE_READ_URLS: Postgres URLs, comma-separated (never echoed: they may hold passwords). */

@@ -15,6 +15,7 @@ import { WebhookSender } from './webhooks/send.ts';
 import { migrateDatabase } from './store/migrate-database.ts';
 import { openStore } from './store/open-store.ts';
 import { createMcpEdge } from './mcp/edge.ts';
+import { createOAuthEdge, type OAuthEdge } from './oauth/edge.ts';
 import { reportToPrimary } from './metrics/cluster.ts';
 import { listenForScrapes, type MetricsListener } from './metrics/listener.ts';
 import { Metrics } from './metrics/metrics.ts';
@@ -52,11 +53,13 @@ export async function startServer(config: Config, log: Logger, options: StartOpt
   let services: AppServices, demo: DemoAtStart | undefined, server: Server, connections: ConnectionGate;
   let scrapes: MetricsListener | undefined;
   let listening: Server | undefined;
+  let oauth: OAuthEdge | undefined;
   try {
     services = await createServices(store, config, options.clock, metrics);
     demo = options.seedDemo ? await demoAtStart(store, services.clock, config.databaseUrl) : undefined;
-    // MCP at /mcp, the HTTP API and its site for everything else.
-    const edges = [createMcpEdge(services, log, { allowedOrigins: config.mcpAllowedOrigins }), createHttpEdge(services, log)];
+    // MCP at /mcp, OAuth for assistants (its metadata, /authorize, /token…), the HTTP API and its site for everything else.
+    oauth = createOAuthEdge(services, log);
+    const edges = [createMcpEdge(services, log, { allowedOrigins: config.mcpAllowedOrigins }), oauth, createHttpEdge(services, log)];
     const s = createServer(httpServerOptions(config), frontDoor(log, { trustProxyHops: config.trustProxyHops, metrics }, edges));
     // A client that stops reading its answer holds the answer's buffers: nothing moving for this long closes it.
     s.timeout = config.socketTimeoutMs;
@@ -67,6 +70,7 @@ export async function startServer(config: Config, log: Logger, options: StartOpt
       s.listen(config.port, config.host, () => resolve(s));
     });
     listening = server;
+    services.publicOrigin = publicOrigin(config, server, log);
     if (metrics) {
       const held = services.heldReads;
       const clock = services.clock;
@@ -77,6 +81,7 @@ export async function startServer(config: Config, log: Logger, options: StartOpt
   } catch (err) {
     // Do not leave a pool open behind a failed start: the process would linger.
     listening?.close();
+    await oauth?.close();
     await store.close();
     throw err;
   }
@@ -126,9 +131,24 @@ export async function startServer(config: Config, log: Logger, options: StartOpt
       await changes?.stop();
       await replicas?.stop();
       await scrapes?.close();
+      await oauth?.close();
       await store.close();
     })());
   return { url, server, connections, services, webhooks, close, ...(scrapes ? { metricsUrl: scrapes.url } : {}) };
+}
+
+/**
+ * The origin clients reach the service at: PUBLIC_URL, or else this process's own address, with a
+ * loopback name when it listens on every interface (then clients on other machines need
+ * PUBLIC_URL: the OAuth metadata must name an address they reach, over https).
+ */
+function publicOrigin(config: Config, server: Server, log: Logger): string {
+  if (config.publicUrl) return config.publicUrl;
+  const { port, family } = server.address() as AddressInfo;
+  if (!['127.0.0.1', '::1', 'localhost'].includes(config.host)) {
+    log.warn({ host: config.host }, 'PUBLIC_URL is not set: the OAuth metadata names a loopback address, which assistants on other machines cannot use; set PUBLIC_URL to the https origin they reach');
+  }
+  return `http://${family === 'IPv6' && config.host !== '::' ? 'localhost' : '127.0.0.1'}:${port}`;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ApiKey } from '../../generated/types.ts';
 import { newKeyId } from '../ids.ts';
-import type { KeyListRow, NewKeyRow, Store } from '../store/port.ts';
+import type { KeyListRow, KeyRow, NewKeyRow, Store } from '../store/port.ts';
 import { PERMISSIONS, type Permission, type Principal } from './principal.ts';
 import type { VerifiedKeys } from './verified-keys.ts';
 
@@ -80,14 +80,35 @@ export async function authenticate(store: Store, token: string, keys?: VerifiedK
   const stored = Buffer.from(row.secret_sha256, 'hex');
   // Hashes have a fixed length, so the comparison time says nothing about the secret.
   if (!timingSafeEqual(secretSha256, stored)) return undefined;
-  const principal: Principal = {
+  const principal = principalOfRow(row);
+  keys?.keep(id, principal, stored, mark);
+  return principal;
+}
+
+/**
+ * The principal of a key named by its id alone, or undefined when it is unknown or revoked: for a
+ * credential that was issued from a key whose secret was checked then (an OAuth grant,
+ * auth/oauth-access.ts). It goes through the same verified keys as `authenticate`, so a revoked
+ * key is refused here exactly when its secret would be refused there, on every instance.
+ */
+export async function principalOfKey(store: Store, keyId: string, keys?: VerifiedKeys): Promise<Principal | undefined> {
+  const kept = keys?.lookup(keyId);
+  if (kept) return kept.principal;
+  const mark = keys?.mark();
+  const row = await store.keys.byId(keyId);
+  if (!row || row.revoked_at !== null) return undefined;
+  const principal = principalOfRow(row);
+  keys?.keep(keyId, principal, Buffer.from(row.secret_sha256, 'hex'), mark);
+  return principal;
+}
+
+function principalOfRow(row: KeyRow): Principal {
+  return {
     keyId: row.id,
     workspaceId: row.workspace_id,
     permissions: new Set(parsePermissions(row.permissions)),
     mailboxes: row.mailboxes ? (JSON.parse(row.mailboxes) as string[]) : null,
   };
-  keys?.keep(id, principal, stored, mark);
-  return principal;
 }
 
 /** Every key of a workspace, oldest first (the CLI's list: an operator's workspace, read whole). */

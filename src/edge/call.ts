@@ -1,5 +1,4 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { authenticate } from '../auth/api-keys.ts';
 import type { Principal } from '../auth/principal.ts';
 import { ApiError, unauthorized } from '../errors.ts';
 import { KnownTokens } from '../limits/known-tokens.ts';
@@ -7,6 +6,7 @@ import type { Reservation } from '../limits/memory-budget.ts';
 import { PAGE_RESERVATION_BYTES } from '../limits/page-bytes.ts';
 import type { RateState } from '../limits/rate-limiter.ts';
 import type { AppServices } from '../operations/context.ts';
+import { bearerPrincipal, type BearerLookup } from './bearer-principal.ts';
 
 /** How a call ended early: its client went away or its answer is written (`ended`), or its key was revoked. */
 export type CallEnd = 'ended' | 'revoked';
@@ -34,19 +34,22 @@ export class Call {
   readonly principal: Principal;
   readonly #services: AppServices;
   readonly #token: string;
+  readonly #oauthResource: string | undefined;
   readonly #life = new AbortController();
   #memory: Reservation | undefined;
   #reservedTokens = 0;
   #unwatch: (() => void) | undefined;
 
-  private constructor(services: AppServices, principal: Principal, token: string) {
+  private constructor(services: AppServices, principal: Principal, token: string, oauthResource: string | undefined) {
     this.#services = services;
     this.principal = principal;
     this.#token = token;
+    this.#oauthResource = oauthResource;
   }
 
   /**
-   * Authenticates the bearer key (`token`: undefined when the header is missing or malformed).
+   * Authenticates the bearer key (`token`: undefined when the header is missing or malformed), or
+   * where `oauthResource` is given (MCP), an OAuth access token issued for it (edge/bearer-principal.ts).
    * No request goes unpaid: one whose token authenticated lately (RateLimiter.knownTokens) is paid
    * by its key; any other by its address before its key is looked up (429 when the address has
    * nothing left): a token taken, given back if the key proves valid, kept if not. So a flood of
@@ -54,36 +57,36 @@ export class Call {
    * is not refused for it once it has authenticated. A database failure here is ours (500), not the
    * caller's (401). The key's own token is not taken here: `pay`.
    */
-  static async open(services: AppServices, token: string | undefined, address: string): Promise<Call> {
-    const { store, changes, rateLimiter } = services;
-    const lookUp = () => (token === undefined ? Promise.resolve(undefined) : authenticate(store, token, changes.keys));
+  static async open(services: AppServices, token: string | undefined, address: string, oauthResource?: string): Promise<Call> {
+    const { rateLimiter } = services;
+    const lookUp = (): Promise<BearerLookup | undefined> => (token === undefined ? Promise.resolve(undefined) : bearerPrincipal(services, token, oauthResource));
     if (!rateLimiter.enabled) {
-      const principal = await lookUp();
-      if (!principal) throw unauthorized();
-      return new Call(services, principal, token!);
+      const found = await lookUp();
+      if (!found?.principal) throw unauthorized(found?.refusal);
+      return new Call(services, found.principal, token!, oauthResource);
     }
     const digest = token === undefined ? undefined : KnownTokens.digest(token);
     const known = digest !== undefined && rateLimiter.knownTokens.has(digest);
     if (!known) rateLimiter.takeForAddress(address);
-    let principal: Principal | undefined;
+    let found: BearerLookup | undefined;
     try {
-      principal = await lookUp();
+      found = await lookUp();
     } catch (err) {
       // Our failure (the database), not the client's: its address does not pay for it.
       if (!known) rateLimiter.chargeAddress(address, -1);
       throw err;
     }
-    if (!principal) {
+    if (!found?.principal) {
       if (known) {
         // Revoked since: from now on this token is looked up only if its address can pay.
         rateLimiter.knownTokens.forget(digest);
         rateLimiter.chargeAddress(address, 1);
       }
-      throw unauthorized();
+      throw unauthorized(found?.refusal);
     }
     if (!known) rateLimiter.chargeAddress(address, -1);
     rateLimiter.knownTokens.remember(digest!);
-    return new Call(services, principal, token!);
+    return new Call(services, found.principal, token!, oauthResource);
   }
 
   /** Aborted when the call ends or its key is revoked (`reason` is the CallEnd). */
@@ -181,9 +184,9 @@ export class Call {
     }
   }
 
-  /** Whether the key still authenticates (LiveCalls asks once per key for all its calls). */
+  /** Whether the key (or OAuth token) still authenticates (LiveCalls asks once per key for all its calls). */
   async stillValid(): Promise<boolean> {
-    const principal = await authenticate(this.#services.store, this.#token, this.#services.changes.keys);
+    const { principal } = await bearerPrincipal(this.#services, this.#token, this.#oauthResource);
     return principal?.keyId === this.principal.keyId;
   }
 

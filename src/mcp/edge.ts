@@ -12,6 +12,7 @@ import { ApiError, toErrorBody } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
 import { operationLabel } from '../metrics/metrics.ts';
+import { challengeParams, mcpResource } from '../oauth/urls.ts';
 import type { AppServices } from '../operations/context.ts';
 import { handshakeParamsProblem } from './handshake-params.ts';
 import { errorResponse, INVALID_PARAMS, INVALID_REQUEST, messageProblem, toolCallParams, type JsonRpcId, type JsonRpcMessage } from './json-rpc.ts';
@@ -71,17 +72,20 @@ function mcpRouter(services: AppServices, log: Logger, origins: OriginPolicy): R
   });
 
   /**
-   * The bearer key, before any JSON-RPC is read, as over HTTP (the call opens: edge/call.ts): a
-   * request whose key is missing, malformed or unknown is paid by its address (429 past its budget,
-   * no lookup) and refused 401 with the API's error body (`{"error": {"code": "unauthorized", …}}`,
-   * as on /v1) and the `WWW-Authenticate: Bearer error="invalid_token"` challenge MCP clients read.
-   * The key's own token is taken per message below; the key is checked again once the message is
-   * in (callTool), and what the call holds goes back when the response closes.
+   * The bearer key or OAuth access token, before any JSON-RPC is read, as over HTTP (the call
+   * opens: edge/call.ts): a request whose key is missing, malformed or unknown is paid by its
+   * address (429 past its budget, no lookup) and refused 401 with the API's error body
+   * (`{"error": {"code": "unauthorized", …}}`, as on /v1) and the `WWW-Authenticate: Bearer
+   * error="invalid_token"` challenge MCP clients read, with where to get a token
+   * (`resource_metadata`). The key's own token is taken per message below; the key is checked again
+   * once the message is in (callTool), and what the call holds goes back when the response closes.
    */
   const authenticated = async (req: Request, res: Response, next: NextFunction) => {
     const header = req.headers.authorization;
+    // OAuth access tokens are taken here, for this deployment's MCP resource (oauth/urls.ts), besides API keys.
+    const origin = services.publicOrigin;
     try {
-      const call = await Call.open(services, bearerToken(header), (res.locals as RequestLocals).clientAddress);
+      const call = await Call.open(services, bearerToken(header), (res.locals as RequestLocals).clientAddress, origin && mcpResource(origin));
       (res.locals as RequestLocals).principal = call.principal;
       res.locals.call = call;
       res.once('close', () => call.end());
@@ -89,8 +93,9 @@ function mcpRouter(services: AppServices, log: Logger, origins: OriginPolicy): R
     } catch (err) {
       noteError(res, err);
       if (err instanceof ApiError && err.code === 'unauthorized') {
-        const description = header === undefined ? 'missing Authorization header' : bearerToken(header) === undefined ? 'malformed Authorization header' : 'missing or invalid API key';
-        res.set('WWW-Authenticate', `Bearer error="invalid_token", error_description="${description}"`);
+        const description = header === undefined ? 'missing Authorization header' : bearerToken(header) === undefined ? 'malformed Authorization header' : err.message;
+        // resource_metadata: where an assistant finds how to get a token (RFC 9728 §5.1).
+        res.set('WWW-Authenticate', `Bearer error="invalid_token", error_description="${description}"${origin ? `, ${challengeParams(origin)}` : ''}`);
         return void res.status(401).json(toErrorBody(err, String(res.locals.requestId)).body);
       }
       if (err instanceof ApiError && err.code === 'rate_limited') {

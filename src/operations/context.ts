@@ -48,6 +48,12 @@ export interface AppServices extends Services {
   calls: LiveCalls;
   /** Set once the server starts shutting down: /readyz answers 503 from then on, so balancers stop sending. */
   lifecycle: { draining: boolean };
+  /**
+   * The origin clients reach this service at (PUBLIC_URL, or this process's own address), set by
+   * the server once it listens: the OAuth issuer and MCP resource derive from it (oauth/urls.ts).
+   * Absent (a service that does not listen): OAuth access tokens are refused everywhere.
+   */
+  publicOrigin?: string;
 }
 
 /** One call: the services plus who is calling. */

@@ -18,4 +18,5 @@ await loadHere([
   'webhook-target-policy',
   'client-address',
   'conformance-rate-limits',
+  'oauth-rules',
 ]);

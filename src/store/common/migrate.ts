@@ -12,6 +12,7 @@ import * as eventsPartitionedByWeek from './migrations/009_events_partitioned_by
 import * as sqliteNewestStoredAt from './migrations/010_sqlite_newest_stored_at.ts';
 import * as webhookRotationAndHealth from './migrations/011_webhook_rotation_and_health.ts';
 import * as webhookTestCooldowns from './migrations/012_webhook_test_cooldowns.ts';
+import * as oauth from './migrations/013_oauth.ts';
 
 // Migrations are imported modules (no loader needed for the knex CLI); names are stable forever.
 const migrations: Record<string, Knex.Migration> = {
@@ -27,6 +28,7 @@ const migrations: Record<string, Knex.Migration> = {
   '010_sqlite_newest_stored_at': sqliteNewestStoredAt,
   '011_webhook_rotation_and_health': webhookRotationAndHealth,
   '012_webhook_test_cooldowns': webhookTestCooldowns,
+  '013_oauth': oauth,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

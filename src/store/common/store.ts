@@ -5,6 +5,7 @@ import { searchEvents } from './event-search.ts';
 import { eventsAfter, feedHead, feedHeads, readPageRows } from './events.ts';
 import { pageReader } from './feed-page.ts';
 import { countActiveKeys, findKey, insertKey, keysAfter, listKeys, revokeKey, SELECT_KEY } from './keys.ts';
+import { oauthTables } from './oauth.ts';
 import { poolUse } from './pool-use.ts';
 import { pruneAll, prunedThrough, prunedThroughMailboxes } from './retention.ts';
 import { sharedCursorSecret } from './settings.ts';
@@ -88,6 +89,8 @@ export function createStore(adapter: Adapter): Store {
       attemptHealth: (endpointId, window) => attemptHealth(knex, endpointId, window),
       claimTestSlot: (workspaceId, url, now, cooldownMs) => claimTestSlot(knex, workspaceId, url, now, cooldownMs),
     },
+
+    oauth: oauthTables(knex, readRows),
 
     ping: async () => void (await knex.raw('select 1')),
     poolUse: () => poolUse(knex),

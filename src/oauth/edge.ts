@@ -1,0 +1,161 @@
+import { TooManyRequestsError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import { metadataHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/metadata.js';
+import { createOAuthMetadata, mcpAuthRouter } from '@modelcontextprotocol/sdk/server/auth/router.js';
+import type { OAuthMetadata, OAuthProtectedResourceMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import type { IncomingMessage } from 'node:http';
+import type { Edge } from '../edge/front-door.ts';
+import { noteError, noteRefusal } from '../edge/request-context.ts';
+import { nothingHere } from '../edge/send-error.ts';
+import type { Logger } from '../log.ts';
+import { safeErrorFields } from '../log.ts';
+import type { AppServices } from '../operations/context.ts';
+import { OAuthAddressLimits } from './address-limits.ts';
+import { ClientMetadataDocuments } from './client-metadata-documents.ts';
+import { OAuthClients } from './clients.ts';
+import { consentHandler } from './consent.ts';
+import { OAuthProvider } from './provider.ts';
+import { issuerUrl, mcpResource, OAUTH_SCOPE } from './urls.ts';
+
+/** The paths this edge serves (as express routes them: any case, a trailing slash or not, whatever the query). */
+const OAUTH_PATH = /^\/(?:\.well-known\/oauth-(?:protected-resource(?:\/mcp)?|authorization-server)|authorize(?:\/consent)?|token|register|revoke)\/?(?:\?|$)/i;
+const isRegistration = (url: string) => /^\/register\/?(?:\?|$)/i.test(url);
+
+/** Bodies here are a handful of short fields: a form (authorize, consent, token, revoke) or a registration. */
+const BODY_LIMIT = '16kb';
+
+/** The OAuth edge, and what it holds open (the metadata documents' connections) until the server closes. */
+export interface OAuthEdge extends Edge {
+  close(): Promise<void>;
+}
+
+/**
+ * OAuth 2.1 for MCP assistants: the service as the protected resource of its MCP endpoint and as
+ * its own authorization server, at the root of the public origin (services.publicOrigin):
+ * - /.well-known/oauth-protected-resource/mcp, and the same at /.well-known/oauth-protected-resource
+ *   (RFC 9728), which /mcp's 401 points to (mcp/edge.ts);
+ * - /.well-known/oauth-authorization-server (RFC 8414), /authorize, /token, /register (RFC 7591),
+ *   /revoke (RFC 7009): the MCP SDK's mcpAuthRouter over our provider (provider.ts), client store
+ *   (clients.ts: registered clients and client metadata documents) and consent (consent.ts).
+ *
+ * Built on its first request: the public origin is known once the server listens (PORT=0).
+ */
+export function createOAuthEdge(services: AppServices, log: Logger): OAuthEdge {
+  const documents = new ClientMetadataDocuments(services.webhookPolicy ?? { allowInsecure: false });
+  const limits = new OAuthAddressLimits(services.rateLimiter.enabled);
+  let app: Express | undefined;
+  return {
+    takes: (req: IncomingMessage) => OAUTH_PATH.test(req.url ?? ''),
+    handle: (req, res, locals) => {
+      const refused = limits.take(locals.clientAddress, isRegistration(req.url ?? ''));
+      if (refused) {
+        noteError(res, refused);
+        noteRefusal(res);
+        res.writeHead(429, { ...refused.headers, 'Content-Type': 'application/json', 'Cache-Control': 'no-store' });
+        return void res.end(JSON.stringify(new TooManyRequestsError(refused.message).toResponseObject()));
+      }
+      app ??= oauthApp(services, documents, log);
+      void app(req, res);
+    },
+    close: () => documents.close(),
+  };
+}
+
+function oauthApp(services: AppServices, documents: ClientMetadataDocuments, log: Logger): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  const origin = services.publicOrigin;
+  if (origin === undefined) {
+    // Not listening (a service built without a server): nothing to advertise.
+    app.use(nothingHere(log));
+    return app;
+  }
+  const now = () => services.clock.now().getTime();
+  const keys = services.changes.keys;
+  const clients = new OAuthClients(services.store, documents, now);
+  const provider = new OAuthProvider({ store: services.store, clients, keys, now, origin });
+  const issuer = issuerUrl(origin);
+
+  // Parsed here with tight limits; the SDK's own parsers then find the body read and leave it.
+  app.use(['/authorize', '/token', '/revoke'], express.urlencoded({ extended: false, limit: BODY_LIMIT, parameterLimit: 50 }));
+  app.use('/register', express.json({ limit: BODY_LIMIT }));
+  app.use('/authorize', issuerOnRedirects(issuer.href));
+
+  // The SDK's metadata, with what this server does beyond it: every client is public (clients.ts),
+  // client ids may be metadata documents, and authorization responses carry `iss` (RFC 9207).
+  const metadata: OAuthMetadata = {
+    ...createOAuthMetadata({ provider, issuerUrl: issuer, scopesSupported: [OAUTH_SCOPE] }),
+    token_endpoint_auth_methods_supported: ['none'],
+    revocation_endpoint_auth_methods_supported: ['none'],
+    client_id_metadata_document_supported: true,
+    authorization_response_iss_parameter_supported: true,
+  };
+  const resource: OAuthProtectedResourceMetadata = {
+    resource: mcpResource(origin),
+    authorization_servers: [metadata.issuer],
+    scopes_supported: [OAUTH_SCOPE],
+    bearer_methods_supported: ['header'],
+    resource_name: 'event-feed (MCP)',
+  };
+  app.use('/.well-known/oauth-authorization-server', metadataHandler(metadata));
+  app.use(['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource'], metadataHandler(resource));
+  // Before the router: it mounts /authorize as a prefix, which would take /authorize/consent too.
+  app.post('/authorize/consent', consentHandler({ store: services.store, clients, keys, now, origin }));
+  app.use(
+    mcpAuthRouter({
+      provider,
+      issuerUrl: issuer,
+      resourceServerUrl: new URL(mcpResource(origin)),
+      scopesSupported: [OAUTH_SCOPE],
+      resourceName: resource.resource_name,
+      // The SDK's limiters count by req.ip: replaced by OAuthAddressLimits (address-limits.ts).
+      authorizationOptions: { rateLimit: false },
+      tokenOptions: { rateLimit: false },
+      clientRegistrationOptions: { rateLimit: false },
+      revocationOptions: { rateLimit: false },
+    }),
+  );
+  app.use(notFound);
+  app.use(oauthErrorHandler(log));
+  return app;
+}
+
+/**
+ * Every authorization response carries the issuer (RFC 9207 §2), which the metadata promises
+ * (`authorization_response_iss_parameter_supported`): consent.ts adds it to its own; this adds it to
+ * the error redirects the SDK's authorize handler makes itself (an invalid request after the client
+ * and redirect URI were checked).
+ */
+function issuerOnRedirects(issuer: string) {
+  return (_req: Request, res: Response, next: NextFunction) => {
+    const redirect = res.redirect.bind(res) as (status: number, url: string) => void;
+    res.redirect = ((statusOrUrl: number | string, maybeUrl?: string) => {
+      const [status, url] = typeof statusOrUrl === 'number' ? [statusOrUrl, maybeUrl!] : [302, statusOrUrl];
+      const target = new URL(url);
+      if (!target.searchParams.has('iss')) target.searchParams.set('iss', issuer);
+      redirect(status, target.href);
+    }) as Response['redirect'];
+    next();
+  };
+}
+
+function notFound(req: Request, res: Response): void {
+  res.status(404).json({ error: 'not_found', error_description: `nothing at ${req.method} ${req.path.slice(0, 100)}` });
+}
+
+/** What reaches here was not answered by a handler: a body that could not be read (the client's), or our failure. */
+function oauthErrorHandler(log: Logger) {
+  return (err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    const status = (err as { status?: unknown }).status;
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      const tooLarge = (err as { type?: string }).type === 'entity.too.large';
+      res.status(tooLarge ? 413 : 400).json({ error: 'invalid_request', error_description: tooLarge ? `the body is over ${BODY_LIMIT}` : 'the body could not be read' });
+      return;
+    }
+    noteError(res, err);
+    log.error({ ...safeErrorFields(err), request_id: String(res.locals.requestId) }, 'OAuth request failed');
+    if (res.headersSent) return void res.end();
+    res.status(500).json({ error: 'server_error', error_description: `internal error; quote request id ${String(res.locals.requestId)} to support` });
+  };
+}
