@@ -84,7 +84,8 @@ for (const project of values.project ?? []) {
 const sources = join(kit, 'playwright.config.ts');
 const config = existsSync(sources) ? sources : join(kit, 'dist', 'playwright.config.js');
 const playwright = createRequire(import.meta.url).resolve('@playwright/test/cli');
-const args = [playwright, 'test', '-c', config, ...(values.project ?? []).flatMap((p) => ['--project', p]), ...positionals];
+// Playwright's file filters (positionals) before --project, whose list would take them as projects.
+const args = [playwright, 'test', '-c', config, ...positionals, ...(values.project ?? []).flatMap((p) => ['--project', p])];
 const child = spawn(process.execPath, args, { env, stdio: 'inherit' });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
