@@ -30,7 +30,7 @@ const LIMIT = 500;
 const SETTLE_MS = 2000;
 /** A poll answered empty (its wait ran out) while an event of its workspace was answered to the writer more than this long ago: a missed wake-up. */
 const MISS_AFTER_MS = 1000;
-/** The service's own bound on RSS (README, Memory budget). */
+/** The service's own bound on RSS (docs/limits-and-isolation.md, Memory budget). */
 export const RSS_BOUND_MB = 256;
 const SERVER_ENV = { MAX_CONNECTIONS: '4096', MAX_CONNECTIONS_PER_ADDRESS: '4096' };
 

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromiumPath } from './support/chromium.ts';
 import { maxWaitSeconds } from './support/rate-limits.ts';
+import { WRITES_TAG, writesAllowed } from './support/writes.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 // The same config runs from the sources (.ts, in the repository) and compiled (.js, the published package).
@@ -14,13 +15,24 @@ const outputDir = process.env.EVENT_FEED_OUTPUT_DIR ?? join(process.cwd(), 'test
 // One ledger of rate-limit waits for the whole run, in its output folder: the runner (no
 // TEST_WORKER_INDEX) starts it empty; its workers, which load this config too, add to it.
 process.env.EVENT_FEED_WAIT_LEDGER = join(outputDir, '.rate-limit-waits');
+// The keys the kit makes with EVENT_FEED_ADMIN_KEY (support/made-keys.ts), the same way.
+process.env.EVENT_FEED_KEY_LEDGER = join(outputDir, '.made-keys.json');
 if (process.env.TEST_WORKER_INDEX === undefined) {
   mkdirSync(outputDir, { recursive: true });
   rmSync(process.env.EVENT_FEED_WAIT_LEDGER, { force: true });
+  rmSync(process.env.EVENT_FEED_KEY_LEDGER, { force: true });
 }
 
 export default defineConfig({
   testDir: here,
+  // A read-only run is made of the read-only checks: those that emit events (tagged @writes) are
+  // not part of it, and the report says so (support/conformance-reporter.ts), rather than listing
+  // each as skipped. With --allow-writes they run (skipped, with the reason, without a write key).
+  ...(writesAllowed() ? {} : { grepInvert: WRITES_TAG }),
+  // With EVENT_FEED_ADMIN_KEY, the keys the run lacks are made before the checks and revoked after
+  // them, whatever happened (support/admin-keys.ts).
+  globalSetup: `./support/global-setup.${ext}`,
+  globalTeardown: `./support/global-teardown.${ext}`,
   // From the sources, not the package's build (npm pack leaves one in dist/).
   testIgnore: ext === 'ts' ? ['**/dist/**'] : [],
   // One worker, in order: the checks share the deployment's feed and some emit events into it.

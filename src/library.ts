@@ -22,7 +22,7 @@ export { ApiError };
 
 /**
  * A knex instance for a database URL, as the service opens it (`sqlite:<path>` or
- * `postgres://…`: the DATABASE_URL forms of the README). Close it with `destroy()`.
+ * `postgres://…`: the DATABASE_URL forms of docs/configuration.md). Close it with `destroy()`.
  */
 export function openDatabase(url: string): Knex {
   return openStore(url).knex;

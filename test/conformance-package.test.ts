@@ -28,6 +28,7 @@ function run(command: string, args: string[], cwd: string, env = userEnv()): Pro
 describe('the conformance kit as a package of its own', () => {
   let server: TestServer;
   let key: string;
+  let admin: string;
   let dir: string;
   let bin: string;
 
@@ -48,6 +49,7 @@ describe('the conformance kit as a package of its own', () => {
     server = await startTestServer(await sqliteDatabase(), { RATE_LIMIT_PER_SECOND: '' });
     const workspace = await server.workspace();
     key = (await server.key(workspace, ['read'])).key;
+    admin = (await server.key(workspace, ['read', 'write', 'admin'])).key;
     const writer = (await server.key(workspace, ['write'])).key;
     for (let i = 0; i < 3; i++) await server.post('/v1/emit_event', sampleEvent('mbx_ventes', i), writer);
   });
@@ -76,6 +78,19 @@ describe('the conformance kit as a package of its own', () => {
     assert.match(result.output, /^  PASS  ordering › ids are unique across the feed$/m);
     assert.match(result.output, /^  SKIP  auth › a key without read is refused with 403 forbidden: EVENT_FEED_NOREAD_KEY not given/m);
     assert.match(result.output, /^Conformance: no failure; \d+ check\(s\) passed, \d+ check\(s\) SKIPPED, not passed/m);
+  });
+
+  it('given an admin key, makes the keys it lacks and revokes them when the run ends (the compiled setup and teardown)', async () => {
+    const active = async () => (await server.post('/v1/list_keys', {}, admin)).json.keys.map((k: { id: string }) => k.id).sort();
+    const before = await active();
+    // A file filter before --project: the option's list must not take it for a project.
+    const result = await run(bin, ['--base-url', server.url, 'api/auth', '--project', 'api'], join(dir, 'app'), userEnv({ EVENT_FEED_ADMIN_KEY: admin }));
+    assert.equal(result.code, 0, result.output.slice(-3000));
+    assert.match(result.output, /^  PASS  auth › a key without read is refused with 403 forbidden$/m);
+    assert.match(result.output, /^  PASS  auth › a revoked key is refused with 401 unauthorized$/m);
+    assert.doesNotMatch(result.output, /^  PASS  ordering/m, 'only the file asked for');
+    assert.match(result.output, /revoked when the run ended: none left behind/);
+    assert.deepEqual(await active(), before, 'list_keys: nothing left behind');
   });
 
   it('exits non-zero when a check fails, and its last line says so', async () => {

@@ -106,12 +106,20 @@ describe('the conformance kit reports what it could not check', () => {
     const result = await runKit(server.url, { EVENT_FEED_KEY: keys.EVENT_FEED_KEY });
     assert.equal(result.code, 0, result.output.slice(-3000));
     assert.deepEqual(result.failed, []);
-    for (const title of ['scoping › the restricted key sees the full feed filtered to its mailboxes', 'auth › a key without read is refused with 403 forbidden', 'ordering › events emitted one after another come back in that order']) {
+    for (const title of ['scoping › the restricted key sees the full feed filtered to its mailboxes', 'auth › a key without read is refused with 403 forbidden', 'mcp › MCP refuses a revoked key with 401']) {
       assert.ok(result.skipped.includes(title), `${title} is skipped`);
     }
     assert.match(result.output, /check\(s\) SKIPPED, not passed/);
-    assert.match(result.output, /^  SKIP  ordering › events emitted one after another come back in that order: EVENT_FEED_WRITE_KEY not given/m);
+    assert.match(result.output, /^  SKIP  auth › a key without read is refused with 403 forbidden: EVENT_FEED_NOREAD_KEY not given/m);
     assert.match(result.output, /EVENT_FEED_RESTRICTED_KEY \/ EVENT_FEED_RESTRICTED_MAILBOXES not given/);
+  });
+
+  it('with --allow-writes but no write key, skips the checks that emit, saying so', async () => {
+    const result = await runKit(server.url, { EVENT_FEED_KEY: keys.EVENT_FEED_KEY }, { allowWrites: true, specs: ['api/ordering\\.spec'] });
+    assert.equal(result.code, 0, result.output.slice(-3000));
+    assert.ok(result.skipped.includes('ordering › events emitted one after another come back in that order'));
+    assert.match(result.output, /^  SKIP  ordering › events emitted one after another come back in that order: EVENT_FEED_WRITE_KEY not given/m);
+    assert.doesNotMatch(result.output, /read-only run/);
   });
 
   it('is read-only without the explicit opt-in, even with a write key', async () => {
@@ -119,10 +127,12 @@ describe('the conformance kit reports what it could not check', () => {
     const result = await runKit(server.url, keys, { allowWrites: false });
     assert.equal(result.code, 0, result.output.slice(-3000));
     assert.deepEqual(result.failed, []);
+    // A read-only run is made of the read-only checks: those that emit are not in it (not skipped one
+    // by one), and the report says so.
     for (const title of ['ordering › events emitted one after another come back in that order', 'cursor echo › events emitted after the end appear once, after the old ones']) {
-      assert.ok(result.skipped.includes(title), `${title} is skipped`);
+      assert.ok(![...result.passed, ...result.failed, ...result.skipped].includes(title), `${title} is not run`);
     }
-    assert.match(result.output, /read-only run \(EVENT_FEED_ALLOW_WRITES=1 \/ --allow-writes not given\): emitting events skipped/);
+    assert.match(result.output, /^ {2}writes: {5}read-only run: the checks that emit events \(tagged @writes\) were not run/m);
     const afterRun = await server.post('/v1/event_feed', { after: before.json.next_cursor, limit: 500 }, keys.EVENT_FEED_KEY);
     assert.deepEqual(afterRun.json.events, [], 'the kit added no event');
   });

@@ -71,11 +71,11 @@ describe('the package, packed and installed from its tarball', { timeout: 240_00
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  it('holds the compiled library, its declarations and what the service reads, and no tests, benchmarks or build scripts', () => {
+  it('holds the compiled library, its declarations, what the service reads and its documentation (README.md links into docs/), and no tests, benchmarks or build scripts', () => {
     const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
     assert.deepEqual(manifest.exports['.'], { types: './dist/src/library.d.ts', default: './dist/src/library.js' });
     const files = readdirSync(installed, { recursive: true }).map(String);
-    for (const file of ['dist/src/library.js', 'dist/src/library.d.ts', 'dist/src/cli/main.js', 'dist/BUILT', 'generated/openapi.json', 'openapi.yaml', 'src/store/sqlite/checkpoint-worker.cjs', 'bin/event-feed.js']) {
+    for (const file of ['dist/src/library.js', 'dist/src/library.d.ts', 'dist/src/cli/main.js', 'dist/BUILT', 'generated/openapi.json', 'openapi.yaml', 'src/store/sqlite/checkpoint-worker.cjs', 'bin/event-feed.js', 'README.md', 'docs/reading-the-feed.md']) {
       assert.ok(files.includes(file), `${file} is in the package`);
     }
     assert.deepEqual(files.filter((file) => /^(test|bench|dist\/bench|scripts)(\/|$)/.test(file)), []);

@@ -8,11 +8,11 @@ import { fileURLToPath } from 'node:url';
 import { publish } from '../src/library.ts';
 import { sampleEvent } from './support/contract.ts';
 import { sqliteDatabase } from './support/databases.ts';
-import { readmes, shellBlocks, type ShellBlock } from './support/readme-blocks.ts';
+import { documents, shellBlocks, type ShellBlock } from './support/readme-blocks.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 
-// Every ```sh / ```bash block of every README runs as pasted (from the repository's root, against a
-// live server), or is excused below with the reason. A new block that needs a variable the reader
+// Every ```sh / ```bash block of every README and of every page of docs/ runs as pasted (from the
+// repository's root, against a live server), or is excused below with the reason. A new block that needs a variable the reader
 // would have set (a key…) gets it from readerEnvironment(); one that cannot run in a test gets an
 // excuse. Blocks run with `bash -euo pipefail`, and curl fails on an HTTP error (.curlrc below).
 
@@ -27,7 +27,7 @@ const EXCUSED: Array<{ readme: string; contains: string; why: string; placeholde
   { readme: 'README.md', contains: 'npm test', why: 'the test suite this test is part of' },
   { readme: 'bench/README.md', contains: 'npm run bench', why: 'the benchmark takes minutes; test/bench-quick.test.ts runs its quick mode' },
   { readme: 'conformance/README.md', contains: 'export EVENT_FEED_KEY=efk_…', why: "the reader's own keys (placeholders): the test sets each of these variables itself", placeholders: true },
-  { readme: 'README.md', contains: 'docker run --rm -p 3000:3000 -e HOST=0.0.0.0', why: 'needs a Docker engine, which test machines do not run' },
+  { readme: 'docs/operating.md', contains: 'docker run --rm -p 3000:3000 -e HOST=0.0.0.0', why: 'needs a Docker engine, which test machines do not run' },
   { readme: 'client/README.md', contains: 'event-feed-client.tgz', why: "installs into a reader's project: test/client-readme.test.ts runs it in an empty folder" },
   { readme: 'client/README.md', contains: 'node follow.mjs', why: 'follows the feed until Ctrl-C: test/client-readme.test.ts runs it and stops it' },
   { readme: 'client/README.md', contains: 'node receiver.mjs', why: 'serves until stopped: test/client-readme.test.ts runs it and sends it a delivery' },
@@ -67,7 +67,7 @@ async function readerEnvironment(server: TestServer): Promise<Record<string, str
 }
 
 const excuseOf = (block: ShellBlock) => EXCUSED.find((e) => e.readme === block.readme && block.text.split('\n').some((line) => line.includes(e.contains)));
-const blocks = readmes(root).flatMap((readme) => shellBlocks(root, readme));
+const blocks = documents(root).flatMap((readme) => shellBlocks(root, readme));
 
 function bash(args: string[], env: Record<string, string>): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
@@ -97,8 +97,9 @@ describe('the commands of the READMEs', () => {
     rmSync(curlHome, { recursive: true, force: true });
   });
 
-  it('finds the shell blocks of every README', () => {
-    for (const readme of ['README.md', 'conformance/README.md', 'bench/README.md', 'client/README.md']) {
+  it('finds the shell blocks of every README and of the pages of docs/', () => {
+    const pages = ['docs/reading-the-feed.md', 'docs/emitting.md', 'docs/library.md', 'docs/webhooks.md', 'docs/keys.md', 'docs/mcp.md', 'docs/operating.md', 'docs/conformance-kit.md'];
+    for (const readme of ['README.md', 'conformance/README.md', 'bench/README.md', 'client/README.md', ...pages]) {
       assert.ok(blocks.some((b) => b.readme === readme), `no shell block found in ${readme}`);
     }
   });

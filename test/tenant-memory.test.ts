@@ -17,7 +17,7 @@ import { largeEvent, sampleEvent } from './support/contract.ts';
 import { databaseKinds, type TestDatabase } from './support/databases.ts';
 import { provision, startProcessServer, type ProcessServer } from './support/process-server.ts';
 
-/** README, "Limits and isolation": the bound the server's memory stays under. */
+/** docs/limits-and-isolation.md, "Memory budget": the bound the server's memory stays under. */
 const RSS_BOUND_MB = 256;
 /**
  * The attack lasts ATTACK_SECONDS, and on until the other tenant has made VICTIM_ROUNDS rounds

@@ -2,7 +2,7 @@
  * Writes of one workspace never fail another's, and every failure answer is true.
  *
  * Postgres: an application holds workspace A's counter row in a slow transaction (the library's
- * `publish`, as the README recommends) for HOLD_MS. Meanwhile workspace B's emits, concurrent and
+ * `publish`, as docs/library.md recommends) for HOLD_MS. Meanwhile workspace B's emits, concurrent and
  * one after another, must all be stored and answered before A is released; each of A's emits must
  * be either answered 201 and in A's feed, or answered with an error and absent from it.
  *

@@ -1,4 +1,5 @@
 import { expect, test } from '../support/test.ts';
+import { WRITES } from '../support/writes.ts';
 import { emit, env, feed, missing, readFeed, writesRefused } from '../support/deployment.ts';
 import { seeded } from '../support/seed.ts';
 
@@ -17,7 +18,7 @@ test.describe('cursor echo', () => {
     }
   });
 
-  test('events emitted after the end appear once, after the old ones', async ({ request }) => {
+  test('events emitted after the end appear once, after the old ones', { tag: WRITES }, async ({ request }) => {
     const refused = writesRefused('emitting events');
     test.skip(refused !== undefined, refused);
     const head = await readFeed(request, env.key!, 500);

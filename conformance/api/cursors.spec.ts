@@ -1,5 +1,5 @@
 import { expect, test } from '../support/test.ts';
-import { env, feed, missing } from '../support/deployment.ts';
+import { env, feed, missing, otherWorkspaceMissing } from '../support/deployment.ts';
 import { seeded } from '../support/seed.ts';
 
 async function aCursor(request: Parameters<typeof feed>[0], key: string): Promise<string> {
@@ -34,7 +34,7 @@ test.describe('cursors', () => {
   });
 
   test('a cursor from another workspace is refused with invalid_argument', async ({ request }) => {
-    test.skip(!env.otherKey, missing('EVENT_FEED_OTHER_KEY', 'the cross-workspace cursor check'));
+    test.skip(!env.otherKey, otherWorkspaceMissing('the cross-workspace cursor check'));
     const theirs = await aCursor(request, env.otherKey!);
     expectRefused(await feed(request, env.key, { after: theirs }), "another workspace's cursor");
   });

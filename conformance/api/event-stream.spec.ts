@@ -1,5 +1,6 @@
 import type { APIRequestContext } from '@playwright/test';
 import { expect, test } from '../support/test.ts';
+import { WRITES } from '../support/writes.ts';
 import { emit, env, feed, feedCursor, missing, readFeed, toAddEvents, writesRefused, type Envelope } from '../support/deployment.ts';
 import { seeded } from '../support/seed.ts';
 import { readStream, streamedEnvelopes, type StreamRead } from '../support/stream.ts';
@@ -135,7 +136,7 @@ test.describe('event stream', () => {
     expect(Math.min(...later(read)), 'the next keep-alive came after (ms)').toBeLessThanOrEqual(17_000);
   });
 
-  test('a new event reaches a stream open at the head, with the cursor event_feed gives after it', async ({ request }) => {
+  test('a new event reaches a stream open at the head, with the cursor event_feed gives after it', { tag: WRITES }, async ({ request }) => {
     const refused = writesRefused('emitting events');
     test.skip(refused !== undefined, refused);
     const head = await feedCursor(request, env.key, {});

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { APIRequestContext } from '@playwright/test';
 import { expect, test } from '../support/test.ts';
+import { WRITES } from '../support/writes.ts';
 import { publishedContract } from '../support/contract.ts';
 import { emit, env, feed, feedCursor, mcp, missing, readFeed, writesRefused } from '../support/deployment.ts';
 import { seeded } from '../support/seed.ts';
@@ -112,7 +113,7 @@ test.describe('feed cursor', () => {
     test.skip(!quiet, 'the feed moved during each of 3 attempts: nothing to compare');
   });
 
-  test('a time between two events gives the position just before the later one', async ({ request }) => {
+  test('a time between two events gives the position just before the later one', { tag: WRITES }, async ({ request }) => {
     const refused = writesRefused('emitting events');
     test.skip(refused !== undefined, refused);
     // The time is the deployment's own (its Date header, to the second): the kit's clock may differ.

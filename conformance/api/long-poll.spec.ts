@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { APIRequestContext } from '@playwright/test';
 import { expect, test } from '../support/test.ts';
+import { WRITES } from '../support/writes.ts';
 import { emit, env, feed, feedCursor, MARKER, missing, toAddEvents, writesRefused, type FeedResponse } from '../support/deployment.ts';
 import { seeded } from '../support/seed.ts';
 
@@ -77,7 +78,7 @@ test.describe('long-poll', () => {
     }
   });
 
-  test('a held poll is answered by an event emitted meanwhile, well before its wait', async ({ request }) => {
+  test('a held poll is answered by an event emitted meanwhile, well before its wait', { tag: WRITES }, async ({ request }) => {
     const refused = writesRefused('emitting events');
     test.skip(refused !== undefined, refused);
     for (let attempt = 0; attempt < 3; attempt++) {
@@ -110,7 +111,7 @@ test.describe('long-poll', () => {
     test.skip(true, 'other writers answered the held poll before the kit emitted, on each of 3 attempts');
   });
 
-  test("a restricted key's held poll is not answered by events outside its mailboxes", async ({ request }) => {
+  test("a restricted key's held poll is not answered by events outside its mailboxes", { tag: WRITES }, async ({ request }) => {
     test.skip(!env.restrictedKey || env.restrictedMailboxes.length === 0, missing('EVENT_FEED_RESTRICTED_KEY / EVENT_FEED_RESTRICTED_MAILBOXES', 'the restricted long-poll check'));
     const refused = writesRefused('emitting events');
     test.skip(refused !== undefined, refused);

@@ -1,4 +1,5 @@
 import { expect, test } from '../support/test.ts';
+import { WRITES } from '../support/writes.ts';
 import { emit, env, missing, readFeed, toAddEvents, writesRefused } from '../support/deployment.ts';
 import { seeded } from '../support/seed.ts';
 
@@ -27,7 +28,7 @@ test.describe('ordering', () => {
     }
   });
 
-  test('events emitted one after another come back in that order', async ({ request }) => {
+  test('events emitted one after another come back in that order', { tag: WRITES }, async ({ request }) => {
     const refused = writesRefused('emitting events');
     test.skip(refused !== undefined, refused);
     const head = await readFeed(request, env.key!, 500);

@@ -1,5 +1,5 @@
 import { expect, test } from '../support/test.ts';
-import { env, missing, readFeed, toAddEvents } from '../support/deployment.ts';
+import { env, missing, otherWorkspaceMissing, readFeed, toAddEvents } from '../support/deployment.ts';
 import { seeded } from '../support/seed.ts';
 
 test.describe('scoping', () => {
@@ -32,7 +32,7 @@ test.describe('scoping', () => {
   });
 
   test("another workspace's key never sees this workspace's events", async ({ request }) => {
-    test.skip(!env.otherKey, missing('EVENT_FEED_OTHER_KEY', 'the cross-workspace check'));
+    test.skip(!env.otherKey, otherWorkspaceMissing('the cross-workspace check'));
     const mine = await readFeed(request, env.key!, 500);
     test.skip(mine.events.length === 0, `the feed is empty ${toAddEvents}: nothing to hide`);
     const theirs = await readFeed(request, env.otherKey!, 500);

@@ -20,6 +20,7 @@ const VALUED = {
   'other-key': 'EVENT_FEED_OTHER_KEY',
   'write-key': 'EVENT_FEED_WRITE_KEY',
   'revoked-key': 'EVENT_FEED_REVOKED_KEY',
+  'admin-key': 'EVENT_FEED_ADMIN_KEY',
   'max-events': 'EVENT_FEED_MAX_EVENTS',
   'max-wait-seconds': 'EVENT_FEED_MAX_WAIT_SECONDS',
   'report-dir': 'EVENT_FEED_REPORT_DIR',
@@ -33,7 +34,9 @@ Read-only unless --allow-writes. Exit status: 0 when no check failed, 1 when one
 checks are listed with their reason, never counted as passed), 2 on a usage error.
 
 Options (each also read from its environment variable; prefer the variables for keys, which
-otherwise show in the process list):
+otherwise show in the process list). With an admin key, the kit makes every key it was not
+given through create_key and revokes them all when the run ends (a key of another workspace
+it cannot make: give --other-key for the checks of isolation between workspaces):
 ${Object.entries(VALUED).map(([option, variable]) => `  --${option.padEnd(22)} ${variable}`).join('\n')}
   --allow-writes           EVENT_FEED_ALLOW_WRITES=1: let the kit emit its (marked) events
   --project api|view       run only these checks (repeatable; default both: the view's checks
@@ -81,7 +84,8 @@ for (const project of values.project ?? []) {
 const sources = join(kit, 'playwright.config.ts');
 const config = existsSync(sources) ? sources : join(kit, 'dist', 'playwright.config.js');
 const playwright = createRequire(import.meta.url).resolve('@playwright/test/cli');
-const args = [playwright, 'test', '-c', config, ...(values.project ?? []).flatMap((p) => ['--project', p]), ...positionals];
+// Playwright's file filters (positionals) before --project, whose list would take them as projects.
+const args = [playwright, 'test', '-c', config, ...positionals, ...(values.project ?? []).flatMap((p) => ['--project', p])];
 const child = spawn(process.execPath, args, { env, stdio: 'inherit' });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

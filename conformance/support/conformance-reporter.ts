@@ -1,5 +1,7 @@
 import type { FullConfig, FullResult, Reporter, Suite, TestCase, TestResult } from '@playwright/test/reporter';
+import { readLedger, type KeyLedger } from './made-keys.ts';
 import { maxWaitSeconds, totalWaitedMs } from './rate-limits.ts';
+import { writesAllowed } from './writes.ts';
 
 type Verdict = 'PASS' | 'FAIL' | 'SKIP';
 
@@ -47,8 +49,12 @@ export default class ConformanceReporter implements Reporter {
     }
   }
 
-  async onEnd(result: FullResult) {
+  async onEnd(result: FullResult): Promise<{ status?: FullResult['status'] } | undefined> {
     const version = await deploymentVersion(this.#baseUrl);
+    // Written by the global teardown, which has run by now: the keys made with EVENT_FEED_ADMIN_KEY.
+    const keys = readLedger();
+    const leftBehind = keys.made.filter((k) => !k.revoked);
+    const readOnly = !writesAllowed();
     const count = (v: Verdict) => this.#verdicts.filter((x) => x.verdict === v).length;
     const lines = [
       '',
@@ -57,6 +63,8 @@ export default class ConformanceReporter implements Reporter {
       `  service:    ${version}`,
       `  run:        ${this.#startedAt.toISOString()} to ${new Date().toISOString()}`,
       `  rate limits: waited ${(totalWaitedMs() / 1000).toFixed(1)} s in all (bound ${maxWaitSeconds()} s, EVENT_FEED_MAX_WAIT_SECONDS)`,
+      ...(readOnly ? [`  writes:     read-only run: the checks that emit events (tagged @writes) were not run (EVENT_FEED_ALLOW_WRITES=1 / --allow-writes with a write key runs them)`] : []),
+      ...madeKeysLines(keys),
       '',
       ...this.#verdicts.map(({ verdict, title, why }) => `  ${verdict}  ${title}${why ? `: ${why}` : ''}`),
       '',
@@ -66,15 +74,31 @@ export default class ConformanceReporter implements Reporter {
       lines.push(`Conformance: FAILED (${result.status}): ${failed} check(s) failed, ${passed} passed, ${skipped} skipped (not run, not passed).`);
     } else if (skipped > 0) {
       lines.push(`Conformance: no failure; ${passed} check(s) passed, ${skipped} check(s) SKIPPED, not passed (reasons above).`);
+    } else if (readOnly) {
+      lines.push(`Conformance: every read-only check ran and passed (${passed}); the checks that emit events were not run (read-only run).`);
     } else {
       lines.push(`Conformance: every check ran and passed (${passed}).`);
     }
+    if (leftBehind.length > 0) lines.push(`Conformance: FAILED to revoke ${leftBehind.length} key(s) the kit made (above): revoke them with revoke_key.`);
     console.log(lines.join('\n'));
+    return leftBehind.length > 0 ? { status: 'failed' } : undefined;
   }
 
   printsToStdio() {
     return true;
   }
+}
+
+/** What the kit made with EVENT_FEED_ADMIN_KEY, what it revoked, and what an admin key could not give it. */
+function madeKeysLines(keys: KeyLedger): string[] {
+  if (keys.made.length === 0 && keys.notMade.length === 0) return [];
+  const revoked = keys.made.filter((k) => k.revoked).length;
+  return [
+    `  keys:       ${keys.made.length} made with EVENT_FEED_ADMIN_KEY through create_key, ${revoked} of them revoked when the run ended` +
+      (revoked === keys.made.length ? ': none left behind' : ''),
+    ...keys.made.map((k) => `    ${k.revoked ? 'revoked' : 'LEFT BEHIND'}  ${k.id}  ${k.role}${k.error ? ` (${k.error})` : ''}`),
+    ...keys.notMade.map((why) => `  not checked: ${why}`),
+  ];
 }
 
 /** « event-feed 0.1.0, contract 1.0.0 » from the deployment's GET /version, or why it is unknown. */

@@ -1,4 +1,5 @@
 import type { APIRequestContext } from '@playwright/test';
+import { writesAllowed } from './writes.ts';
 
 /** What the kit knows of the deployment under test: only its public address and keys. */
 export const env = {
@@ -10,13 +11,21 @@ export const env = {
   otherKey: process.env.EVENT_FEED_OTHER_KEY,
   writeKey: process.env.EVENT_FEED_WRITE_KEY,
   revokedKey: process.env.EVENT_FEED_REVOKED_KEY,
+  /** An admin key the keys above were made with when not given (admin-keys.ts, before the checks start). */
+  adminKey: process.env.EVENT_FEED_ADMIN_KEY,
   /** Emitting is an explicit opt-in: events can't be deleted, and the workspace's real webhooks deliver them. */
-  allowWrites: ['1', 'true', 'yes'].includes((process.env.EVENT_FEED_ALLOW_WRITES ?? '').toLowerCase()),
+  allowWrites: writesAllowed(),
   /** The most events the kit reads from one feed; past it, checks that need the head are skipped. */
   maxEvents: Number(process.env.EVENT_FEED_MAX_EVENTS ?? 20000),
 };
 
 export const missing = (name: string, what: string) => `${name} not given: ${what} skipped`;
+
+/** Why a check of isolation between workspaces does not run: no key of another workspace, which an admin key cannot make either. */
+export const otherWorkspaceMissing = (what: string) =>
+  env.adminKey
+    ? `EVENT_FEED_OTHER_KEY not given, and EVENT_FEED_ADMIN_KEY makes keys of its own workspace only (create_key makes no workspace): ${what} skipped`
+    : missing('EVENT_FEED_OTHER_KEY', what);
 
 /** Why the kit may not emit events, or undefined when it may (a write key and the opt-in). */
 export function writesRefused(what: string): string | undefined {

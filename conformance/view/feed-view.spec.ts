@@ -3,6 +3,7 @@ import type { APIRequestContext, Page } from '@playwright/test';
 import { chromiumPath } from '../support/chromium.ts';
 import { MARKER, writesRefused } from '../support/deployment.ts';
 import { expect, test } from '../support/test.ts';
+import { WRITES } from '../support/writes.ts';
 
 // The French web view at `/` (« Flux des événements »), driven in Chromium like a person would.
 // Env: EVENT_FEED_BASE_URL (via the config's baseURL), EVENT_FEED_KEY (read key),
@@ -286,7 +287,7 @@ test.describe('French web view', () => {
     await expect(page.getByRole('alert')).toContainText('Identifiant de boîte non valide');
   });
 
-  test('live mode shows a new event on top exactly once, one read at a time', async ({ page, request }) => {
+  test('live mode shows a new event on top exactly once, one read at a time', { tag: WRITES }, async ({ page, request }) => {
     const refused = writesRefused('the live check');
     test.skip(refused !== undefined, refused);
     let inFlight = 0;

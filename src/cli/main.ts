@@ -91,7 +91,7 @@ const program = new Command('event-feed')
 program
   .command('serve')
   .description('serve HTTP on HOST:PORT (default 127.0.0.1:3000); applies migrations first')
-  .option('--seed-demo', 'on an empty database, seed a demo workspace; print its read, write and admin keys at every start')
+  .option('--seed-demo', 'on an empty database, seed a demo workspace and what the conformance kit needs; print its read, write and admin keys and the kit command at every start')
   .option('--workers <n>', 'processes that share the port (a number, or auto: one per core); default WORKERS, else 1', parseWorkers)
   .action(async (options: { seedDemo?: boolean; workers?: number }) => {
     const config = loadConfig();

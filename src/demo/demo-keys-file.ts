@@ -1,5 +1,6 @@
 import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { sqliteFileOf } from '../store/open-store.ts';
+import type { KitKeys } from './kit-fixtures.ts';
 
 /** The demo workspace's keys in full: kept only for the demo database that `serve --seed-demo` created. */
 export interface DemoKeys {
@@ -7,6 +8,8 @@ export interface DemoKeys {
   readKey: string;
   writeKey: string;
   adminKey: string;
+  /** The conformance kit's (kit-fixtures.ts); absent from a file written before the demo seeded them. */
+  kit?: KitKeys;
 }
 
 /**
@@ -41,8 +44,17 @@ export function loadDemoKeys(path: string): DemoKeys | undefined {
   try {
     const keys = JSON.parse(text) as Partial<DemoKeys>;
     const fields = [keys.workspaceId, keys.readKey, keys.writeKey, keys.adminKey];
-    return fields.every((field) => typeof field === 'string') ? (keys as DemoKeys) : undefined;
+    if (!fields.every((field) => typeof field === 'string')) return undefined;
+    const { workspaceId, readKey, writeKey, adminKey } = keys as DemoKeys;
+    return { workspaceId, readKey, writeKey, adminKey, ...(isKitKeys(keys.kit) ? { kit: keys.kit } : {}) };
   } catch {
     return undefined;
   }
+}
+
+function isKitKeys(kit: unknown): kit is KitKeys {
+  if (typeof kit !== 'object' || kit === null) return false;
+  const k = kit as Record<string, unknown>;
+  const strings = [k.restrictedKey, k.noReadKey, k.revokedKey, k.otherWorkspaceId, k.otherKey];
+  return strings.every((field) => typeof field === 'string') && Array.isArray(k.restrictedMailboxes) && k.restrictedMailboxes.every((m) => typeof m === 'string');
 }

@@ -39,9 +39,9 @@ const SUBJECTS = [
 ];
 const MTAS = ['smtp-in.orange.fr', 'gmail-smtp-in.l.google.com', 'mx1.free.fr', 'mx.laposte.net', 'outlook-com.olc.protection.outlook.com'];
 
-/** `count` events telling believable stories: mail in, mail out and what became of it. */
-export function demoTraffic(count: number, now: Date): EmitEventRequest[] {
-  const rnd = random(42);
+/** `count` events telling believable stories: mail in, mail out and what became of it (`seed`: another, as believable). */
+export function demoTraffic(count: number, now: Date, seed = 42): EmitEventRequest[] {
+  const rnd = random(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(rnd() * items.length)]!;
   const start = now.getTime() - 7 * 24 * 3600 * 1000;
   const step = (now.getTime() - start) / count;

@@ -50,7 +50,7 @@ export async function assertCursorNotExpired(
  * a failover to an asynchronous replica that had not received them, or a restore from a backup.
  * Those positions will be given to other events, which this cursor would silently skip: refused,
  * like an expired cursor, so that the client starts again from what the database does hold. (Once
- * new events have taken the head past such a cursor, nothing in it tells them apart: see the README.)
+ * new events have taken the head past such a cursor, nothing in it tells them apart: see docs/retention.md.)
  */
 export function assertCursorNotPastHead(head: number, afterSeq: number): void {
   if (afterSeq > head) {

@@ -1,8 +1,8 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 export interface ShellBlock {
-  /** The README's path from the repository's root. */
+  /** The document's path from the repository's root (a README, or a page of docs/). */
   readme: string;
   /** The line of the block's opening fence (1-based). */
   line: number;
@@ -12,8 +12,11 @@ export interface ShellBlock {
 const SHELL = new Set(['sh', 'bash', 'shell', 'zsh']);
 const SKIPPED_FOLDERS = new Set(['node_modules', 'dist', '.git', 'playwright-report', 'test-results']);
 
-/** Every README*.md of the repository (not in node_modules, builds or reports). */
-export function readmes(root: string): string[] {
+/**
+ * The repository's documentation: every README*.md (not in node_modules, builds or reports) and
+ * every page of docs/ (README.md's map points there, one page per topic).
+ */
+export function documents(root: string): string[] {
   const found: string[] = [];
   const walk = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -22,7 +25,11 @@ export function readmes(root: string): string[] {
     }
   };
   walk(root);
-  return found.sort();
+  const docs = join(root, 'docs');
+  if (existsSync(docs)) {
+    for (const entry of readdirSync(docs, { withFileTypes: true })) if (entry.isFile() && entry.name.endsWith('.md')) found.push(join('docs', entry.name));
+  }
+  return [...new Set(found)].sort();
 }
 
 /** The fenced ```sh / ```bash blocks of a Markdown file, as a reader would paste them. */

@@ -1,9 +1,10 @@
 import { loadHere } from './load-here.ts';
 
 // Modules called directly, no server: the rules of the layout, the contract, the feed, the store's
-// pages and keys (what qualifies: load-here.ts).
+// pages and keys, the documentation's links (what qualifies: load-here.ts).
 await loadHere([
   'architecture',
+  'doc-links',
   'contract-event-types',
   'contract-examples',
   'cursor',

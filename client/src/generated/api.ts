@@ -333,7 +333,7 @@ export interface paths {
          *     (the event id), `webhook-timestamp` and `webhook-signature`
          *     (`v1,<base64 HMAC-SHA256 of "id.timestamp.body">` keyed with the secret).
          *     Delivery is at least once, oldest first; failures are retried with
-         *     exponential backoff and jitter for about three days (see the README); a
+         *     exponential backoff and jitter for about three days (see docs/webhooks.md); a
          *     `Retry-After` on 429/503 is honoured; 410 Gone disables the endpoint;
          *     redirects are not followed.
          *
