@@ -31,6 +31,9 @@ const EXCUSED: Array<{ readme: string; contains: string; why: string; placeholde
   { readme: 'client/README.md', contains: 'event-feed-client.tgz', why: "installs into a reader's project: test/client-readme.test.ts runs it in an empty folder" },
   { readme: 'client/README.md', contains: 'node follow.mjs', why: 'follows the feed until Ctrl-C: test/client-readme.test.ts runs it and stops it' },
   { readme: 'client/README.md', contains: 'node receiver.mjs', why: 'serves until stopped: test/client-readme.test.ts runs it and sends it a delivery' },
+  { readme: 'client/README.md', contains: 'node local-receiver.mjs', why: 'serves until stopped: test/client-readme.test.ts runs it and grades it with check-receiver' },
+  { readme: 'client/README.md', contains: 'event-feed-client listen', why: 'follows the feed until Ctrl-C: test/client-readme.test.ts runs it through failures and a restart' },
+  { readme: 'client/README.md', contains: 'event-feed-client check-receiver', why: "grades the receiver of the block before it, in the reader's project: test/client-readme.test.ts runs it" },
 ];
 
 /** The variables a reader of the READMEs has set, for the test's server. Add one when a README uses a new one. */
