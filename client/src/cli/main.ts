@@ -146,4 +146,9 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-process.exit(await main(process.argv.slice(2)));
+const code = await main(process.argv.slice(2));
+// Everything written first: stdout to a pipe is asynchronous on macOS, and exit() would cut it short.
+await new Promise((resolve) => process.stdout.write('', resolve));
+await new Promise((resolve) => process.stderr.write('', resolve));
+// Then at once: an idle keep-alive socket of the feed's client must not keep a stopped run alive.
+process.exit(code);
