@@ -36,6 +36,9 @@ const EXCUSED: Array<{ readme: string; contains: string; why: string; placeholde
     contains: 'npx mcp-inspector --cli',
     why: 'the Inspector 0.21 dev dependency is gone (it needs Node 22 and an outdated config); docs/mcp-connecting.md gives the commands of the pinned 2.12, run on Node 22 by test/mcp-connecting-doc.test.ts',
   },
+  { readme: 'client/README.md', contains: 'node local-receiver.mjs', why: 'serves until stopped: test/client-readme.test.ts runs it and grades it with check-receiver' },
+  { readme: 'client/README.md', contains: 'event-feed-client listen', why: 'follows the feed until Ctrl-C: test/client-readme.test.ts runs it through failures and a restart' },
+  { readme: 'client/README.md', contains: 'event-feed-client check-receiver', why: "grades the receiver of the block before it, in the reader's project: test/client-readme.test.ts runs it" },
 ];
 
 /** The variables a reader of the READMEs has set, for the test's server. Add one when a README uses a new one. */
