@@ -25,7 +25,11 @@ function deliveryUserAgent(doc: JsonObject): string {
   const post = isObject(doc.webhooks) && isObject(doc.webhooks.event) ? doc.webhooks.event.post : undefined;
   const parameters = isObject(post) && Array.isArray(post.parameters) ? post.parameters : [];
   const header = parameters.find((p): p is JsonObject => isObject(p) && p.in === 'header' && p.name === 'user-agent');
-  const value = header && isObject(header.schema) ? header.schema.const : undefined;
+  // The header's schema, or the component it refers to (#/components/schemas/…).
+  let schema = header?.schema;
+  const ref = isObject(schema) && typeof schema.$ref === 'string' ? schema.$ref : undefined;
+  if (ref?.startsWith('#/components/schemas/')) schema = ((doc.components as JsonObject).schemas as JsonObject)[ref.slice('#/components/schemas/'.length)];
+  const value = isObject(schema) ? schema.const : undefined;
   if (typeof value !== 'string') throw new Error("openapi.yaml: webhooks.event.post needs a `user-agent` header parameter with a const");
   return value;
 }
