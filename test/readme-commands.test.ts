@@ -31,14 +31,16 @@ const EXCUSED: Array<{ readme: string; contains: string; why: string; placeholde
   { readme: 'client/README.md', contains: 'event-feed-client.tgz', why: "installs into a reader's project: test/client-readme.test.ts runs it in an empty folder" },
   { readme: 'client/README.md', contains: 'node follow.mjs', why: 'follows the feed until Ctrl-C: test/client-readme.test.ts runs it and stops it' },
   { readme: 'client/README.md', contains: 'node receiver.mjs', why: 'serves until stopped: test/client-readme.test.ts runs it and sends it a delivery' },
-  {
-    readme: 'README.md',
-    contains: 'npx mcp-inspector --cli',
-    why: 'the Inspector 0.21 dev dependency is gone (it needs Node 22 and an outdated config); docs/mcp-connecting.md gives the commands of the pinned 2.12, run on Node 22 by test/mcp-connecting-doc.test.ts',
-  },
   { readme: 'client/README.md', contains: 'node local-receiver.mjs', why: 'serves until stopped: test/client-readme.test.ts runs it and grades it with check-receiver' },
   { readme: 'client/README.md', contains: 'event-feed-client listen', why: 'follows the feed until Ctrl-C: test/client-readme.test.ts runs it through failures and a restart' },
   { readme: 'client/README.md', contains: 'event-feed-client check-receiver', why: "grades the receiver of the block before it, in the reader's project: test/client-readme.test.ts runs it" },
+  { readme: 'docs/webhooks-local.md', contains: 'event-feed-client listen', why: 'follows the feed until Ctrl-C, into a receiver on port 4000: test/client-readme.test.ts runs the same command through failures and a restart' },
+  { readme: 'docs/webhooks-local.md', contains: 'event-feed-client check-receiver', why: 'grades a receiver on port 4000 the reader runs: test/client-readme.test.ts runs the same command against good and broken receivers' },
+  { readme: 'docs/contract-and-clients.md', contains: 'npm install openapi-fetch@0.17.0', why: 'installs a project from the registry: test/generated-clients.test.ts generates, type-checks and runs the same client with the same pinned tools' },
+  { readme: 'docs/contract-and-clients.md', contains: '@hey-api/openapi-ts@0.99.0', why: 'needs Node 22.18 or later: test/generated-clients.test.ts runs the same generator, pinned, under the registry\'s Node 22' },
+  { readme: 'docs/contract-and-clients.md', contains: 'orval@8', why: 'needs Node 22.18 or later: test/generated-clients.test.ts runs orval 8.38.0 under the registry\'s Node 22' },
+  { readme: 'docs/contract-and-clients.md', contains: '@asyncapi/parser@3.6.6', why: 'installs a project from the registry: test/asyncapi.test.ts parses the served documents with the same parser, pinned' },
+  { readme: 'docs/contract-and-clients.md', contains: '@redocly/cli@2.77.0', why: 'downloads the linters with npx: test/contract-linters.test.ts runs Redocly and Spectral, pinned, on the served contract with their default rules' },
 ];
 
 /** The variables a reader of the READMEs has set, for the test's server. Add one when a README uses a new one. */
