@@ -54,6 +54,7 @@ export const mcpTools = [
                 "description": "Identifiant unique de l'événement."
               },
               "type": {
+                "type": "string",
                 "description": "Type de l'événement ; donne la forme de `data`."
               },
               "occurred_at": {
@@ -112,6 +113,7 @@ export const mcpTools = [
                 "description": "La personne concernée et les objets de la plateforme en cause."
               },
               "data": {
+                "type": "object",
                 "description": "Détail de l'événement, selon `type`."
               },
               "v": {
@@ -124,7 +126,6 @@ export const mcpTools = [
               {
                 "properties": {
                   "type": {
-                    "type": "string",
                     "const": "mail.received"
                   },
                   "data": {
@@ -197,7 +198,6 @@ export const mcpTools = [
               {
                 "properties": {
                   "type": {
-                    "type": "string",
                     "const": "mail.sent"
                   },
                   "data": {
@@ -260,7 +260,6 @@ export const mcpTools = [
               {
                 "properties": {
                   "type": {
-                    "type": "string",
                     "const": "mail.delivered"
                   },
                   "data": {
@@ -312,7 +311,6 @@ export const mcpTools = [
               {
                 "properties": {
                   "type": {
-                    "type": "string",
                     "const": "mail.deferred"
                   },
                   "data": {
@@ -373,7 +371,6 @@ export const mcpTools = [
               {
                 "properties": {
                   "type": {
-                    "type": "string",
                     "const": "mail.bounced"
                   },
                   "data": {
@@ -444,7 +441,6 @@ export const mcpTools = [
               {
                 "properties": {
                   "type": {
-                    "type": "string",
                     "const": "mail.complained"
                   },
                   "data": {
@@ -493,7 +489,6 @@ export const mcpTools = [
               {
                 "properties": {
                   "type": {
-                    "type": "string",
                     "const": "mail.rejected"
                   },
                   "data": {
@@ -687,6 +682,7 @@ export const mcpTools = [
                 "description": "Identifiant unique de l'événement."
               },
               "type": {
+                "type": "string",
                 "description": "Type de l'événement ; donne la forme de `data`."
               },
               "occurred_at": {
@@ -745,6 +741,7 @@ export const mcpTools = [
                 "description": "La personne concernée et les objets de la plateforme en cause."
               },
               "data": {
+                "type": "object",
                 "description": "Détail de l'événement, selon `type`."
               },
               "v": {
@@ -757,7 +754,6 @@ export const mcpTools = [
               {
                 "properties": {
                   "type": {
-                    "type": "string",
                     "const": "mail.received"
                   },
                   "data": {
@@ -830,7 +826,6 @@ export const mcpTools = [
               {
                 "properties": {
                   "type": {
-                    "type": "string",
                     "const": "mail.sent"
                   },
                   "data": {
@@ -893,7 +888,6 @@ export const mcpTools = [
               {
                 "properties": {
                   "type": {
-                    "type": "string",
                     "const": "mail.delivered"
                   },
                   "data": {
@@ -945,7 +939,6 @@ export const mcpTools = [
               {
                 "properties": {
                   "type": {
-                    "type": "string",
                     "const": "mail.deferred"
                   },
                   "data": {
@@ -1006,7 +999,6 @@ export const mcpTools = [
               {
                 "properties": {
                   "type": {
-                    "type": "string",
                     "const": "mail.bounced"
                   },
                   "data": {
@@ -1077,7 +1069,6 @@ export const mcpTools = [
               {
                 "properties": {
                   "type": {
-                    "type": "string",
                     "const": "mail.complained"
                   },
                   "data": {
@@ -1126,7 +1117,6 @@ export const mcpTools = [
               {
                 "properties": {
                   "type": {
-                    "type": "string",
                     "const": "mail.rejected"
                   },
                   "data": {

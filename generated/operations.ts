@@ -10,6 +10,11 @@ export interface Operations {
     response: Schemas['EventFeedResponse'];
     defaults: {"limit":100};
   };
+  stream_token: {
+    request: Schemas['StreamTokenRequest'];
+    response: Schemas['StreamTokenResponse'];
+    defaults: {"ttl_seconds":600};
+  };
   emit_event: {
     request: Schemas['EmitEventRequest'];
     response: Schemas['EmitEventResponse'];
@@ -69,11 +74,12 @@ export interface Operations {
 
 export type OperationId = keyof Operations;
 
-export const OPERATION_IDS = ["event_feed","emit_event","list_events","feed_cursor","set_webhook","list_webhooks","redeliver_webhook","test_webhook","rotate_secret","create_key","list_keys","revoke_key"] as const satisfies readonly OperationId[];
+export const OPERATION_IDS = ["event_feed","stream_token","emit_event","list_events","feed_cursor","set_webhook","list_webhooks","redeliver_webhook","test_webhook","rotate_secret","create_key","list_keys","revoke_key"] as const satisfies readonly OperationId[];
 
 /** What an omitted request property means, per operation (the schema's `default`s). */
 export const OPERATION_DEFAULTS: { readonly [Id in OperationId]: Operations[Id]['defaults'] } = {
   event_feed: {"limit":100},
+  stream_token: {"ttl_seconds":600},
   emit_event: {},
   list_events: {"limit":100},
   feed_cursor: {"at":"now"},

@@ -77,6 +77,13 @@ export function mcpSchema(components: JsonObject, root: Json, options: { refs: b
 
 /** What an object schema's own texts are: they stay with a branch, or are said once for all. */
 const TEXTS = ['title', 'description', 'x-description-fr'];
+/**
+ * What a differing property's branches may share, said once: its texts and its `type` (so the
+ * shared schema still says what the value is: an untyped `{}` is what the Inspector's strict mode
+ * calls constraining nothing). Never keywords whose meaning depends on their siblings
+ * (`additionalProperties` beside `properties`…), which must stay with the branch.
+ */
+const SHARED = [...TEXTS, 'type'];
 const same = (a: Json | undefined, b: Json | undefined) => JSON.stringify(a) === JSON.stringify(b);
 
 /**
@@ -101,8 +108,15 @@ function factorUnion(schema: Json, lookup: (ref: string) => Json): Json {
       continue;
     }
     differing.push(name);
-    const texts = TEXTS.filter((key) => isObject(property) && key in property && branches.every((branch) => same((propertiesOf(branch)[name] as JsonObject)[key], property[key])));
-    properties[name] = Object.fromEntries(texts.map((key) => [key, (property as JsonObject)[key]!]));
+    // A branch's property may be a reference (a type's data schema): its keywords are the referenced schema's.
+    const keywordsOf = (branch: JsonObject): JsonObject => {
+      const own = propertiesOf(branch)[name] as JsonObject;
+      const target = typeof own.$ref === 'string' ? lookup(own.$ref) : undefined;
+      return { ...(isObject(target) ? target : {}), ...own };
+    };
+    const mine = keywordsOf(first);
+    const shared = SHARED.filter((key) => key in mine && branches.every((branch) => same(keywordsOf(branch)[key], mine[key])));
+    properties[name] = Object.fromEntries(shared.map((key) => [key, mine[key]!]));
   }
   const oneOf = branches.map((branch) => ({
     ...Object.fromEntries(TEXTS.filter((key) => key in branch).map((key) => [key, branch[key]!])),

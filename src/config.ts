@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { WORKSPACE_SHARE } from './limits/rate-limiter.ts';
-import { normalizedOrigin } from './mcp/origin.ts';
+import { normalizedOrigin } from './edge/origins.ts';
 
 /** Everything the service reads from its environment, checked once at start. */
 export interface Config {
@@ -77,6 +77,8 @@ export interface Config {
   metricsHost: string;
   /** Browser origins allowed to call /mcp besides the deployment's own (MCP_ALLOWED_ORIGINS, comma-separated; mcp/origin.ts). */
   mcpAllowedOrigins: string[];
+  /** Origins whose pages may read the event stream of GET /v1/event_feed/stream (CORS_ALLOWED_ORIGINS; none by default). */
+  corsAllowedOrigins: string[];
   /**
    * The origin clients reach the service at (PUBLIC_URL, e.g. `https://feed.example.com`): what the
    * OAuth metadata advertises as the issuer and the MCP resource (`<origin>/mcp`). Behind a proxy it
@@ -153,17 +155,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workers: env.WORKERS ? parseWorkerCount(env.WORKERS, 'WORKERS') : 1,
     metricsPort: metricsPort(env, port),
     metricsHost: env.METRICS_HOST || '127.0.0.1',
-    mcpAllowedOrigins: allowedOrigins(env),
+    mcpAllowedOrigins: allowedOrigins(env, 'MCP_ALLOWED_ORIGINS'),
+    corsAllowedOrigins: allowedOrigins(env, 'CORS_ALLOWED_ORIGINS'),
     publicUrl: publicUrl(env),
   };
 }
 
-/** MCP_ALLOWED_ORIGINS: origins as browsers send them (`https://app.example.com`, `http://localhost:6274`), comma-separated. */
-function allowedOrigins(env: NodeJS.ProcessEnv): string[] {
-  const entries = (env.MCP_ALLOWED_ORIGINS ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
+/** MCP_ALLOWED_ORIGINS, CORS_ALLOWED_ORIGINS: origins as browsers send them (`https://app.example.com`, `http://localhost:6274`), comma-separated. */
+function allowedOrigins(env: NodeJS.ProcessEnv, name: 'MCP_ALLOWED_ORIGINS' | 'CORS_ALLOWED_ORIGINS'): string[] {
+  const entries = (env[name] ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
   return entries.map((entry, i) => {
     const origin = normalizedOrigin(entry);
-    if (origin === undefined) throw new ConfigError(`MCP_ALLOWED_ORIGINS: entry ${i + 1} ("${entry.slice(0, 60)}") is not an http(s) origin such as https://app.example.com (scheme, host and port only)`);
+    if (origin === undefined) throw new ConfigError(`${name}: entry ${i + 1} ("${entry.slice(0, 60)}") is not an http(s) origin such as https://app.example.com (scheme, host and port only)`);
     return origin;
   });
 }

@@ -59,7 +59,7 @@ export async function startServer(config: Config, log: Logger, options: StartOpt
     demo = options.seedDemo ? await demoAtStart(store, services.clock, config.databaseUrl) : undefined;
     // MCP at /mcp, OAuth for assistants (its metadata, /authorize, /token…), the HTTP API and its site for everything else.
     oauth = createOAuthEdge(services, log);
-    const edges = [createMcpEdge(services, log, { allowedOrigins: config.mcpAllowedOrigins }), oauth, createHttpEdge(services, log)];
+    const edges = [createMcpEdge(services, log, { allowedOrigins: config.mcpAllowedOrigins }), oauth, createHttpEdge(services, log, { corsAllowedOrigins: config.corsAllowedOrigins })];
     const s = createServer(httpServerOptions(config), frontDoor(log, { trustProxyHops: config.trustProxyHops, metrics }, edges));
     // A client that stops reading its answer holds the answer's buffers: nothing moving for this long closes it.
     s.timeout = config.socketTimeoutMs;

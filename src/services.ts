@@ -3,6 +3,7 @@ import type { Config } from './config.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { RequestValidator } from './contract/request-validator.ts';
 import { CursorCodec } from './feed/cursor.ts';
+import { StreamTokens } from './auth/stream-tokens.ts';
 import { GroupCommit } from './feed/group-commit.ts';
 import { HeldReads } from './feed/held-reads.ts';
 import { LiveCalls } from './edge/live-calls.ts';
@@ -35,6 +36,7 @@ export async function createServices(
     calls: watchCalls(changes),
     store,
     cursors: new CursorCodec(secret),
+    streamTokens: new StreamTokens(secret),
     clock,
     changes,
     feed: new FeedReader(store, changes.heads, recent, clock),

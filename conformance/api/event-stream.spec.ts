@@ -65,6 +65,26 @@ test.describe('event stream', () => {
     expect(page.body.next_cursor, `next_cursor of a page of ${n} is the id of event ${n}`).toBe(read.events[n - 1]!.id);
   });
 
+  test("a stream token opens the same stream with a plain GET (a browser's EventSource), and nothing else", async ({ request }) => {
+    const json = await readFeed(request, env.key!, 500, { max: 40 });
+    const events = json.events.slice(0, 40);
+    test.skip(events.length < 2, `the feed holds fewer than 2 events ${toAddEvents}: nothing to stream`);
+    const minted = await request.post('/v1/stream_token', { headers: { authorization: `Bearer ${env.key}` }, data: { ttl_seconds: 60 } });
+    expect(minted.status(), `stream_token: ${(await minted.text()).slice(0, 200)}`).toBe(200);
+    const { token, stream_url } = (await minted.json()) as { token: string; stream_url: string };
+    expect(stream_url, 'stream_url').toBe(`/v1/event_feed/stream?token=${token}`);
+    const read = await readStream(env.key, { getPath: `${stream_url}&limit=500`, maxEvents: events.length });
+    expectStream(read);
+    await expectEnough(request, env.key!, read, events.length, 'the GET stream');
+    expectSameEvents(read, events, 'the GET stream');
+    const resumed = await readStream(env.key, { getPath: stream_url, headers: { 'last-event-id': read.events[0]!.id! }, maxEvents: 1 });
+    expect(streamedEnvelopes(resumed)[0]?.id, 'Last-Event-ID resumes the GET stream after that event').toBe(events[1]!.id);
+    const forged = await readStream(undefined, { getPath: `/v1/event_feed/stream?token=${token.slice(0, -4)}AAAA`, maxEvents: 1 });
+    expect(forged.status, 'an altered token').toBe(401);
+    const asKey = await feed(request, token, {});
+    expect(asKey.status, 'a stream token used as an API key').toBe(401);
+  });
+
   test('Last-Event-ID resumes right after that event, in place of after', async ({ request }) => {
     const json = await readFeed(request, env.key!, 500, { max: 40 });
     const events = json.events.slice(0, 40);

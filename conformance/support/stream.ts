@@ -52,6 +52,8 @@ export interface StreamOptions {
   until?: (read: StreamRead) => boolean;
   /** Called once the answer's headers came and the stream is open: emit an event, say. */
   onOpen?: () => Promise<void> | void;
+  /** Read `GET <path>` instead (the EventSource form, `/v1/event_feed/stream?token=…`): no body, no key header. */
+  getPath?: string;
 }
 
 /** How long the kit waits for a stream's status line and headers. */
@@ -81,7 +83,8 @@ function rememberUnanswered(why: string): void {
 }
 
 /**
- * Opens `POST /v1/event_feed` with `Accept: text/event-stream` for `key` and reads it within the
+ * Opens `POST /v1/event_feed` with `Accept: text/event-stream` for `key` (or `GET getPath`, the
+ * EventSource form with a stream token) and reads it within the
  * bounds, then closes it. A 429 is waited out like any request of the kit; a spent wait bound skips
  * the calling check with the reason. An answer that is not a stream (a refusal) is returned whole.
  */
@@ -91,10 +94,11 @@ export async function readStream(key: string | undefined, options: StreamOptions
   const { maxEvents = 300, maxMs = 20_000, maxBytes = 8 * 1024 * 1024 } = options;
   const authorization = key ? `Bearer ${key}` : undefined;
   const controller = new AbortController();
-  const url = new URL('/v1/event_feed', env.baseUrl);
+  const url = new URL(options.getPath ?? '/v1/event_feed', env.baseUrl);
   const send = async () => {
     const timer = setTimeout(() => controller.abort(new Error('no answer')), STREAM_ANSWER_MS);
     try {
+      if (options.getPath !== undefined) return await fetch(url, { headers: { accept: 'text/event-stream', ...options.headers }, signal: controller.signal });
       return await fetch(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...(authorization ? { authorization } : {}), ...options.headers },

@@ -38,3 +38,9 @@ export function routeOf(method: string, path: string): { operation?: ContractOpe
   const operations = byPath.get(path) ?? byPath.get(path.endsWith('/') ? path.slice(0, -1) : `${path}/`) ?? [];
   return { operation: operations.find((operation) => operation.method === method), allowed: operations.map((operation) => operation.method) };
 }
+
+/** The GET path that streams an operation's reads to a browser's EventSource (`x-stream-of` names the operation: event_feed), from the contract. */
+export function streamPathOf(operationId: OperationId): string {
+  for (const [path, item] of Object.entries<Record<string, any>>(loadSpec().paths)) if (item.get?.['x-stream-of'] === operationId) return path;
+  throw new Error(`the contract has no GET path with x-stream-of: ${operationId}`);
+}

@@ -6,6 +6,7 @@ import type { Reservation } from '../limits/memory-budget.ts';
 import { PAGE_RESERVATION_BYTES } from '../limits/page-bytes.ts';
 import type { RateState } from '../limits/rate-limiter.ts';
 import type { AppServices } from '../operations/context.ts';
+import { principalOfKey } from '../auth/api-keys.ts';
 import { bearerPrincipal, type BearerLookup } from './bearer-principal.ts';
 
 /** How a call ended early: its client went away or its answer is written (`ended`), or its key was revoked. */
@@ -33,42 +34,63 @@ export const revokedKey = () => unauthorized('this API key was revoked');
 export class Call {
   readonly principal: Principal;
   readonly #services: AppServices;
-  readonly #token: string;
-  readonly #oauthResource: string | undefined;
+  /** Looks the caller up again (its credential kept only for this: never logged, never echoed). */
+  readonly #lookUpAgain: () => Promise<BearerLookup>;
   readonly #life = new AbortController();
   #memory: Reservation | undefined;
   #reservedTokens = 0;
   #unwatch: (() => void) | undefined;
 
-  private constructor(services: AppServices, principal: Principal, token: string, oauthResource: string | undefined) {
+  private constructor(services: AppServices, principal: Principal, lookUpAgain: () => Promise<BearerLookup>) {
     this.#services = services;
     this.principal = principal;
-    this.#token = token;
-    this.#oauthResource = oauthResource;
+    this.#lookUpAgain = lookUpAgain;
   }
 
   /**
    * Authenticates the bearer key (`token`: undefined when the header is missing or malformed), or
-   * where `oauthResource` is given (MCP), an OAuth access token issued for it (edge/bearer-principal.ts).
-   * No request goes unpaid: one whose token authenticated lately (RateLimiter.knownTokens) is paid
-   * by its key; any other by its address before its key is looked up (429 when the address has
-   * nothing left): a token taken, given back if the key proves valid, kept if not. So a flood of
-   * unknown keys costs at most the address's rate in lookups, and a valid key sharing that address
-   * is not refused for it once it has authenticated. A database failure here is ours (500), not the
-   * caller's (401). The key's own token is not taken here: `pay`.
+   * where `oauthResource` is given (MCP), an OAuth access token issued for it (edge/bearer-principal.ts),
+   * paid as `#identified` says.
    */
-  static async open(services: AppServices, token: string | undefined, address: string, oauthResource?: string): Promise<Call> {
+  static open(services: AppServices, token: string | undefined, address: string, oauthResource?: string): Promise<Call> {
+    const lookUp = (): Promise<BearerLookup> => (token === undefined ? Promise.resolve({}) : bearerPrincipal(services, token, oauthResource));
+    return Call.#identified(services, token, address, lookUp);
+  }
+
+  /**
+   * A call authenticated by a stream token (auth/stream-tokens.ts: GET /v1/event_feed/stream),
+   * paid like a bearer key (its address pays until it proves valid). Looked up again, it is its key
+   * that must still be valid: a stream opened before the token expired goes on while its key does.
+   */
+  static openWithStreamToken(services: AppServices, token: string, address: string): Promise<Call> {
+    const refusal = 'invalid, expired or revoked stream token: mint another with stream_token';
+    const claims = services.streamTokens.verify(token, services.clock.now().getTime());
+    const lookUp = async (): Promise<BearerLookup> => {
+      const principal = claims && (await principalOfKey(services.store, claims.keyId, services.changes.keys));
+      return principal ? { principal } : { refusal };
+    };
+    return Call.#identified(services, token, address, lookUp);
+  }
+
+  /**
+   * No request goes unpaid: one whose credential authenticated lately (RateLimiter.knownTokens) is
+   * paid by its key; any other by its address before it is looked up (429 when the address has
+   * nothing left): a token taken, given back if the credential proves valid, kept if not. So a flood
+   * of unknown keys costs at most the address's rate in lookups, and a valid key sharing that
+   * address is not refused for it once it has authenticated. A database failure here is ours (500),
+   * not the caller's (401). The key's own token is not taken here: `pay`.
+   */
+  static async #identified(services: AppServices, token: string | undefined, address: string, lookUp: () => Promise<BearerLookup>): Promise<Call> {
     const { rateLimiter } = services;
-    const lookUp = (): Promise<BearerLookup | undefined> => (token === undefined ? Promise.resolve(undefined) : bearerPrincipal(services, token, oauthResource));
     if (!rateLimiter.enabled) {
       const found = await lookUp();
-      if (!found?.principal) throw unauthorized(found?.refusal);
-      return new Call(services, found.principal, token!, oauthResource);
+      if (!found.principal) throw unauthorized(found.refusal);
+      return new Call(services, found.principal, lookUp);
     }
     const digest = token === undefined ? undefined : KnownTokens.digest(token);
     const known = digest !== undefined && rateLimiter.knownTokens.has(digest);
     if (!known) rateLimiter.takeForAddress(address);
-    let found: BearerLookup | undefined;
+    let found: BearerLookup;
     try {
       found = await lookUp();
     } catch (err) {
@@ -76,17 +98,17 @@ export class Call {
       if (!known) rateLimiter.chargeAddress(address, -1);
       throw err;
     }
-    if (!found?.principal) {
+    if (!found.principal) {
       if (known) {
         // Revoked since: from now on this token is looked up only if its address can pay.
         rateLimiter.knownTokens.forget(digest);
         rateLimiter.chargeAddress(address, 1);
       }
-      throw unauthorized(found?.refusal);
+      throw unauthorized(found.refusal);
     }
     if (!known) rateLimiter.chargeAddress(address, -1);
     rateLimiter.knownTokens.remember(digest!);
-    return new Call(services, found.principal, token!, oauthResource);
+    return new Call(services, found.principal, lookUp);
   }
 
   /** Aborted when the call ends or its key is revoked (`reason` is the CallEnd). */
@@ -184,9 +206,9 @@ export class Call {
     }
   }
 
-  /** Whether the key (or OAuth token) still authenticates (LiveCalls asks once per key for all its calls). */
+  /** Whether the key (or the OAuth or stream token standing for it) still authenticates (LiveCalls asks once per key for all its calls). */
   async stillValid(): Promise<boolean> {
-    const { principal } = await bearerPrincipal(this.#services, this.#token, this.#oauthResource);
+    const { principal } = await this.#lookUpAgain();
     return principal?.keyId === this.principal.keyId;
   }
 

@@ -4,6 +4,7 @@ import { errorHandler, nothingHere, sendError } from '../edge/send-error.ts';
 import type { Logger } from '../log.ts';
 import type { AppServices } from '../operations/context.ts';
 import { createApiRouter } from './api-router.ts';
+import { createEventStreamRoute, EVENT_STREAM_PATH } from './event-stream-get.ts';
 import { siteRouter } from './site.ts';
 import { viewRouter } from './view-router.ts';
 
@@ -19,14 +20,25 @@ const isApiPath = (url: string) => /^\/v1(?:[/?]|$)/i.test(url);
  */
 const isPaidByAddress = (url: string) => !/^\/(?:healthz|readyz|version|mcp)(?:[/?]|$)/i.test(url);
 
-/** The HTTP service: the `/v1` operations; the contract, probes and the web view through express. It takes every request. */
-export function createHttpEdge(services: AppServices, log: Logger): Edge {
+export interface HttpEdgeSettings {
+  /** Origins whose pages may read the event stream (CORS_ALLOWED_ORIGINS). */
+  corsAllowedOrigins: readonly string[];
+}
+
+/**
+ * The HTTP service: the `/v1` operations, and event_feed's stream for an EventSource (a GET
+ * authenticated by a stream token: event-stream-get.ts); the contract, probes and the web view
+ * through express. It takes every request.
+ */
+export function createHttpEdge(services: AppServices, log: Logger, settings: HttpEdgeSettings = { corsAllowedOrigins: [] }): Edge {
   const api = createApiRouter(services, log);
+  const eventStream = createEventStreamRoute(services, log, settings.corsAllowedOrigins);
   const site = siteApp(services, log);
   return {
     takes: () => true,
     handle(req, res, locals) {
       const url = req.url ?? '';
+      if (url.split('?', 1)[0] === EVENT_STREAM_PATH) return void eventStream(req, res, locals);
       if (isApiPath(url)) return void api(req, res, locals);
       try {
         if (isPaidByAddress(url)) services.rateLimiter.takeForAddress(locals.clientAddress);

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
+import { normalizedOrigin } from '../edge/origins.ts';
 
 /**
  * Which browser origins may call /mcp (MCP's Streamable HTTP transport: servers MUST validate
@@ -30,20 +31,6 @@ export class OriginPolicy {
     const host = req.headers.host?.toLowerCase();
     return host !== undefined && new URL(origin).host === host && unforgeableHost(new URL(origin).hostname);
   }
-}
-
-/** `scheme://host[:port]` of an http(s) origin as browsers send it; undefined for anything else (`null`, paths, other schemes). */
-export function normalizedOrigin(text: string): string | undefined {
-  if (text.length > 512) return undefined;
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    return undefined;
-  }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin === 'null') return undefined;
-  if (url.username || url.password || url.search || url.hash || (url.pathname !== '/' && url.pathname !== '')) return undefined;
-  return url.origin;
 }
 
 /** A host name no DNS answer can make a browser send for a page it loaded from elsewhere. */

@@ -4,6 +4,7 @@ import type { Clock } from '../clock.ts';
 import type { RequestValidator } from '../contract/request-validator.ts';
 import { forbidden } from '../errors.ts';
 import type { CursorCodec } from '../feed/cursor.ts';
+import type { StreamTokens } from '../auth/stream-tokens.ts';
 import type { GroupCommit } from '../feed/group-commit.ts';
 import type { HeldReads } from '../feed/held-reads.ts';
 import type { LiveCalls } from '../edge/live-calls.ts';
@@ -18,6 +19,8 @@ import type { TargetPolicy } from '../webhooks/target-policy.ts';
 export interface Services {
   store: Store;
   cursors: CursorCodec;
+  /** Signs and checks the stream tokens of GET /v1/event_feed/stream (a browser's EventSource). */
+  streamTokens: StreamTokens;
   clock: Clock;
   /** What this process hears of the database's changes: the feeds' heads and the verified keys it keeps. */
   changes: ChangeWatch;

@@ -18,6 +18,7 @@ import { redeliverWebhook } from './redeliver-webhook.ts';
 import { revokeApiKey } from './revoke-key.ts';
 import { rotateSecret } from './rotate-secret.ts';
 import { setWebhook } from './set-webhook.ts';
+import { streamToken } from './stream-token.ts';
 import { testWebhook } from './test-webhook.ts';
 
 export type { OperationId, OperationInput, OperationOutput };
@@ -51,6 +52,7 @@ type Runner<Id extends OperationId> = (ctx: OperationContext, input: OperationIn
 /** Every operation of the contract by operationId, each with its own input and output types. */
 const runners: { readonly [Id in OperationId]: Runner<Id> } = {
   event_feed: async (ctx, input, options) => ({ json: splicedAs(feedPageJson(await eventFeed(ctx, input, { wait: options.wait }))), created: false }),
+  stream_token: async (ctx, input) => ({ json: jsonOf(streamToken(ctx, input)), created: false }),
   feed_cursor: async (ctx, input) => ({ json: jsonOf((await feedCursor(ctx, input)).body), created: false }),
   // 200 whatever the outcome (the body says it): the contract documents no 201 for set_webhook.
   set_webhook: async (ctx, input) => ({ json: jsonOf(await setWebhook(ctx, input)), created: false }),

@@ -164,6 +164,83 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/stream_token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stream token (for a browser's EventSource)
+         * @description Mints a short-lived token that opens the key's event stream with a plain
+         *     `GET` (`/v1/event_feed/stream?token=…`), which a browser's `EventSource`
+         *     can follow: it sends no header, so it cannot carry an API key. A backend
+         *     holding the key calls this, and hands the page the token or the
+         *     `stream_url` answered.
+         *
+         *     - The token carries the key's workspace and mailboxes (a restricted key's
+         *       streams carry only its mailboxes' events), and nothing more: it is not
+         *       the key, opens streams only, and is refused by every other operation.
+         *     - It opens streams until `expires_at` (`ttl_seconds`, 600 by default, at
+         *       most 3,600). A stream it opened goes on after that for as long as its
+         *       client reads; once the key is revoked, the token is refused and its
+         *       open streams end (an `error` event, `unauthorized`).
+         *     - Requires the `read` permission. Minting costs a request of the key's
+         *       rate, and writes nothing: the token is signed, not stored.
+         */
+        post: operations["stream_token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/event_feed/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Event stream (EventSource)
+         * @description `event_feed` as Server-Sent Events over a plain `GET`, for a browser's
+         *     `EventSource` (`new EventSource(stream_url)`): the same stream as
+         *     `POST /v1/event_feed` with `Accept: text/event-stream`, authenticated by a
+         *     stream token (`stream_token`) in the query string instead of a key in a
+         *     header, which an `EventSource` cannot send.
+         *
+         *     - `after` and `limit` mean what they mean for `event_feed` (in the query
+         *       string); no other parameter is accepted. A `Last-Event-ID` header (an
+         *       `EventSource` sends it when it reconnects) takes the place of `after`.
+         *     - Every event is an unnamed message, so `onmessage` gets each one: `id:`
+         *       the cursor right after it, `data:` its envelope (its `type` inside).
+         *       An error once the stream has started is an SSE event named `error`,
+         *       whose data is the error body; `: keep-alive` comments come every 15
+         *       seconds while nothing is new. The AsyncAPI document (`/asyncapi.json`)
+         *       describes the messages.
+         *     - A token refused (malformed, altered, expired, its key revoked) gets
+         *       `401` before any stream; a refused cursor or parameter the JSON call's
+         *       `400`. An `EventSource` does not retry after an answer that is not a
+         *       stream: mint a new token and open a new one with `after` set to the
+         *       last `id` received.
+         *     - The stream counts among the key's held reads and pays for every read
+         *       like a poll, for as long as it is open; it ends when the key is revoked.
+         *     - A page on another origin reads it only when the deployment lists that
+         *       origin in `CORS_ALLOWED_ORIGINS` (none by default).
+         */
+        get: operations["event_feed_stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/emit_event": {
         parameters: {
             query?: never;
@@ -1244,12 +1321,6 @@ export interface components {
          */
         EventEnvelope: components["schemas"]["MailReceivedEvent"] | components["schemas"]["MailSentEvent"] | components["schemas"]["MailDeliveredEvent"] | components["schemas"]["MailDeferredEvent"] | components["schemas"]["MailBouncedEvent"] | components["schemas"]["MailComplainedEvent"] | components["schemas"]["MailRejectedEvent"];
         /**
-         * PageLimit
-         * @description How many events a page holds at most: 1 to 500, 100 when omitted.
-         * @default 100
-         */
-        PageLimit: number;
-        /**
          * EventFeedRequest
          * @description Parameters of `event_feed`. Both are optional; no other parameter is accepted.
          * @example {}
@@ -1992,6 +2063,55 @@ export interface components {
          */
         WebhookUserAgent: "event-feed-webhooks/1";
         /**
+         * StreamTokenLifetime
+         * @description How long a stream token may open streams, in seconds: 60 to 3,600, 600 (10 minutes) when omitted.
+         * @default 600
+         */
+        StreamTokenLifetime: number;
+        /**
+         * StreamTokenRequest
+         * @description Parameters of `stream_token`. Optional; no other parameter is accepted.
+         * @example {}
+         * @example {
+         *       "ttl_seconds": 300
+         *     }
+         */
+        StreamTokenRequest: {
+            /** @description How long the token may open streams, in seconds (60 to 3,600; 600 when omitted). A stream opened before it expires goes on for as long as its client reads and the key stays valid. */
+            ttl_seconds?: components["schemas"]["StreamTokenLifetime"];
+        };
+        /**
+         * StreamTokenResponse
+         * @description A stream token, when it stops opening streams, and the stream's address with it (relative to the service's origin).
+         * @example {
+         *       "token": "efs_AQAAZ1Jx0lpLRVlfMDFKRDRTOUsyWFE3TTNWOFc1TjZQNFIyVDEHs0gzM3Kl9cb6nTgxo1Y7Tw",
+         *       "expires_at": "2026-11-28T10:10:00.000Z",
+         *       "stream_url": "/v1/event_feed/stream?token=efs_AQAAZ1Jx0lpLRVlfMDFKRDRTOUsyWFE3TTNWOFc1TjZQNFIyVDEHs0gzM3Kl9cb6nTgxo1Y7Tw"
+         *     }
+         */
+        StreamTokenResponse: {
+            token: components["schemas"]["StreamToken"];
+            /**
+             * Format: date-time
+             * @description When the token stops opening streams (RFC 3339, UTC).
+             */
+            expires_at: string;
+            /** @description `/v1/event_feed/stream?token=…`: give it to `new EventSource(…)` as is (prefixed with the service's origin when the page is elsewhere), adding `&after=<cursor>` to start after a cursor. */
+            stream_url: string;
+        };
+        /**
+         * StreamToken
+         * @description A short-lived token that opens event streams of one key's feed (`GET /v1/event_feed/stream?token=…`), with that key's workspace and mailboxes. It is not the key, cannot call any other operation, and stops working once its key is revoked.
+         * @example efs_AQAAZ1Jx0lpLRVlfMDFKRDRTOUsyWFE3TTNWOFc1TjZQNFIyVDEHs0gzM3Kl9cb6nTgxo1Y7Tw
+         */
+        StreamToken: string;
+        /**
+         * PageLimit
+         * @description How many events a page holds at most: 1 to 500, 100 when omitted.
+         * @default 100
+         */
+        PageLimit: number;
+        /**
          * GraceSeconds
          * @description How long a replaced signing secret keeps signing, in seconds: 0 to 604,800 (7 days), 86,400 (a day) when omitted.
          * @default 86400
@@ -2515,6 +2635,91 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    stream_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "ttl_seconds": 300
+                 *     }
+                 */
+                "application/json": components["schemas"]["StreamTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description The token, when it stops opening streams, and the stream's address. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "token": "efs_AQAAZ1Jx0lpLRVlfMDFKRDRTOUsyWFE3TTNWOFc1TjZQNFIyVDEHs0gzM3Kl9cb6nTgxo1Y7Tw",
+                     *       "expires_at": "2026-11-28T10:10:00.000Z",
+                     *       "stream_url": "/v1/event_feed/stream?token=efs_AQAAZ1Jx0lpLRVlfMDFKRDRTOUsyWFE3TTNWOFc1TjZQNFIyVDEHs0gzM3Kl9cb6nTgxo1Y7Tw"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StreamTokenResponse"];
+                };
+            };
+            400: components["responses"]["InvalidArgument"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    event_feed_stream: {
+        parameters: {
+            query: {
+                /** @description A stream token minted by `stream_token`. */
+                token: components["schemas"]["StreamToken"];
+                /** @description Opaque cursor (a `next_cursor`, or an event's `id` in a stream); the stream starts right after it. Omit to start at the oldest retained event. */
+                after?: string;
+                /** @description The most events read at a time (1 to 500, 100 when omitted). */
+                limit?: components["schemas"]["PageLimit"];
+            };
+            header?: {
+                /** @description The `id` of the last event received (an `EventSource` sends it when it reconnects): the stream resumes right after it, in place of `after`. */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event stream (its messages are described by the AsyncAPI document, /asyncapi.json). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example retry: 2000
+                     *
+                     *     id: AnW72zvfLAhhI5wz0sIYdUswMU02RE1CRTAwS0tOUzcwRDAyTUhIUzBLQbEJTGyMGwxl0WNJdL4NTDw
+                     *     data: {"id":"evt_01M7YP4PBRWYWJNSSP15RRXJ6Y","type":"mail.received",…}
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["InvalidArgument"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
         };
@@ -3160,7 +3365,6 @@ export type MailComplainedEvent = components['schemas']['MailComplainedEvent'];
 export type MailRejectedData = components['schemas']['MailRejectedData'];
 export type MailRejectedEvent = components['schemas']['MailRejectedEvent'];
 export type EventEnvelope = components['schemas']['EventEnvelope'];
-export type PageLimit = components['schemas']['PageLimit'];
 export type EventFeedRequest = components['schemas']['EventFeedRequest'];
 export type EventFeedResponse = components['schemas']['EventFeedResponse'];
 export type EmitMailReceivedRequest = components['schemas']['EmitMailReceivedRequest'];
@@ -3199,6 +3403,11 @@ export type WebhookTestDelivery = components['schemas']['WebhookTestDelivery'];
 export type WebhookTimestamp = components['schemas']['WebhookTimestamp'];
 export type WebhookSignature = components['schemas']['WebhookSignature'];
 export type WebhookUserAgent = components['schemas']['WebhookUserAgent'];
+export type StreamTokenLifetime = components['schemas']['StreamTokenLifetime'];
+export type StreamTokenRequest = components['schemas']['StreamTokenRequest'];
+export type StreamTokenResponse = components['schemas']['StreamTokenResponse'];
+export type StreamToken = components['schemas']['StreamToken'];
+export type PageLimit = components['schemas']['PageLimit'];
 export type GraceSeconds = components['schemas']['GraceSeconds'];
 export type RotateSecretRequest = components['schemas']['RotateSecretRequest'];
 export type RotateSecretResponse = components['schemas']['RotateSecretResponse'];
