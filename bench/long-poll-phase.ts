@@ -94,7 +94,47 @@ export async function longPollPhase(o: {
   } finally {
     await floor.stop();
   }
+  result.oneWorkspace = await oneWorkspace(o, seconds, warmupSeconds);
   return result;
+}
+
+/** Polls held on one workspace, all woken by each emit: the workspace with hundreds of followers. */
+const ONE_WORKSPACE_POLLS = [200, 1000];
+/** Each emit wakes every poll: a few a second is already thousands of answers a second. */
+const ONE_WORKSPACE_WRITER_RATE = 2;
+/** Room for a thousand polls of one key and one workspace (the defaults give each a quarter of HELD_READS_MAX). */
+const ONE_WORKSPACE_ENV = { ...SERVER_ENV, HELD_READS_PER_KEY: '4096', HELD_READS_PER_WORKSPACE: '4096' };
+
+/**
+ * 200, then 1,000 polls (--quick: 200) held on ONE workspace with one read key, each on a
+ * connection of its own, woken together by each of the writer's emits (2 a second): the service
+ * (one instance), and the floor (the same client and writer against the bare server). Latency per
+ * (poll, event) as above; what matters is its ratio to the floor's, p50 and p99.
+ */
+async function oneWorkspace(o: Parameters<typeof longPollPhase>[0], seconds: number, warmupSeconds: number) {
+  const w = o.workspaces[0]!;
+  const out: Record<string, unknown> = {};
+  for (const polls of o.quick ? [200] : ONE_WORKSPACE_POLLS) {
+    const run = (label: string, endpoint: Endpoint, cursor: string, seedChunk: number) =>
+      measure({ label, polls, writerRate: ONE_WORKSPACE_WRITER_RATE, polled: endpoint, written: endpoint, keys: [w.readKeys[0]!], cursors: [cursor], writeKeys: [w.writeKey], seconds, warmupSeconds, seedChunk, log: o.log });
+    o.log(`[${o.kind}] long-poll, one workspace: ${polls} polls of one key, woken together by each emit (${ONE_WORKSPACE_WRITER_RATE}/s), ${seconds} s…`);
+    const server = await startServer(o.databaseUrl, { env: ONE_WORKSPACE_ENV, ...(o.profileDir ? { cpuProfileDir: `${o.profileDir}/longpoll-one-workspace-${polls}` } : {}) });
+    let service: unknown;
+    try {
+      service = await run(`${polls} polls, one workspace`, server, (await headCursors(o.databaseUrl, o.codec, [w]))[0]!, 7_014_000 + polls);
+    } finally {
+      await server.stop();
+    }
+    const floor = await startFloorServer('long-poll-floor-server.ts', { workspaceOfKey: { [w.writeKey]: 0, [w.readKeys[0]!]: 0 } });
+    let floorRun: unknown;
+    try {
+      floorRun = await run(`${polls} polls, one workspace, floor`, { url: floor.url, pid: floor.pid }, '0', 7_015_000 + polls);
+    } finally {
+      await floor.stop();
+    }
+    out[`polls${polls}`] = { service, floor: floorRun };
+  }
+  return out;
 }
 
 /** Each workspace's polls' first cursor: its head now (earlier phases may have written there). */
@@ -115,6 +155,8 @@ type PollsResult = { polls: number; readySeconds: number; notApplied: number; er
 async function measure(m: {
   label: string;
   polls: number;
+  /** Emits per second (WRITER_RATE unless given). */
+  writerRate?: number;
   polled: Endpoint;
   written: Endpoint;
   keys: string[];
@@ -140,7 +182,7 @@ async function measure(m: {
   });
   const cpu0 = pids.map(cpuSecondsOf);
   const t0 = performance.now();
-  const writer = await runClient<EmitterResult>('client-longpoll.ts', { mode: 'emitter', url: m.written.url, keys: m.writeKeys, rate: WRITER_RATE, seconds: m.warmupSeconds + m.seconds, seedChunk: m.seedChunk });
+  const writer = await runClient<EmitterResult>('client-longpoll.ts', { mode: 'emitter', url: m.written.url, keys: m.writeKeys, rate: m.writerRate ?? WRITER_RATE, seconds: m.warmupSeconds + m.seconds, seedChunk: m.seedChunk });
   child!.stdin!.write('drain\n');
   const pollsResult = await pollsDone;
   const wall = (performance.now() - t0) / 1000;
@@ -286,6 +328,18 @@ export function longPollTargets(r: any): Array<{ name: string; target: string; v
         met: run.latencyMs.p50 <= 10 && run.latencyMs.p99 <= 50 && failures === 0 && rssPeak < RSS_BOUND_MB,
       });
     }
+    for (const polls of ONE_WORKSPACE_POLLS) {
+      const pair = lp?.oneWorkspace?.[`polls${polls}`];
+      const name = `${label} ${polls} polls held on one workspace, woken together: p50 and p99 ÷ floor`;
+      const target = '≤ 1.5 each, 0 errors, every event once';
+      if (!pair) {
+        out.push({ name, target, value: 'n/a', met: null });
+        continue;
+      }
+      const ratio = (q: 'p50' | 'p99') => round(pair.service.latencyMs[q] / Math.max(pair.floor.latencyMs[q], 0.01), 2);
+      const clean = pair.service.errors + pair.service.misses === 0 && pair.service.allDeliveredOnce;
+      out.push({ name, target, value: `${ratio('p50')}, ${ratio('p99')} (${pair.service.latencyMs.p50} / ${pair.service.latencyMs.p99} ms vs ${pair.floor.latencyMs.p50} / ${pair.floor.latencyMs.p99} ms)${clean ? '' : ', errors'}`, met: ratio('p50') <= 1.5 && ratio('p99') <= 1.5 && clean });
+    }
   }
   return out;
 }
@@ -314,6 +368,13 @@ export function longPollTable(r: any): string {
   const spread = (run: any) => (run ? `${run.spreadMs.p50} / ${run.spreadMs.p90}` : 'n/a');
   both('  last − first poll of an event, p50 / p90 ms', (lp) => `${spread(lp.oneInstance)}${lp.twoInstances ? `; two: ${spread(lp.twoInstances)}` : ''}; floor ${spread(lp.floor)}`);
   both('  CPU pressure (service run / floor run)', (lp) => `${lp.oneInstance.machineLoad.cpuPressureMean}% / ${lp.floor.machineLoad.cpuPressureMean}%`);
+  for (const polls of ONE_WORKSPACE_POLLS) {
+    const of = (lp: any) => lp.oneWorkspace?.[`polls${polls}`];
+    const ratio = (lp: any, q: 'p50' | 'p99') => round(of(lp).service.latencyMs[q] / Math.max(of(lp).floor.latencyMs[q], 0.01), 2);
+    both(`one workspace, ${polls} polls woken together`, (lp) => `${wake(of(lp).service)}`);
+    both(`  floor`, (lp) => `${wake(of(lp).floor)}`);
+    both(`  ÷ floor p50, p99; server CPU`, (lp) => `${ratio(lp, 'p50')}, ${ratio(lp, 'p99')}; ${Math.round(of(lp).service.serverCpuShare * 100)}% (floor ${Math.round(of(lp).floor.serverCpuShare * 100)}%) of a core`);
+  }
   const cols = ['long-poll (phase 13)', 'SQLite', 'Postgres'];
   const widths = cols.map((c, i) => Math.max(c.length, ...rows.map((row) => row[i]!.length)));
   const line = (row: string[]) => `| ${row.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;

@@ -130,7 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookLeaseBudgetMs: positive(env, 'WEBHOOK_LEASE_BUDGET_MS', 2000),
     webhookRedeliverMaxPending: integer(env, 'WEBHOOK_REDELIVER_MAX_PENDING', 10_000, 1),
     rateLimitBurst,
-    rateLimitWorkspacePerSecond: positive(env, 'RATE_LIMIT_WORKSPACE_PER_SECOND', Math.max(1, rateLimitPerSecond * WORKSPACE_SHARE)),
+    rateLimitWorkspacePerSecond: positive(env, 'RATE_LIMIT_WORKSPACE_PER_SECOND', rateLimitPerSecond > 0 ? rateLimitPerSecond * WORKSPACE_SHARE : 1),
     rateLimitWorkspaceBurst: positive(env, 'RATE_LIMIT_WORKSPACE_BURST', rateLimitBurst * WORKSPACE_SHARE),
     rateLimitPerAddressPerSecond,
     rateLimitPerAddressBurst: positive(env, 'RATE_LIMIT_PER_ADDRESS_BURST', Math.max(1, Math.ceil(rateLimitPerAddressPerSecond * 2))),

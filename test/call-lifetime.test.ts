@@ -213,19 +213,27 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const reader = (await server.key(ws, ['read'])).key;
       for (let round = 0; round < 3; round++) {
         const cursor = await head(server, reader);
-        const polls = Array.from({ length: 150 }, () => {
-          const gone = new AbortController();
-          const answered = fetch(server.url + FEED, {
-            method: 'POST',
-            signal: gone.signal,
-            headers: { authorization: `Bearer ${reader}`, 'content-type': 'application/json', prefer: 'wait=20' },
-            body: JSON.stringify({ after: cursor, limit: 500 }),
-          })
-            .then((res) => res.arrayBuffer())
-            .catch(() => undefined);
-          return { gone, answered };
-        });
-        await until('the polls are held', () => server.services.heldReads.held >= 150);
+        // Held a few at a time: their first reads (not woken, each its own) queue for this small budget.
+        const polls: Array<{ gone: AbortController; answered: Promise<unknown> }> = [];
+        while (polls.length < 150) {
+          const heldBefore = server.services.heldReads.held;
+          for (let i = 0; i < 25; i++) {
+            const gone = new AbortController();
+            const answered = fetch(server.url + FEED, {
+              method: 'POST',
+              signal: gone.signal,
+              headers: { authorization: `Bearer ${reader}`, 'content-type': 'application/json', prefer: 'wait=20' },
+              body: JSON.stringify({ after: cursor, limit: 500 }),
+            })
+              .then(async (res) => {
+                const text = await res.text();
+                if (process.env.DEBUG_POLLS && res.status !== 200) console.log('poll', res.status, text.slice(0, 200));
+              })
+              .catch(() => undefined);
+            polls.push({ gone, answered });
+          }
+          await until('the polls are held', () => server.services.heldReads.held >= heldBefore + 25, 20_000);
+        }
         // One commit of large events: every poll wakes, and each woken read waits its turn for memory.
         const events = Array.from({ length: 16 }, (_, i) => largeEvent('mbx_a', round * 100 + i));
         await Promise.all(events.map((event) => server.post('/v1/emit_event', event, writer)));
@@ -238,6 +246,38 @@ for (const { kind, create, skip } of await databaseKinds()) {
       assert.equal(res.status, 200, 'the workspace still reads');
     });
 
+    it('shares one read, one memory reservation and one answer among the polls one commit wakes', async () => {
+      const reader = (await server.key(ws, ['read'])).key;
+      const cursor = await head(server, reader);
+      // Held a few at a time: their first reads (not woken, each its own) queue for this small budget.
+      const polls: Array<ReturnType<typeof server.post>> = [];
+      while (polls.length < 300) {
+        const before = server.services.heldReads.held;
+        for (let i = 0; i < 20; i++) polls.push(server.post(FEED, { after: cursor, limit: 500 }, reader, { prefer: 'wait=30' }));
+        await until('the polls are held', () => server.services.heldReads.held >= before + 20, 20_000);
+      }
+      const { memory, store } = server.services;
+      const admit = memory.admit.bind(memory);
+      const readPage = store.readPage.bind(store);
+      let admissions = 0;
+      let reads = 0;
+      memory.admit = (...args) => (admissions++, admit(...args));
+      store.readPage = (...args) => (reads++, readPage(...args));
+      try {
+        // Written behind the service (another process, as far as it knows): read from the database, not from its own recent commits.
+        await server.db.transaction((trx) => publish(trx, ws, [sampleEvent('mbx_a', 4242)]));
+        const answers = await Promise.all(polls);
+        assert.ok(answers.every((a) => a.status === 200 && a.json.events.length === 1), answers.find((a) => a.status !== 200)?.text);
+        assert.equal(new Set(answers.map((a) => a.text)).size, 1, 'every poll got the same answer');
+        assert.ok(reads <= 2, `${reads} page reads for 300 woken polls`);
+        assert.ok(admissions <= 2, `${admissions} memory admissions for 300 woken polls`);
+      } finally {
+        memory.admit = admit;
+        store.readPage = readPage;
+      }
+      await until('every reservation is given back', () => server.services.memory.used === 0, 5000);
+    });
+
     it('wakes a restricted poll only for commits of its mailboxes: other mailboxes cost it no read', async () => {
       const restricted = (await server.key(ws, ['read'], ['mbx_r'])).key;
       const cursor = await head(server, restricted);
@@ -247,7 +287,8 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const feed = server.services.feed;
       const read = feed.read.bind(feed);
       let reads = 0;
-      feed.read = (r) => (reads++, read(r));
+      // The restricted polls' reads only (another test's leftovers may read too).
+      feed.read = (r) => (r.scope.mailboxes?.includes('mbx_r') && reads++, read(r));
       try {
         for (let i = 0; i < 20; i++) await emit(server, writer, 'mbx_other', i);
         await sleep(200);
@@ -332,6 +373,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const keys = await Promise.all(Array.from({ length: 8 }, async () => (await server.key(other, ['read'])).key));
       const statuses: number[] = [];
       const reasons = new Set<string>();
+      const started = performance.now();
       for (const key of keys) {
         for (let i = 0; i < 12; i++) {
           const res = await server.post('/v1/list_keys', {}, key).catch(() => undefined);
@@ -341,7 +383,9 @@ for (const { kind, create, skip } of await databaseKinds()) {
         }
       }
       const accepted = statuses.filter((s) => s !== 429).length;
-      assert.ok(accepted <= 62, `${accepted} of ${statuses.length} accepted: the workspace's burst is 60`);
+      // The burst, and what flowed in meanwhile (4 keys' worth of 0.01/s), on however slow a machine.
+      const refilled = Math.ceil(((performance.now() - started) / 1000) * 0.04);
+      assert.ok(accepted <= 60 + refilled + 1, `${accepted} of ${statuses.length} accepted: the workspace's burst is 60 (+${refilled} refilled)`);
       assert.ok([...reasons].some((m) => /workspace/.test(m)), 'refused for the workspace, not for each key');
       const third = await server.workspace();
       assert.equal((await server.post('/v1/list_keys', {}, (await server.key(third, ['read', 'admin'])).key)).status, 200, 'another workspace is unaffected');

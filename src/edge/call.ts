@@ -38,6 +38,8 @@ export class Call {
   readonly #lookUpAgain: () => Promise<BearerLookup>;
   readonly #life = new AbortController();
   #memory: Reservation | undefined;
+  /** Shares of reservations held with other calls (a read shared by polls woken together: SharedReads). */
+  #shares: Array<() => void> = [];
   #reservedTokens = 0;
   #unwatch: (() => void) | undefined;
 
@@ -192,6 +194,24 @@ export class Call {
   letGoOfMemory(): void {
     this.#memory?.release();
     this.#memory = undefined;
+    const shares = this.#shares;
+    this.#shares = [];
+    for (const release of shares) release();
+  }
+
+  /** Holds a share of a reservation made for several calls (SharedReadMemory.keep) until `letGoOfMemory` or the call's end. */
+  keepShare(release: () => void): void {
+    if (this.ended) return release();
+    this.#shares.push(release);
+  }
+
+  /**
+   * A page's worst case for a read the call may share with others (a woken poll's: SharedReads),
+   * admitted for the read rather than for this call (waiting up to `maxWaitMs`).
+   */
+  admitShared(bytes: number, maxWaitMs?: number): Promise<Reservation> {
+    if (this.ended) return Promise.reject(this.#endedError());
+    return this.#services.memory.admit(this.principal.workspaceId, bytes, maxWaitMs);
   }
 
   /**

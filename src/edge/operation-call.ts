@@ -2,6 +2,8 @@ import type { OperationId, Operations } from '../../generated/operations.ts';
 import type { ContractOperation } from '../contract/operations.ts';
 import { RateLimitedError } from '../errors.ts';
 import type { Wake } from '../feed/held-reads.ts';
+import type { SharedReadMemory } from '../feed/shared-reads.ts';
+import { PAGE_RESERVATION_BYTES } from '../limits/page-bytes.ts';
 import { requirePermission, type AppServices, type OperationContext } from '../operations/context.ts';
 import { revokedKey, type Call } from './call.ts';
 
@@ -59,12 +61,24 @@ export class OperationCall<Id extends OperationId> {
   /**
    * Everything that must hold once the request has arrived, before the operation runs: the key is
    * still valid (a request may take up to REQUEST_TIMEOUT_MS to send its body), and a page's memory
-   * is admitted.
+   * is admitted. A woken read's memory is admitted once for all the calls that share it
+   * (sharedReadMemory).
    */
-  async ready(): Promise<void> {
+  async ready(options: { admitLazily?: boolean } = {}): Promise<void> {
     await this.call.recheck();
-    if (this.answersAPage) await this.call.admit();
+    if (this.answersAPage && !options.admitLazily) await this.call.admit();
   }
+
+  /**
+   * For a call whose operation admits its page's memory only once it reads one (`ready` with
+   * `admitLazily`: event_feed, whose reads answered "nothing new" from what this process knows,
+   * most of a tailing client's, hold no page): admits it then, once.
+   */
+  readonly admitWhenReading = async (): Promise<void> => {
+    if (!this.#admitted) await this.call.admit();
+    this.#admitted = true;
+  };
+  #admitted = false;
 
   /** Pays for the answer at its size (less what was reserved), and holds only the memory it takes. */
   settle(answerBytes: number) {
@@ -83,19 +97,31 @@ export class OperationCall<Id extends OperationId> {
   async hold(wait: () => Promise<Wake>, deadlineMs: number): Promise<Wake> {
     this.call.settle(0);
     this.call.letGoOfMemory();
+    this.#admitted = false;
     this.call.watchRevocation();
     const why = await wait();
     if (this.call.revoked) throw revokedKey();
-    if (why === 'moved') await this.beforeRead(deadlineMs);
+    // The woken read's memory is the shared read's (sharedReadMemory), not this call's.
+    if (why === 'moved') await this.beforeRead(deadlineMs, false);
     return why;
   }
+
+  /**
+   * The memory of a read woken with others (SharedReads): a page's worst case admitted once for the
+   * read (waiting up to WOKEN_ADMISSION_WAIT_MS, the workspace's share like any read), and a share of
+   * it held by this call until its answer is written.
+   */
+  readonly sharedReadMemory: SharedReadMemory = {
+    admit: () => this.call.admitShared(PAGE_RESERVATION_BYTES, WOKEN_ADMISSION_WAIT_MS),
+    keep: (release) => this.call.keepShare(release),
+  };
 
   /**
    * What every read after the request's first costs (a woken poll's, a stream's next page): the key
    * checked again, one token (waiting while the buckets are empty, until `deadlineMs`), the page's
    * worst case reserved, and its memory admitted (waiting up to WOKEN_ADMISSION_WAIT_MS).
    */
-  async beforeRead(deadlineMs = Infinity): Promise<void> {
+  async beforeRead(deadlineMs = Infinity, admitMemory = true): Promise<void> {
     await this.call.recheck();
     if (!(await this.call.payWhenAble(deadlineMs))) {
       if (this.call.revoked) throw revokedKey();
@@ -104,6 +130,6 @@ export class OperationCall<Id extends OperationId> {
       throw new RateLimitedError('key', `too many reads for this key (its held reads pay for each read); retry in ${retry} s`, { 'Retry-After': String(retry) });
     }
     this.reservePage();
-    await this.call.admit(undefined, WOKEN_ADMISSION_WAIT_MS);
+    if (admitMemory) await this.call.admit(undefined, WOKEN_ADMISSION_WAIT_MS);
   }
 }

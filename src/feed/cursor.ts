@@ -7,6 +7,7 @@ import { SignedPositions, type TokenKeys } from './signed-position.ts';
  * version-1 cursors what it was before page tokens shared the layout.
  */
 const VERIFIED_CURSORS_KEPT = 10_000;
+const ENCODED_CURSORS_KEPT = 10_000;
 
 /** What the position cipher's key is derived for (HKDF info): never the MAC key, never another use. */
 const POSITION_KEY_INFO = 'event-feed token position cipher';
@@ -19,6 +20,9 @@ export class CursorCodec implements TokenKeys {
   // every poll until something new arrives, and checking its HMAC is a good part of such a poll.
   // Only cursors that passed every check are kept, a bounded number, oldest dropped first.
   readonly #verified = new Map<string, number>();
+  // Cursors encoded lately, by workspace and seq: the polls woken by one commit, and the readers of
+  // one workspace, are answered the same next_cursor; encoding it is a HMAC and an AES block each.
+  readonly #encoded = new Map<string, string>();
 
   constructor(secret: string) {
     this.#secret = Buffer.from(secret, 'utf8');
@@ -30,7 +34,14 @@ export class CursorCodec implements TokenKeys {
   }
 
   encode(workspaceId: string, seq: number): string {
-    return this.#positions.encode(workspaceId, seq);
+    const key = `${workspaceId} ${seq}`;
+    let cursor = this.#encoded.get(key);
+    if (cursor === undefined) {
+      cursor = this.#positions.encode(workspaceId, seq);
+      if (this.#encoded.size >= ENCODED_CURSORS_KEPT) this.#encoded.delete(this.#encoded.keys().next().value!);
+      this.#encoded.set(key, cursor);
+    }
+    return cursor;
   }
 
   /** The seq a cursor points after; throws invalid_argument saying why it cannot be used. */

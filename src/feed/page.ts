@@ -11,12 +11,20 @@ export interface FeedPage {
 
 const OPEN = Buffer.from('{"events":[');
 
+/** The answers already made of a page read (held polls woken by one commit share their read, feed/shared-reads.ts): made once, written to each. */
+const answered = new WeakMap<StoredPage, { cursor: string; json: Buffer[] }>();
+
 /**
  * The response body, spliced from the stored bytes: no envelope is parsed or re-serialized, and
- * the page is not even copied (the chunks are written one after the other).
+ * the page is not even copied (the chunks are written one after the other). A page shared by
+ * several calls (a read shared by the polls one commit woke) is answered with the same chunks.
  */
 export function feedPageJson(page: FeedPage): Buffer[] {
-  return [OPEN, page.events.bytes, Buffer.from(`],"next_cursor":${JSON.stringify(page.next_cursor)}}`)];
+  const made = answered.get(page.events);
+  if (made?.cursor === page.next_cursor) return made.json;
+  const json = [OPEN, page.events.bytes, Buffer.from(`],"next_cursor":${JSON.stringify(page.next_cursor)}}`)];
+  if (page.events.count > 0) answered.set(page.events, { cursor: page.next_cursor, json });
+  return json;
 }
 
 /** The page's envelopes, parsed (for the readers that need them one by one: tests, the stress harness). */

@@ -4,7 +4,7 @@ import { assertCursorNotExpired, assertCursorNotPastHead } from './expiry.ts';
 import type { FeedHeads } from './heads.ts';
 import type { RecentEvents } from './recent-events.ts';
 import type { FeedScope } from './scope.ts';
-import { SharedReads } from './shared-reads.ts';
+import { SharedReads, type SharedReadMemory } from './shared-reads.ts';
 import type { FeedStorage } from './storage.ts';
 
 /** One read of a workspace's feed. */
@@ -16,8 +16,15 @@ export interface FeedRead {
   limit: number;
   /** Also each event's type and time (the MCP text), read with the page. */
   withFacts: boolean;
-  /** A held read woken at this time (performance.now()): it may share an identical read begun since (feed/shared-reads.ts). */
+  /** A held read woken at this time (performance.now()): it may share an identical read begun since (SharedReads). */
   wokenAt?: number;
+  /** A woken read's memory, admitted once for all who share it (SharedReads). */
+  sharedMemory?: SharedReadMemory;
+  /**
+   * Admits the page's memory, once a page is to be read (a read answered "nothing new" from what
+   * this process knows holds none): the caller's, when it did not admit before reading.
+   */
+  admit?: () => Promise<void>;
 }
 
 export interface FeedReadResult {
@@ -56,7 +63,7 @@ export class FeedReader {
   async read(r: FeedRead): Promise<FeedReadResult> {
     if (r.wokenAt === undefined) return this.#read(r);
     const key = `${r.workspaceId} ${r.afterSeq ?? ''} ${r.limit} ${r.withFacts ? 'f' : ''} ${r.scope.mailboxes?.join(',') ?? '*'}`;
-    return this.#shared.read(key, r.wokenAt, () => this.#read(r));
+    return this.#shared.read(key, r.wokenAt, () => this.#read(r), r.sharedMemory);
   }
 
   async #read(r: FeedRead): Promise<FeedReadResult> {
@@ -75,6 +82,7 @@ export class FeedReader {
     }
     // Just written by this process: the page, whole, from memory (feed/recent-events.ts); a short
     // one only once the heads counted every commit made before this request, like the answer above.
+    await r.admit?.();
     const recent = this.recent?.page(workspaceId, afterSeq, limit, scope, withFacts);
     if (recent && (recent.wholeIfNothingAfter === undefined || (await this.heads.nothingAfterNow(workspaceId, recent.wholeIfNothingAfter, ticket)))) {
       return { events: recent.page, afterSeq };
@@ -100,6 +108,7 @@ export class FeedReader {
    */
   async #fromOldest(r: FeedRead): Promise<FeedReadResult> {
     const { workspaceId, scope, limit, withFacts } = r;
+    await r.admit?.();
     for (let attempt = 1; ; attempt++) {
       const mark = this.heads.mark();
       const startedAt = this.heads.now();

@@ -1,45 +1,103 @@
-/** A page this small is kept for others woken by the same commit after its read ended; a larger one only shared while in flight. */
-const KEPT_PAGE_MAX_BYTES = 64 * 1024;
+import type { Reservation } from '../limits/memory-budget.ts';
+
 /** How long a finished read may still answer reads woken before it began. */
 const KEPT_MS = 200;
-/** Reads kept at once (each at most KEPT_PAGE_MAX_BYTES). */
+/** Reads kept at once. */
 const KEPT_MAX = 1024;
+/** What holding a page answered to a connection costs besides its bytes, which every poll sharing it writes from the same buffers. */
+export const SHARED_ANSWER_OVERHEAD_BYTES = 4 * 1024;
 
 /** What a read answers, as far as sharing it goes (the reader's FeedReadResult). */
 interface Read {
   events: { bytes: Buffer };
 }
 
+/**
+ * Where a shared read's memory comes from: `admit` reserves a page's worst case before the read
+ * (the workspace's share of the budget, waiting its turn), and each call that takes the read's
+ * answer `keep`s the reservation until its own answer is written (the function it is given,
+ * called once, lets go of it).
+ */
+export interface SharedReadMemory {
+  admit(): Promise<Reservation>;
+  keep(release: () => void): void;
+}
+
+/** A reservation held by a shared read and by every call answering from it: released when the last lets go. */
+class SharedReservation {
+  #holders = 1;
+  constructor(private readonly reservation: Reservation) {}
+
+  resize(bytes: number): void {
+    this.reservation.resize(bytes);
+  }
+
+  hold(): () => void {
+    this.#holders++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.release();
+    };
+  }
+
+  release(): void {
+    if (--this.#holders === 0) this.reservation.release();
+  }
+}
+
 interface Shared<R extends Read> {
   startedAt: number;
   result: Promise<R>;
+  memory?: Promise<SharedReservation | undefined>;
 }
 
 /**
- * Reads of held polls woken by the same commit, shared. When a commit wakes the ten polls of one
- * workspace waiting after the same cursor, they would make ten identical reads (on an instance
- * woken by another's notification, ten round trips to Postgres). A woken read may take the
- * answer of an identical read (same workspace, cursor, limit, scope and facts) that BEGAN after
- * the wake: that read sees every commit the wake announced, which is all a held poll is owed (it is
- * answered when something new is there; what comes after is the next poll's). Reads that were not
- * woken never share: an ordinary poll must see every commit made before it arrived.
+ * Reads of held polls woken by the same commit, shared. When a commit wakes the hundred polls of
+ * one workspace waiting after the same cursor, they would make a hundred identical reads (on an
+ * instance woken by another's notification, a hundred round trips to Postgres), each reserving a
+ * page's worst case first, a few at a time per workspace. A woken read may take the answer of an
+ * identical read (same workspace, cursor, limit, scope and facts) that BEGAN after the wake: that
+ * read sees every commit the wake announced, which is all a held poll is owed (it is answered when
+ * something new is there; what comes after is the next poll's). Reads that were not woken never
+ * share: an ordinary poll must see every commit made before it arrived.
+ *
+ * Memory: the read reserves a page's worst case once (SharedReadMemory.admit), resized to the page
+ * it read, and that one reservation is held by every call answering from it, until the last one's
+ * answer is written: the page is in memory once, and its answers are written from the same buffers
+ * (feedPageJson gives them all the same chunks).
  */
 export class SharedReads<R extends Read> {
   readonly #reads = new Map<string, Shared<R>>();
 
-  read(key: string, wokenAt: number, read: () => Promise<R>): Promise<R> {
-    const shared = this.#reads.get(key);
-    if (shared && shared.startedAt >= wokenAt) return shared.result;
-    const entry: Shared<R> = { startedAt: performance.now(), result: read() };
+  async read(key: string, wokenAt: number, read: () => Promise<R>, memory?: SharedReadMemory): Promise<R> {
+    let shared = this.#reads.get(key);
+    if (!shared || shared.startedAt < wokenAt) shared = this.#start(key, read, memory);
+    const [result, reservation] = await Promise.all([shared.result, shared.memory]);
+    if (reservation && memory) memory.keep(reservation.hold());
+    return result;
+  }
+
+  #start(key: string, read: () => Promise<R>, memory: SharedReadMemory | undefined): Shared<R> {
+    const startedAt = performance.now();
+    const admitted = memory ? memory.admit().then((reservation) => new SharedReservation(reservation)) : undefined;
+    const result = admitted ? admitted.then(read) : read();
+    const entry: Shared<R> = { startedAt, result, memory: admitted };
     if (this.#reads.size >= KEPT_MAX) this.#reads.delete(this.#reads.keys().next().value!);
     this.#reads.set(key, entry);
     const forget = () => {
       if (this.#reads.get(key) === entry) this.#reads.delete(key);
+      // The entry's own hold: the calls that took the answer keep theirs.
+      void admitted?.then((reservation) => reservation.release(), () => undefined);
     };
-    entry.result.then(
-      (result) => (result.events.bytes.length <= KEPT_PAGE_MAX_BYTES ? setTimeout(forget, KEPT_MS).unref() : forget()),
+    result.then(
+      (page) => {
+        void admitted?.then((reservation) => reservation.resize(page.events.bytes.length + SHARED_ANSWER_OVERHEAD_BYTES));
+        setTimeout(forget, KEPT_MS).unref();
+      },
       forget,
     );
-    return entry.result;
+    return entry;
   }
 }

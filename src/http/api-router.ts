@@ -54,9 +54,11 @@ export function createApiRouter(services: AppServices, log: Logger) {
       refuseQueryString(req);
       op.reservePage();
       const request = op.validate(await readJsonObjectBody(req, res));
-      await op.ready();
+      const streams = isFeed(op) && wantsEventStream(req);
+      // event_feed admits its page's memory once it has a page to read (callOptions).
+      await op.ready({ admitLazily: isFeed(op) && !streams });
       // Narrowed to event_feed, the request is event_feed's.
-      if (isFeed(op) && wantsEventStream(req)) return await streamEventFeed(services, op, request as Operations['event_feed']['request'], req, res, locals.requestId, log);
+      if (streams) return await streamEventFeed(services, op as OperationCall<'event_feed'>, request as Operations['event_feed']['request'], req, res, locals.requestId, log);
       const outcome = await runOperation(op.operationId, op.context, request, callOptions(op, req, res));
       const bytes = jsonByteLength(outcome.json);
       const settled = op.settle(bytes);
@@ -88,9 +90,13 @@ const isFeed = (op: OperationCall<OperationId>): op is OperationCall<'event_feed
  */
 function callOptions(op: OperationCall<OperationId>, req: IncomingMessage, res: EdgeResponse): CallOptions {
   if (!isFeed(op)) return {};
+  const admit = op.admitWhenReading;
   const seconds = preferredWaitSeconds(req.headers.prefer);
-  if (seconds === undefined) return {};
+  if (seconds === undefined) return { admit };
   res.setHeader('Preference-Applied', `wait=${seconds}`);
   res.setHeader('Vary', 'Prefer');
-  return { wait: { ms: seconds * 1000, signal: op.call.signal, hold: (wait, deadlineMs) => op.hold(() => withoutIdleTimeout(req.socket, wait), deadlineMs) } };
+  return {
+    admit,
+    wait: { ms: seconds * 1000, signal: op.call.signal, hold: (wait, deadlineMs) => op.hold(() => withoutIdleTimeout(req.socket, wait), deadlineMs), sharedMemory: op.sharedReadMemory },
+  };
 }

@@ -69,6 +69,7 @@ export async function streamEventFeed(services: AppServices, op: OperationCall<'
       firstWaitMs: 0,
       hold: (wait, deadlineMs) => op.hold(() => withoutIdleTimeout(req.socket, wait), deadlineMs),
       beforeRead: () => op.beforeRead(),
+      sharedMemory: op.sharedReadMemory,
       closing: () => services.heldReads.closing,
     });
     // The first read, before the status line: a cursor refused is answered as the JSON call would.
@@ -106,12 +107,23 @@ export async function streamEventFeed(services: AppServices, op: OperationCall<'
   }
 }
 
+/** The frames already made of a page read (a read shared by streams woken together, SharedReads): made once, written to each. */
+const framed = new WeakMap<FeedPage['events'], { chunks: Array<string | Buffer>; bytes: number }>();
+
 /**
  * One SSE message per envelope: `id` its cursor, `data` the envelope's stored bytes, and no
  * `event` line, so an EventSource's `onmessage` gets every event, of whatever type, including types
  * added later (the type is in the data).
  */
 function framesOf(page: FeedPage, cursorOf: (seq: number) => string): { chunks: Array<string | Buffer>; bytes: number } {
+  const made = framed.get(page.events);
+  if (made) return made;
+  const frames = frame(page, cursorOf);
+  framed.set(page.events, frames);
+  return frames;
+}
+
+function frame(page: FeedPage, cursorOf: (seq: number) => string): { chunks: Array<string | Buffer>; bytes: number } {
   const envelopes = envelopeSlices(page.events.bytes);
   const seqs = page.events.facts?.seqs;
   if (!seqs || envelopes.length !== page.events.count || seqs.length !== envelopes.length) throw new Error('a stream page came without one seq per event');

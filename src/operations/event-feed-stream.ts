@@ -2,7 +2,7 @@ import type { OperationInput } from '../../generated/operations.ts';
 import type { HeldSlot, Wake } from '../feed/held-reads.ts';
 import type { FeedPage } from '../feed/page.ts';
 import type { OperationContext } from './context.ts';
-import { eventFeed } from './event-feed.ts';
+import { eventFeed, type FeedWait } from './event-feed.ts';
 
 export interface FeedStreamOptions {
   /** A place among the held reads, held by the caller for the stream's life. */
@@ -17,6 +17,8 @@ export interface FeedStreamOptions {
   closing?: () => boolean;
   /** Runs each wait (FeedWait.hold). */
   hold?: (wait: () => Promise<Wake>, deadlineMs: number) => Promise<Wake>;
+  /** Where a woken read's memory comes from (FeedWait.sharedMemory). */
+  sharedMemory?: FeedWait['sharedMemory'];
   /** Before each read after the first, which the request paid for: the key checked again, the read paid and its memory admitted (OperationCall.beforeRead). */
   beforeRead?: () => Promise<void>;
 }
@@ -39,7 +41,7 @@ export async function* eventFeedStream(ctx: OperationContext, input: OperationIn
   while (!options.signal.aborted && !options.closing?.()) {
     if (!first) await options.beforeRead?.();
     first = false;
-    const wait = { ms: waitMs, signal: options.signal, slot: options.slot, hold: options.hold };
+    const wait = { ms: waitMs, signal: options.signal, slot: options.slot, hold: options.hold, sharedMemory: options.sharedMemory };
     waitMs = options.idleMs;
     const page = await eventFeed(ctx, { ...input, after }, { facts: true, wait });
     if (options.signal.aborted) return;

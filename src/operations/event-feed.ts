@@ -2,6 +2,7 @@ import type { OperationInput } from '../../generated/operations.ts';
 import type { HeldSlot, Wake } from '../feed/held-reads.ts';
 import type { FeedPage } from '../feed/page.ts';
 import type { FeedRead, FeedReadResult } from '../feed/reader.ts';
+import type { SharedReadMemory } from '../feed/shared-reads.ts';
 import { FeedScope } from '../feed/scope.ts';
 import { requirePermission, type OperationContext } from './context.ts';
 
@@ -10,6 +11,8 @@ export interface FeedView {
   /** Each event's type, time and seq, read with the page (the MCP text, an event stream's frames). */
   facts?: boolean;
   wait?: FeedWait;
+  /** Admits the page's memory once a page is to be read (FeedRead.admit), for a caller that did not before reading. */
+  admit?: () => Promise<void>;
 }
 
 /** A read held open while nothing is new (`Prefer: wait`, event streams): feed/held-reads.ts. */
@@ -26,6 +29,8 @@ export interface FeedWait {
   hold?: (wait: () => Promise<Wake>, deadlineMs: number) => Promise<Wake>;
   /** A place among the held reads taken by the caller for longer than this read (a stream holds one for its life). */
   slot?: HeldSlot;
+  /** Where a woken read's memory comes from: one reservation for the calls that share the read (SharedReads). */
+  sharedMemory?: SharedReadMemory;
 }
 
 /** Without `heldReads` (the stress harness, unit tests), a read is never held. */
@@ -53,6 +58,7 @@ export async function eventFeed(ctx: FeedContext, input: OperationInput<'event_f
     afterSeq: input.after === undefined ? undefined : ctx.cursors.decode(workspaceId, input.after),
     limit: input.limit,
     withFacts: view.facts === true,
+    ...(view.admit ? { admit: view.admit } : {}),
   };
   const wait = view.wait;
   const heldReads = ctx.heldReads;
@@ -74,8 +80,10 @@ export async function eventFeed(ctx: FeedContext, input: OperationInput<'event_f
         const until = () => watch.until(deadline, wait.signal);
         const why = await (wait.hold ? wait.hold(until, deadline) : until());
         if (why !== 'moved') return pageOf(ctx, input, first);
-        // Polls woken by one commit may share one read begun after it (feed/shared-reads.ts).
+        // Polls woken by one commit may share one read begun after it, and its memory (SharedReads).
         read.wokenAt = watch.wokenAt;
+        read.sharedMemory = wait.sharedMemory;
+        if (wait.sharedMemory) delete read.admit;
       } finally {
         watch.cancel();
       }

@@ -45,13 +45,15 @@ export interface OperationOutcome<Id extends OperationId = OperationId> {
 /** How an edge asks an operation to answer, beyond its request: event_feed may be held (`Prefer: wait`). */
 export interface CallOptions {
   wait?: FeedWait;
+  /** event_feed: admits the page's memory once a page is to be read (FeedView.admit). */
+  admit?: () => Promise<void>;
 }
 
 type Runner<Id extends OperationId> = (ctx: OperationContext, input: OperationInput<Id>, options: CallOptions) => Promise<OperationOutcome<Id>>;
 
 /** Every operation of the contract by operationId, each with its own input and output types. */
 const runners: { readonly [Id in OperationId]: Runner<Id> } = {
-  event_feed: async (ctx, input, options) => ({ json: splicedAs(feedPageJson(await eventFeed(ctx, input, { wait: options.wait }))), created: false }),
+  event_feed: async (ctx, input, options) => ({ json: splicedAs(feedPageJson(await eventFeed(ctx, input, { wait: options.wait, admit: options.admit }))), created: false }),
   stream_token: async (ctx, input) => ({ json: jsonOf(streamToken(ctx, input)), created: false }),
   feed_cursor: async (ctx, input) => ({ json: jsonOf((await feedCursor(ctx, input)).body), created: false }),
   // 200 whatever the outcome (the body says it): the contract documents no 201 for set_webhook.
