@@ -313,7 +313,36 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
           await served.stop();
         }
       }
+      // The floor: the same readers against a bare server answering a real page of 500 from memory,
+      // every time (bench/floor-server.ts with no end): what this client allows 8 readers here.
+      const pageFile = await floorPageFile();
+      const floor = await startFloorServer('floor-server.ts', { pageFile, pages: Number.MAX_SAFE_INTEGER });
+      try {
+        const cpu0 = cpuSecondsOf(floor.pid);
+        const fan = await runClient<Record<string, any>>('client-http.ts', { mode: 'fanout', url: floor.url, key: seeded.keys.read, starts, seconds: P.fanoutSeconds, warmupSeconds: P.fanoutWarmup, limit: 500 });
+        const cpu = cpuSecondsOf(floor.pid) - cpu0;
+        runs.floor = { fanout: { ...fan, serverCpuSecondsPerSecond: round(cpu / (P.fanoutSeconds + P.fanoutWarmup), 2) } };
+      } finally {
+        await floor.stop();
+        rmSync(dirname(pageFile), { recursive: true, force: true });
+      }
       return runs;
+    };
+
+    /** One real page of 500 from the middle of the measured workspace, encoded as the service answers it, in a file of its own. */
+    const floorPageFile = async () => {
+      const pageFile = join(mkdtempSync(join(tmpdir(), 'event-feed-bench-page-')), 'page.json');
+      const readDb = openStore(database.url);
+      try {
+        // The rows, not readPage: its read-ahead of the next page would still be waiting for a
+        // connection when readDb is destroyed (knex then warns "Acquire connection error" 5 s later).
+        const rows = await readDb.readPageRows({ workspaceId: seeded.workspaceId, afterSeq: Math.floor(seeded.lastSeq / 2), limit: 500, mailboxes: null });
+        const page = { bytes: Buffer.from(rows.map((row) => row.envelope).join(',')), count: rows.length, lastSeq: rows.at(-1)!.seq, cutAtByteCap: false };
+        writeFileSync(pageFile, Buffer.concat(feedPageJson({ events: page, next_cursor: codec.encode(seeded.workspaceId, Number(page.lastSeq)) })));
+      } finally {
+        await readDb.close();
+      }
+      return pageFile;
     };
 
     const profileDir = values.profile ? join(values.profile, `${kind}-${runId}`) : undefined;
@@ -337,17 +366,7 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
 
         // The floor: the same client against a bare server answering one real page from memory.
         log(`[${kind}] replay floor (the same client, a bare server with a page in memory)…`);
-        const pageFile = join(mkdtempSync(join(tmpdir(), 'event-feed-bench-page-')), 'page.json');
-        const readDb = openStore(database.url);
-        try {
-          // The rows, not readPage: its read-ahead of the next page would still be waiting for a
-          // connection when readDb is destroyed (knex then warns "Acquire connection error" 5 s later).
-          const rows = await readDb.readPageRows({ workspaceId: seeded.workspaceId, afterSeq: Math.floor(N / 2), limit: 500, mailboxes: null });
-          const page = { bytes: Buffer.from(rows.map((row) => row.envelope).join(',')), count: rows.length, lastSeq: rows.at(-1)!.seq, cutAtByteCap: false };
-          writeFileSync(pageFile, Buffer.concat(feedPageJson({ events: page, next_cursor: codec.encode(seeded.workspaceId, Number(page.lastSeq)) })));
-        } finally {
-          await readDb.close();
-        }
+        const pageFile = await floorPageFile();
         const floorPages = Math.max(40, Math.min(400, Math.floor(seeded.events / 500)));
         const floor = await startFloorServer('floor-server.ts', { pageFile, pages: floorPages });
         try {

@@ -19,6 +19,11 @@ export function evaluateTargets(r: any): Target[] {
   const ratio = (a: unknown, b: unknown) => (num(a) !== undefined && num(b) ? (a as number) / (b as number) : undefined);
 
   add('SQLite replay ÷ Redis Streams', '≥ 1.5', ratio(s.replay?.eventsPerSecond, r.redis?.eventsPerSecond), (v) => v >= 1.5);
+  // Issue 35: the cost of a page served, against the same client on a bare server in the same run.
+  for (const [label, d] of [['SQLite', s], ['Postgres', p]] as const) {
+    add(`${label} replay ÷ floor (one parsing client, pages of 500)`, '≥ 0.9', ratio(d.replay?.eventsPerSecond, d.replayFloor?.eventsPerSecond), (v) => v >= 0.9, 2, num(d.replay?.serverCpuMsPerPage) === undefined ? '' : ` (server CPU per page ${fmt(d.replay.serverCpuMsPerPage, 2)} ms, floor ${fmt(d.replayFloor?.serverCpuMsPerPage, 2)} ms)`);
+    add(`${label} fan-out of 8 readers ÷ floor (1 worker)`, '≥ 0.8', ratio(d.workers?.['1']?.fanout?.eventsPerSecond, d.workers?.floor?.fanout?.eventsPerSecond), (v) => v >= 0.8);
+  }
   add('SQLite replay ÷ ceiling', '≥ 0.5', ratio(s.replay?.eventsPerSecond, s.ceiling?.eventsPerSecond), (v) => v >= 0.5);
   add('Postgres replay ÷ ceiling', '≥ 0.6', ratio(p.replay?.eventsPerSecond, p.ceiling?.eventsPerSecond), (v) => v >= 0.6);
   for (const [label, d] of [['SQLite', s], ['Postgres', p]] as const) {
@@ -120,6 +125,8 @@ export function printTable(r: any): string {
       : `WAL ${fmt(d.ingest.oneWorkspace.walBytesPerEvent)} / ${fmt(d.ingest.manyWorkspaces.walBytesPerEvent)} B (full pages ${fmt(d.ingest.oneWorkspace.fullPageImagesPerEvent, 3)} / ${fmt(d.ingest.manyWorkspaces.fullPageImagesPerEvent, 3)}), CPU ${fmt(d.ingest.oneWorkspace.databaseCpuMsPerEvent, 2)} / ${fmt(d.ingest.manyWorkspaces.databaseCpuMsPerEvent, 2)} ms`,
   );
   both('ingest floor (bare insert) → 1 ws / 100 ws', (d) => `${fmt(d.ingestFloor.oneWorkspace.eventsPerSecond)} / ${fmt(d.ingestFloor.manyWorkspaces.eventsPerSecond)} ev/s (100 ÷ 1 = ${fmt(d.ingestFloor.manyWorkspaces.eventsPerSecond / d.ingestFloor.oneWorkspace.eventsPerSecond, 2)}), ${d.ingestFloor.oneWorkspace.errors + d.ingestFloor.manyWorkspaces.errors} err`);
+  both('replay ÷ floor; server CPU per page: service / floor', (d) => `${fmt(d.replay.eventsPerSecond / d.replayFloor.eventsPerSecond, 2)}; ${fmt(d.replay.serverCpuMsPerPage, 2)} / ${fmt(d.replayFloor.serverCpuMsPerPage, 2)} ms`);
+  both('fan-out floor: 8 readers, page from memory', (d) => `${fmt(d.workers.floor.fanout.eventsPerSecond)} ev/s, page ${lat(d.workers.floor.fanout.pageMs)}, ${fmt(d.workers.floor.fanout.serverCpuSecondsPerSecond * 100, 0)}% of a core (1 worker ÷ floor ${fmt(d.workers['1'].fanout.eventsPerSecond / d.workers.floor.fanout.eventsPerSecond, 2)})`);
   for (const workers of ['1', '2']) {
     const cpu = (d: any) => d.workers[workers];
     both(`${workers} worker(s): fan-out replay, 8 readers`, (d) => `${fmt(cpu(d).fanout.eventsPerSecond)} ev/s, page ${lat(cpu(d).fanout.pageMs)}, ${fmt(cpu(d).fanout.serverCpuSecondsPerSecond * 100, 0)}% of a core`);

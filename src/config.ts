@@ -61,6 +61,8 @@ export interface Config {
   webhookDispatchIntervalMs: number;
   /** Memory the answers in flight may hold (pages of events), in MiB: past it, requests wait, then get 429. */
   memoryBudgetMb: number;
+  /** Pages that can no longer change kept in memory for the next reader (SealedPages), in MiB; 0: none. */
+  pageCacheMb: number;
   /** Endpoints one instance sends to at once, each in a slot of its own. */
   webhookSlots: number;
   /** The most of those slots one workspace's endpoints may hold, so that others find one free. */
@@ -125,6 +127,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookTimeoutMs: positive(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
     webhookDispatchIntervalMs: positive(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 500),
     memoryBudgetMb: memoryBudget(env),
+    pageCacheMb: number(env, 'PAGE_CACHE_MB', 16),
     webhookSlots: integer(env, 'WEBHOOK_SLOTS', 16, 1),
     webhookSlotsPerWorkspace: integer(env, 'WEBHOOK_SLOTS_PER_WORKSPACE', 8, 1),
     webhookLeaseBudgetMs: positive(env, 'WEBHOOK_LEASE_BUDGET_MS', 2000),

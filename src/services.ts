@@ -9,6 +9,7 @@ import { HeldReads } from './feed/held-reads.ts';
 import { LiveCalls } from './edge/live-calls.ts';
 import { FeedReader } from './feed/reader.ts';
 import { RecentEvents } from './feed/recent-events.ts';
+import { SealedPages } from './feed/sealed-pages.ts';
 import type { AppServices } from './operations/context.ts';
 import { MemoryBudget } from './limits/memory-budget.ts';
 import { RateLimiter } from './limits/rate-limiter.ts';
@@ -23,7 +24,7 @@ export async function createServices(
   store: Store,
   config: Pick<
     Config,
-    'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'rateLimitWorkspacePerSecond' | 'rateLimitWorkspaceBurst' | 'rateLimitPerAddressPerSecond' | 'rateLimitPerAddressBurst' | 'rateLimitBytesPerToken' | 'webhooksAllowInsecure' | 'webhookTimeoutMs' | 'memoryBudgetMb' | 'webhookRedeliverMaxPending' | 'heldReadsMax' | 'heldReadsPerKey' | 'heldReadsPerWorkspace' | 'streamStallMs'
+    'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'rateLimitWorkspacePerSecond' | 'rateLimitWorkspaceBurst' | 'rateLimitPerAddressPerSecond' | 'rateLimitPerAddressBurst' | 'rateLimitBytesPerToken' | 'webhooksAllowInsecure' | 'webhookTimeoutMs' | 'memoryBudgetMb' | 'pageCacheMb' | 'webhookRedeliverMaxPending' | 'heldReadsMax' | 'heldReadsPerKey' | 'heldReadsPerWorkspace' | 'streamStallMs'
   >,
   clock: Clock = systemClock,
   metrics?: Metrics,
@@ -39,7 +40,7 @@ export async function createServices(
     streamTokens: new StreamTokens(secret),
     clock,
     changes,
-    feed: new FeedReader(store, changes.heads, recent, clock),
+    feed: new FeedReader(store, changes.heads, recent, clock, new SealedPages(config.pageCacheMb * MB)),
     heldReads: holdReads(store, changes, config),
     groupCommit: new GroupCommit(store, clock, changes.heads, recent, metrics && ((statement) => metrics.committed(statement))),
     requestValidator: new RequestValidator(),

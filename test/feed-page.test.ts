@@ -10,6 +10,8 @@ import type { Knex } from 'knex';
 import { CursorCodec } from '../src/feed/cursor.ts';
 import { ChangeWatch } from '../src/change-watch.ts';
 import { FeedReader } from '../src/feed/reader.ts';
+import { SealedPages } from '../src/feed/sealed-pages.ts';
+import type { FeedStorage } from '../src/feed/storage.ts';
 import { PAGE_MAX_BYTES } from '../src/limits/page-bytes.ts';
 import { publish } from '../src/library.ts';
 import { eventFeed } from '../src/operations/event-feed.ts';
@@ -287,6 +289,37 @@ for (const { kind, create, skip } of await databaseKinds()) {
       await assert.rejects(eventFeed(ctx, { after: cursors.encode(workspaceId, 2), limit: 10 }), (err) => err instanceof ApiError && /expired/.test(err.message));
       const later = await eventFeed(ctx, { after: cursors.encode(workspaceId, 12), limit: 100 });
       assert.equal(later.events.count, 28, 'events 13..40 after the refused cursor');
+    });
+
+    it('a sealed page is answered again from memory, never past a prune, and a page that may still grow is read each time', async () => {
+      const ws = (await store.createWorkspace('sealed', true, Date.now())).id;
+      await db.transaction((trx) => publish(trx, ws, Array.from({ length: 25 }, (_, i) => sampleEvent('mbx_a', i))));
+      await storeAt(db, ws, 0, 10); // old enough to be pruned
+      let pageReads = 0;
+      const storage: FeedStorage = {
+        readPage: (q) => (pageReads++, store.readPage(q)),
+        feedHead: (w) => store.feedHead(w),
+        prunedThrough: (w) => store.prunedThrough(w),
+        prunedThroughMailboxes: (w, m) => store.prunedThroughMailboxes(w, m),
+      };
+      const sealed = new SealedPages(1 << 20);
+      const { heads } = new ChangeWatch({ othersWrites: () => 'fixed' });
+      const ctx = { ...context(), feed: new FeedReader(storage, heads, undefined, undefined, sealed), principal: { ...context().principal, workspaceId: ws } };
+      const read = (afterSeq: number) => eventFeed(ctx, { after: cursors.encode(ws, afterSeq), limit: 10 });
+
+      const first = await read(0);
+      const again = await read(0);
+      assert.equal(pageReads, 1, 'the whole page (1..10) was kept');
+      assert.ok(again.events.bytes.equals(first.events.bytes));
+      assert.ok(sealed.bytes > 0);
+      // At the head (21..25): short, it may still grow, so it is read each time, and sees what came.
+      assert.equal((await read(20)).events.count, 5);
+      await db.transaction((trx) => publish(trx, ws, [sampleEvent('mbx_a', 99)]));
+      assert.equal((await read(20)).events.count, 6);
+      assert.equal(pageReads, 3);
+      // Retention removed 1..10: the kept page is not served, the cursor is refused as expired.
+      await store.pruneAll(PAST_EPOCH_WEEK_MS, 1000);
+      await assert.rejects(read(0), (err) => err instanceof ApiError && /expired/.test(err.message));
     });
 
     it('a page read ahead before a prune is not served after it: the cursor is refused as expired', async () => {

@@ -4,6 +4,7 @@ import { assertCursorNotExpired, assertCursorNotPastHead } from './expiry.ts';
 import type { FeedHeads } from './heads.ts';
 import type { RecentEvents } from './recent-events.ts';
 import type { FeedScope } from './scope.ts';
+import type { SealedPages } from './sealed-pages.ts';
 import { SharedReads, type SharedReadMemory } from './shared-reads.ts';
 import type { FeedStorage } from './storage.ts';
 
@@ -58,6 +59,8 @@ export class FeedReader {
     private readonly recent?: RecentEvents,
     /** Retention prunes by the service's clock (retention-schedule.ts): the age of a page read ahead is judged by it too. */
     private readonly clock: Clock = systemClock,
+    /** Pages that can no longer change, kept to answer the next reader of the same place. */
+    private readonly sealed?: SealedPages,
   ) {}
 
   async read(r: FeedRead): Promise<FeedReadResult> {
@@ -90,10 +93,14 @@ export class FeedReader {
 
     const mark = this.heads.mark();
     const startedAt = this.heads.now();
-    const page = await this.storage.readPage({ workspaceId, afterSeq, limit, mailboxes: scope.mailboxes, withFacts, catchUp: this.#catchingUp(workspaceId, afterSeq, limit) });
-    // Refused if retention removed events after the cursor (feed/expiry.ts); past this, an empty
-    // page means nothing is after the cursor.
+    // A page that can no longer change, already read for someone (SealedPages).
+    const place = { workspaceId, afterSeq, limit, mailboxes: scope.mailboxes, withFacts };
+    const sealed = this.sealed?.get(place);
+    const page = sealed ?? (await this.storage.readPage({ ...place, catchUp: this.#catchingUp(workspaceId, afterSeq, limit) }));
+    // Refused if retention removed events after the cursor (assertCursorNotExpired); past this, an
+    // empty page means nothing is after the cursor.
     await assertCursorNotExpired(this.storage, workspaceId, scope, afterSeq, page, this.clock.now().getTime());
+    if (sealed === undefined) this.sealed?.keep(place, page);
     // An empty page is also what a cursor past the head reads: proven otherwise by a head known at
     // or past the cursor, else by the stored one (read after the page: heads only rise).
     if (page.count === 0 && !((this.heads.known(workspaceId) ?? -1) >= afterSeq)) assertCursorNotPastHead(await this.storage.feedHead(workspaceId), afterSeq);
