@@ -278,6 +278,31 @@ for (const { kind, create, skip } of await databaseKinds()) {
       await until('every reservation is given back', () => server.services.memory.used === 0, 5000);
     });
 
+    it('shares one read and one memory reservation among requests that ask after the same cursor, arrived before it began', async () => {
+      const reader = (await server.key(ws, ['read'])).key;
+      const cursor = await head(server, reader);
+      const { memory, store } = server.services;
+      const admit = memory.admit.bind(memory);
+      const readPage = store.readPage.bind(store);
+      let admissions = 0;
+      let reads = 0;
+      // Memory granted slowly: the requests sent meanwhile arrive before the first read begins.
+      memory.admit = async (...args) => (admissions++, await sleep(300), admit(...args));
+      store.readPage = (...args) => (reads++, readPage(...args));
+      try {
+        await server.db.transaction((trx) => publish(trx, ws, [sampleEvent('mbx_a', 4343)]));
+        const answers = await Promise.all(Array.from({ length: 100 }, () => server.post(FEED, { after: cursor, limit: 500 }, reader)));
+        assert.ok(answers.every((a) => a.status === 200 && a.json.events.length === 1), answers.find((a) => a.status !== 200)?.text);
+        assert.equal(new Set(answers.map((a) => a.text)).size, 1, 'every request got the same answer');
+        assert.ok(reads <= 3, `${reads} page reads for 100 requests after one cursor`);
+        assert.ok(admissions <= 3, `${admissions} memory admissions for 100 requests after one cursor`);
+      } finally {
+        memory.admit = admit;
+        store.readPage = readPage;
+      }
+      await until('every reservation is given back', () => server.services.memory.used === 0, 5000);
+    });
+
     it('wakes a restricted poll only for commits of its mailboxes: other mailboxes cost it no read', async () => {
       const restricted = (await server.key(ws, ['read'], ['mbx_r'])).key;
       const cursor = await head(server, restricted);

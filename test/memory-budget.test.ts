@@ -61,6 +61,17 @@ describe('MemoryBudget: answers in flight admitted against a budget', () => {
     big.release();
   });
 
+  it("a request larger than a share still runs beside a tenant's small holds (answers already read, kept a moment), not beside a page", async () => {
+    const MiB = 1024 * 1024;
+    const budget = new MemoryBudget(64 * MiB, MiB, 50);
+    const small = await budget.admit('k', 4096);
+    const page = await budget.admit('k', 2 * MiB);
+    assert.equal(budget.used, 2 * MiB + 4096);
+    await assert.rejects(budget.admit('k', 2 * MiB), (err) => err instanceof ApiError && err.code === 'rate_limited', 'a second page waits for the first');
+    small.release();
+    page.release();
+  });
+
   it('resize gives back what the answer did not need; release is idempotent', async () => {
     const budget = new MemoryBudget(100, 100, 5000);
     const r = await budget.admit('a', 90);

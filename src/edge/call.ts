@@ -210,7 +210,8 @@ export class Call {
    * admitted for the read rather than for this call (waiting up to `maxWaitMs`).
    */
   admitShared(bytes: number, maxWaitMs?: number): Promise<Reservation> {
-    if (this.ended) return Promise.reject(this.#endedError());
+    // Not refused when this call has ended: the read is others' too, and the reservation is the
+    // shared read's, released by it (SharedReads), not by this call.
     return this.#services.memory.admit(this.principal.workspaceId, bytes, maxWaitMs);
   }
 

@@ -111,6 +111,16 @@ export class OperationCall<Id extends OperationId> {
    * read (waiting up to WOKEN_ADMISSION_WAIT_MS, the workspace's share like any read), and a share of
    * it held by this call until its answer is written.
    */
+  /**
+   * The memory of a request's first read shared with identical reads begun since it arrived
+   * (FeedRead.firstReadMemory): admitted once for the read, waiting as any request's admission
+   * does, and a share held by this call until its answer is written.
+   */
+  readonly firstReadMemory: SharedReadMemory = {
+    admit: () => this.call.admitShared(PAGE_RESERVATION_BYTES),
+    keep: (release) => this.call.keepShare(release),
+  };
+
   readonly sharedReadMemory: SharedReadMemory = {
     admit: () => this.call.admitShared(PAGE_RESERVATION_BYTES, WOKEN_ADMISSION_WAIT_MS),
     keep: (release) => this.call.keepShare(release),

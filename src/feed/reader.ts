@@ -22,6 +22,12 @@ export interface FeedRead {
   /** A woken read's memory, admitted once for all who share it (SharedReads). */
   sharedMemory?: SharedReadMemory;
   /**
+   * A request's first read, arrived at this time (performance.now()): when it has a page to read,
+   * it may share an identical read begun since, whose memory comes from here (SharedReads).
+   */
+  arrivedAt?: number;
+  firstReadMemory?: SharedReadMemory;
+  /**
    * Admits the page's memory, once a page is to be read (a read answered "nothing new" from what
    * this process knows holds none): the caller's, when it did not admit before reading.
    */
@@ -65,8 +71,7 @@ export class FeedReader {
 
   async read(r: FeedRead): Promise<FeedReadResult> {
     if (r.wokenAt === undefined) return this.#read(r);
-    const key = `${r.workspaceId} ${r.afterSeq ?? ''} ${r.limit} ${r.withFacts ? 'f' : ''} ${r.scope.mailboxes?.join(',') ?? '*'}`;
-    return this.#shared.read(key, r.wokenAt, () => this.#read(r), r.sharedMemory);
+    return this.#shared.read(sharedKeyOf(r), r.wokenAt, () => this.#read(r), r.sharedMemory);
   }
 
   async #read(r: FeedRead): Promise<FeedReadResult> {
@@ -83,9 +88,23 @@ export class FeedReader {
       if (head !== undefined) assertCursorNotPastHead(head, afterSeq);
       return { events: NOTHING, afterSeq };
     }
+    // Followers of one workspace asking again after the same cursor (a commit answered their held
+    // polls, and each asks for what came next) share the page read, its memory and its answer, as
+    // woken polls do: a read begun after this request arrived, with a ticket taken as it began,
+    // counts every commit made before this request. (A woken read is already shared whole: read.)
+    if (r.arrivedAt !== undefined && r.firstReadMemory && r.wokenAt === undefined) {
+      const since = r.arrivedAt;
+      return this.#shared.read(sharedKeyOf(r), since, () => this.#page(r, afterSeq, this.heads.ticket()), r.firstReadMemory);
+    }
+    await r.admit?.();
+    return this.#page(r, afterSeq, ticket);
+  }
+
+  /** The page after `afterSeq`: from recent events when they hold it, else from storage (or a sealed page); `ticket` as `heads.ticket()` gave it before. */
+  async #page(r: FeedRead, afterSeq: number, ticket: ReturnType<FeedHeads['ticket']>): Promise<FeedReadResult> {
+    const { workspaceId, scope, limit, withFacts } = r;
     // Just written by this process: the page, whole, from memory (feed/recent-events.ts); a short
     // one only once the heads counted every commit made before this request, like the answer above.
-    await r.admit?.();
     const recent = this.recent?.page(workspaceId, afterSeq, limit, scope, withFacts);
     if (recent && (recent.wholeIfNothingAfter === undefined || (await this.heads.nothingAfterNow(workspaceId, recent.wholeIfNothingAfter, ticket)))) {
       return { events: recent.page, afterSeq };
@@ -147,3 +166,6 @@ export class FeedReader {
     }
   }
 }
+
+/** Reads that may share one answer: same workspace, cursor, limit, facts and scope. */
+const sharedKeyOf = (r: FeedRead) => `${r.workspaceId} ${r.afterSeq ?? ''} ${r.limit} ${r.withFacts ? 'f' : ''} ${r.scope.mailboxes?.join(',') ?? '*'}`;

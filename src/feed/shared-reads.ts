@@ -1,6 +1,6 @@
 import type { Reservation } from '../limits/memory-budget.ts';
 
-/** How long a finished read may still answer reads woken before it began. */
+/** How long a finished read may still answer reads woken, or requests arrived, before it began. */
 const KEPT_MS = 200;
 /** Reads kept at once. */
 const KEPT_MAX = 1024;
@@ -48,7 +48,8 @@ class SharedReservation {
 }
 
 interface Shared<R extends Read> {
-  startedAt: number;
+  /** When the read began (performance.now()); Infinity while it waits for its memory. */
+  began: { at: number };
   result: Promise<R>;
   memory?: Promise<SharedReservation | undefined>;
 }
@@ -60,8 +61,10 @@ interface Shared<R extends Read> {
  * page's worst case first, a few at a time per workspace. A woken read may take the answer of an
  * identical read (same workspace, cursor, limit, scope and facts) that BEGAN after the wake: that
  * read sees every commit the wake announced, which is all a held poll is owed (it is answered when
- * something new is there; what comes after is the next poll's). Reads that were not woken never
- * share: an ordinary poll must see every commit made before it arrived.
+ * something new is there; what comes after is the next poll's). A request's first read, once it
+ * knows it has a page to read, shares the same way a read begun after the request ARRIVED (the
+ * followers of a workspace asking again after the same cursor): such a read sees every commit made
+ * before the request, which is all an ordinary poll is owed.
  *
  * Memory: the read reserves a page's worst case once (SharedReadMemory.admit), resized to the page
  * it read, and that one reservation is held by every call answering from it, until the last one's
@@ -71,19 +74,25 @@ interface Shared<R extends Read> {
 export class SharedReads<R extends Read> {
   readonly #reads = new Map<string, Shared<R>>();
 
-  async read(key: string, wokenAt: number, read: () => Promise<R>, memory?: SharedReadMemory): Promise<R> {
+  /** `read`'s answer, or that of an identical read (same `key`) begun at or after `since`. */
+  async read(key: string, since: number, read: () => Promise<R>, memory?: SharedReadMemory): Promise<R> {
     let shared = this.#reads.get(key);
-    if (!shared || shared.startedAt < wokenAt) shared = this.#start(key, read, memory);
+    if (!shared || shared.began.at < since) shared = this.#start(key, read, memory);
     const [result, reservation] = await Promise.all([shared.result, shared.memory]);
     if (reservation && memory) memory.keep(reservation.hold());
     return result;
   }
 
   #start(key: string, read: () => Promise<R>, memory: SharedReadMemory | undefined): Shared<R> {
-    const startedAt = performance.now();
     const admitted = memory ? memory.admit().then((reservation) => new SharedReservation(reservation)) : undefined;
-    const result = admitted ? admitted.then(read) : read();
-    const entry: Shared<R> = { startedAt, result, memory: admitted };
+    // Begun once its memory is admitted: until then, whoever comes may still share it.
+    const began = { at: Infinity };
+    const begin = () => {
+      began.at = performance.now();
+      return read();
+    };
+    const result = admitted ? admitted.then(begin) : begin();
+    const entry: Shared<R> = { began, result, memory: admitted };
     if (this.#reads.size >= KEPT_MAX) this.#reads.delete(this.#reads.keys().next().value!);
     this.#reads.set(key, entry);
     const forget = () => {

@@ -91,12 +91,14 @@ const isFeed = (op: OperationCall<OperationId>): op is OperationCall<'event_feed
 function callOptions(op: OperationCall<OperationId>, req: IncomingMessage, res: EdgeResponse): CallOptions {
   if (!isFeed(op)) return {};
   const admit = op.admitWhenReading;
+  const firstReadMemory = op.firstReadMemory;
   const seconds = preferredWaitSeconds(req.headers.prefer);
-  if (seconds === undefined) return { admit };
+  if (seconds === undefined) return { admit, firstReadMemory };
   res.setHeader('Preference-Applied', `wait=${seconds}`);
   res.setHeader('Vary', 'Prefer');
   return {
     admit,
+    firstReadMemory,
     wait: { ms: seconds * 1000, signal: op.call.signal, hold: (wait, deadlineMs) => op.hold(() => withoutIdleTimeout(req.socket, wait), deadlineMs), sharedMemory: op.sharedReadMemory },
   };
 }

@@ -26,12 +26,16 @@ export class MemoryBudget {
   #used = 0;
   readonly #byTenant = new Map<string, number>();
   readonly #waiting: Waiter[] = [];
+  /** What a tenant may hold and still be let in past its share (TENANT_SLACK_BYTES). */
+  readonly #slack: number;
 
   constructor(
     readonly totalBytes: number,
     readonly perTenantBytes: number,
     readonly maxWaitMs: number,
-  ) {}
+  ) {
+    this.#slack = Math.min(TENANT_SLACK_BYTES, perTenantBytes / 16);
+  }
 
   /** Bytes reserved now (for tests and metrics). */
   get used(): number {
@@ -60,7 +64,7 @@ export class MemoryBudget {
   #fits(tenant: string, bytes: number): boolean {
     // A request larger than a share on its own still runs when nothing else of its tenant does.
     const tenantUsed = this.#byTenant.get(tenant) ?? 0;
-    return this.#used + bytes <= this.totalBytes && (tenantUsed === 0 || tenantUsed + bytes <= this.perTenantBytes);
+    return this.#used + bytes <= this.totalBytes && (tenantUsed <= this.#slack || tenantUsed + bytes <= this.perTenantBytes);
   }
 
   #reserve(tenant: string, bytes: number): Reservation {
@@ -104,6 +108,14 @@ export class MemoryBudget {
     }
   }
 }
+
+/**
+ * What a tenant may hold and still be let one more request in past its share (a share smaller
+ * than a page's reservation still reads one page at a time): the small holds of answers already
+ * read (a read shared by several calls keeps its page's size for a moment, SharedReads) do not
+ * make its next read wait for them.
+ */
+const TENANT_SLACK_BYTES = 64 * 1024; // at most a sixteenth of the share
 
 const busy = () =>
   new RateLimitedError('memory', 'the server is answering too many large requests right now; retry in 1 s', { 'Retry-After': '1' });

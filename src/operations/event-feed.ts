@@ -13,6 +13,8 @@ export interface FeedView {
   wait?: FeedWait;
   /** Admits the page's memory once a page is to be read (FeedRead.admit), for a caller that did not before reading. */
   admit?: () => Promise<void>;
+  /** Lets the first read share an identical read begun after the request arrived, and its memory (FeedRead.firstReadMemory). */
+  firstReadMemory?: SharedReadMemory;
 }
 
 /** A read held open while nothing is new (`Prefer: wait`, event streams): feed/held-reads.ts. */
@@ -59,6 +61,7 @@ export async function eventFeed(ctx: FeedContext, input: OperationInput<'event_f
     limit: input.limit,
     withFacts: view.facts === true,
     ...(view.admit ? { admit: view.admit } : {}),
+    ...(view.firstReadMemory ? { arrivedAt: performance.now(), firstReadMemory: view.firstReadMemory } : {}),
   };
   const wait = view.wait;
   const heldReads = ctx.heldReads;

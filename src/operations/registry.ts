@@ -6,6 +6,7 @@ import {
   type Operations,
 } from '../../generated/operations.ts';
 import { feedPageJson } from '../feed/page.ts';
+import type { SharedReadMemory } from '../feed/shared-reads.ts';
 import type { OperationContext } from './context.ts';
 import { createApiKey } from './create-key.ts';
 import { emitEvent, emitEventJson } from './emit-event.ts';
@@ -47,13 +48,15 @@ export interface CallOptions {
   wait?: FeedWait;
   /** event_feed: admits the page's memory once a page is to be read (FeedView.admit). */
   admit?: () => Promise<void>;
+  /** event_feed: the memory of a first read shared with identical ones (FeedView.firstReadMemory). */
+  firstReadMemory?: SharedReadMemory;
 }
 
 type Runner<Id extends OperationId> = (ctx: OperationContext, input: OperationInput<Id>, options: CallOptions) => Promise<OperationOutcome<Id>>;
 
 /** Every operation of the contract by operationId, each with its own input and output types. */
 const runners: { readonly [Id in OperationId]: Runner<Id> } = {
-  event_feed: async (ctx, input, options) => ({ json: splicedAs(feedPageJson(await eventFeed(ctx, input, { wait: options.wait, admit: options.admit }))), created: false }),
+  event_feed: async (ctx, input, options) => ({ json: splicedAs(feedPageJson(await eventFeed(ctx, input, { wait: options.wait, admit: options.admit, firstReadMemory: options.firstReadMemory }))), created: false }),
   stream_token: async (ctx, input) => ({ json: jsonOf(streamToken(ctx, input)), created: false }),
   feed_cursor: async (ctx, input) => ({ json: jsonOf((await feedCursor(ctx, input)).body), created: false }),
   // 200 whatever the outcome (the body says it): the contract documents no 201 for set_webhook.
