@@ -67,6 +67,9 @@ describe('the web view, bundled from its TypeScript', () => {
   });
 
   it('the view\'s tsconfig type-checks every module: errors planted in a copy are reported, and only they', async () => {
+    // What CI runs (npm run typecheck) checks the view's project too, not only the server's (which leaves it out).
+    const { scripts } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+    assert.match(scripts.typecheck, /\btsc --noEmit -p src\/http\/view(?: |$)/, scripts.typecheck);
     // A copy laid out like the repository: the view's folder, and the generated files it reads types from.
     const work = mkdtempSync(join(tmpdir(), 'event-feed-view-'));
     try {
