@@ -5,7 +5,8 @@
  * which would spend ~1 s starting tsx (bench/processes.ts). One file in, one file out (esbuild,
  * ~0.1 s); relative `.ts` imports become `.js`, packages stay imports. bin/event-feed.js runs dist/
  * only while it is newer than every source file (see bin/fresh-build.js), else the sources through
- * tsx.
+ * tsx. The web view (src/http/view/, TypeScript for the browser) is not compiled file by file: it is
+ * bundled into the one script the service serves (dist/view/view.js, bundleView).
  *
  * `--types` (npm run build:package, run by `prepare`, so by `npm pack`, `npm publish`, an install
  * from git and `npm install` in a clone) also writes the library's declarations next to its
@@ -17,16 +18,20 @@ import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { build } from 'esbuild';
 import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join, relative, sep } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const out = join(root, 'dist');
 
+/** The web view's sources: a browser program, bundled on its own below, not compiled for Node. */
+const VIEW_SOURCES = join('src', 'http', 'view') + sep;
+
 const sources = (dir) =>
   readdirSync(join(root, dir), { withFileTypes: true, recursive: true })
     .filter((entry) => entry.isFile() && entry.name.endsWith('.ts'))
-    .map((entry) => relative(root, join(entry.parentPath, entry.name)));
+    .map((entry) => relative(root, join(entry.parentPath, entry.name)))
+    .filter((path) => !path.startsWith(VIEW_SOURCES));
 
 rmSync(out, { recursive: true, force: true });
 await build({
@@ -50,6 +55,12 @@ await build({
   ],
   logLevel: 'warning',
 });
+// The web view's TypeScript (src/http/view/) bundled into the one script the service serves at
+// /view.js (dist/view/view.js), by the function the service itself uses when it runs from its
+// sources: the compiled src/http/view-bundle.ts, just written.
+const { bundleView, VIEW_BUNDLE } = await import(pathToFileURL(join(out, 'src', 'http', 'view-bundle.js')).href);
+mkdirSync(dirname(VIEW_BUNDLE), { recursive: true });
+writeFileSync(VIEW_BUNDLE, await bundleView());
 if (process.argv.includes('--types')) {
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.types.json')], { stdio: 'inherit' });

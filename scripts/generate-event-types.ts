@@ -175,7 +175,7 @@ export const EVENT_LABELS_FR: Record<EventType, { heading: string; inline: strin
 `;
 }
 
-/** The headings for the web view, which loads it as a module (src/http/view/view.js). */
+/** The headings for the web view, which imports it as a module from /event-labels.js (its `typeLabel`). */
 export function eventLabelsScript(types: EventTypeEntry[]): string {
   const headings = Object.fromEntries(types.map((t) => [t.type, t.label_fr.heading]));
   return `${BANNER_TS}// Served at /event-labels.js for the web view.\n\n/** How the web view titles each event type. */\nexport const EVENT_HEADINGS_FR = Object.freeze(${JSON.stringify(headings, null, 2)});\n`;

@@ -89,6 +89,35 @@ describe('architecture', () => {
     assertNone(violations, 'SQL outside src/store/');
   });
 
+  test('the web view (src/http/view/) is a browser program apart: its own modules, the served labels and the contract\'s types only; nothing of the server imports it', () => {
+    assert.ok(files.some((file) => file.path === `${VIEW}main.ts`), `${VIEW}main.ts not found`);
+    assertNone(viewImportViolations(files), 'imports across the web view\'s border');
+  });
+
+  test('the web view\'s rule catches what it looks for', () => {
+    const view = parseSource(
+      `${VIEW}made-up.ts`,
+      [
+        "import { ui } from './dom.ts';",
+        "import type { components } from '../../../client/src/generated/api.ts';",
+        "import { EVENT_HEADINGS_FR } from '/event-labels.js';",
+        "import { components as values } from '../../../client/src/generated/api.ts';",
+        "import { createClient } from '../../../client/src/client.ts';",
+        "import { readFileSync } from 'node:fs';",
+        "import { packageFile } from '../../paths.ts';",
+        "const later = await import('./rows.ts');",
+      ].join('\n'),
+    );
+    const server = parseSource('src/http/made-up-router.ts', "import { ui } from './view/dom.ts';\nimport { viewScript } from './view-bundle.ts';");
+    assert.deepEqual(viewImportViolations([view, server]), [
+      `${VIEW}made-up.ts:4 imports client/src/generated/api.ts`,
+      `${VIEW}made-up.ts:5 imports client/src/client.ts`,
+      `${VIEW}made-up.ts:7 imports src/paths.ts`,
+      `${VIEW}made-up.ts:6 imports the package node:fs`,
+      `src/http/made-up-router.ts:1 imports ${VIEW}dom.ts`,
+    ]);
+  });
+
   test('the typed client (client/src/) imports nothing outside its folder: it is packed and installed alone', () => {
     const client = readSourceFiles('client/src');
     assert.ok(client.some((file) => file.path === 'client/src/index.ts'), 'client/src/index.ts not found');
@@ -96,6 +125,53 @@ describe('architecture', () => {
     assertNone(violations, 'client/src/ imports from outside it');
   });
 });
+
+/** The web view's folder: TypeScript for the browser, bundled into /view.js (src/http/view-bundle.ts). */
+const VIEW = 'src/http/view/';
+/** The contract's types, generated for the typed client: the view's requests and answers are typed by them. */
+const CONTRACT_TYPES = 'client/src/generated/api.ts';
+/** The event types' labels, generated from the contract's list of types and served on their own. */
+const SERVED_LABELS = '/event-labels.js';
+
+/**
+ * The view runs in a page, alone: it may import its own modules, the labels the service serves
+ * (SERVED_LABELS, kept out of the bundle) and, for types only, CONTRACT_TYPES (erased: nothing of the
+ * client runs in the page). No package, nothing of the server; and the server imports none of it
+ * (it serves the bundle, made from the folder by path).
+ */
+function viewImportViolations(sources: SourceFile[]): string[] {
+  const view = sources.filter((file) => file.path.startsWith(VIEW));
+  const outward = view
+    .flatMap(importsOf)
+    .filter((edge) => !edge.to.startsWith(VIEW) && !(edge.to === CONTRACT_TYPES && edge.typeOnly))
+    .map((edge) => `${edge.from}:${edge.line} imports ${edge.to}`);
+  const packages = view.flatMap((file) =>
+    nonRelativeImports(file)
+      .filter(({ specifier }) => specifier !== SERVED_LABELS)
+      .map(({ specifier, line }) => `${file.path}:${line} imports the package ${specifier}`),
+  );
+  const inward = sources
+    .filter((file) => !file.path.startsWith(VIEW))
+    .flatMap(importsOf)
+    .filter((edge) => edge.to.startsWith(VIEW))
+    .map((edge) => `${edge.from}:${edge.line} imports ${edge.to}`);
+  return [...outward, ...packages, ...inward];
+}
+
+/** A file's imports that importsOf leaves out: packages (`node:fs`, `esbuild`) and absolute paths (`/event-labels.js`). */
+function nonRelativeImports(file: SourceFile): Array<{ specifier: string; line: number }> {
+  const found: Array<{ specifier: string; line: number }> = [];
+  for (const node of nodesOf(file)) {
+    const specifier =
+      ts.isImportDeclaration(node) || ts.isExportDeclaration(node)
+        ? node.moduleSpecifier
+        : ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword
+          ? node.arguments[0]
+          : undefined;
+    if (specifier && ts.isStringLiteralLike(specifier) && !specifier.text.startsWith('.')) found.push({ specifier: specifier.text, line: lineOf(file, node) });
+  }
+  return found;
+}
 
 /** Distinct lines of the file holding a node that matches. */
 function linesWhere(file: SourceFile, matches: (node: TS.Node) => boolean): number[] {

@@ -7,7 +7,7 @@
  * text and the web view use.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { EVENT_LABELS_FR, EVENT_TYPES } from '../generated/event-types.ts';
 import { loadSpec } from '../src/contract/spec.ts';
@@ -96,8 +96,14 @@ describe('event types: one list, every derived place', () => {
     // Loaded as the browser loads it: a plain module, no types.
     const { EVENT_HEADINGS_FR } = await import(new URL('../generated/event-labels.js', import.meta.url).href);
     assert.deepEqual(EVENT_HEADINGS_FR, Object.fromEntries(source.map((entry) => [entry.type, entry.label_fr.heading])));
-    const view = readFileSync(new URL('../src/http/view/view.js', import.meta.url), 'utf8');
-    assert.match(view, /import \{ EVENT_HEADINGS_FR \} from '\/event-labels\.js';/);
-    for (const entry of source) assert.ok(!view.includes(`'${entry.type}'`), `view.js names ${entry.type} itself`);
+    // The view's TypeScript (bundled into /view.js): its labels module imports the served labels, and no module names a type itself.
+    const viewDir = new URL('../src/http/view/', import.meta.url);
+    const modules = readdirSync(viewDir).filter((name) => name.endsWith('.ts'));
+    assert.ok(modules.includes('labels.ts'), 'the view has a labels module');
+    assert.match(readFileSync(new URL('labels.ts', viewDir), 'utf8'), /import \{ EVENT_HEADINGS_FR \} from '\/event-labels\.js';/);
+    for (const name of modules) {
+      const view = readFileSync(new URL(name, viewDir), 'utf8');
+      for (const entry of source) assert.ok(!view.includes(`'${entry.type}'`), `the view's ${name} names ${entry.type} itself`);
+    }
   });
 });

@@ -18,6 +18,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
+import { VIEW_BUNDLE_BANNER } from '../src/http/view-bundle.ts';
 import { sampleEvent } from './support/contract.ts';
 import { typecheckConsumer } from './support/typecheck-consumer.ts';
 
@@ -75,7 +76,7 @@ describe('the package, packed and installed from its tarball', { timeout: 240_00
     const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
     assert.deepEqual(manifest.exports['.'], { types: './dist/src/library.d.ts', default: './dist/src/library.js' });
     const files = readdirSync(installed, { recursive: true }).map(String);
-    for (const file of ['dist/src/library.js', 'dist/src/library.d.ts', 'dist/src/cli/main.js', 'dist/BUILT', 'generated/openapi.json', 'openapi.yaml', 'src/store/sqlite/checkpoint-worker.cjs', 'bin/event-feed.js', 'README.md', 'docs/reading-the-feed.md']) {
+    for (const file of ['dist/src/library.js', 'dist/src/library.d.ts', 'dist/src/cli/main.js', 'dist/view/view.js', 'dist/BUILT', 'generated/openapi.json', 'openapi.yaml', 'src/store/sqlite/checkpoint-worker.cjs', 'bin/event-feed.js', 'README.md', 'docs/reading-the-feed.md']) {
       assert.ok(files.includes(file), `${file} is in the package`);
     }
     assert.deepEqual(files.filter((file) => /^(test|bench|dist\/bench|scripts)(\/|$)/.test(file)), []);
@@ -140,6 +141,10 @@ console.log(JSON.stringify({ resolved: import.meta.resolve('event-feed'), execAr
     const text = await res.text();
     assert.equal(res.status, 200, text);
     assert.ok(text.includes(`"events":[${out.published[0].envelope},${out.published[1].envelope}]`), text);
+    // The web view's script: the bundle the build wrote from its TypeScript (dist/view/view.js).
+    const view = await fetch(`${url}/view.js`);
+    assert.equal(view.status, 200);
+    assert.ok((await view.text()).startsWith(VIEW_BUNDLE_BANNER), 'the view\'s bundle');
     server.kill();
   });
 

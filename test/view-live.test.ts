@@ -23,7 +23,7 @@ const noBrowser = existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM} (ap
 const SEEDED = Number(process.env.VIEW_SEEDED_EVENTS ?? 50_000);
 const MAILBOXES = ['mbx_ventes', 'mbx_support', 'mbx_compta'];
 const TIME_ZONE = 'Pacific/Auckland';
-/** The view's bound on events shown (view.js MAX_ROWS). */
+/** The view's bound on events shown (its MAX_ROWS). */
 const MAX_ROWS = 300;
 
 function deliveredEvent(mailboxId: string, n: number) {

@@ -1,17 +1,19 @@
 import { Router, type Response } from 'express';
 import { packageFile } from '../paths.ts';
+import { viewScript } from './view-bundle.ts';
 
-// The view's files are served from the sources, also when the service runs from dist/.
+// The view's page and style are served from the sources, also when the service runs from dist/;
+// its script is the bundle of its TypeScript (view-bundle.ts).
 const VIEW_DIR = packageFile('src/http/view');
 const GENERATED_DIR = packageFile('generated');
 
 /**
- * The files of the French web view, each at a fixed path with its content type; the event types'
- * labels come from the contract's list of types (generated/event-labels.js, schemas/event-types.json).
+ * The static files of the French web view, each at a fixed path with its content type; the event
+ * types' labels come from the contract's list of types (generated/event-labels.js,
+ * schemas/event-types.json), which the view's bundle imports from /event-labels.js.
  */
 const ASSETS: ReadonlyArray<{ path: string; dir: string; file: string; type: string }> = [
   { path: '/', dir: VIEW_DIR, file: 'index.html', type: 'text/html; charset=utf-8' },
-  { path: '/view.js', dir: VIEW_DIR, file: 'view.js', type: 'text/javascript; charset=utf-8' },
   { path: '/view.css', dir: VIEW_DIR, file: 'view.css', type: 'text/css; charset=utf-8' },
   { path: '/event-labels.js', dir: GENERATED_DIR, file: 'event-labels.js', type: 'text/javascript; charset=utf-8' },
 ];
@@ -32,5 +34,13 @@ export function viewRouter(): Router {
   for (const { path, dir, file, type } of ASSETS) {
     router.get(path, (_req, res) => sendAsset(res, dir, file, type));
   }
+  // Like the files above: revalidated each time (no-cache), by its Last-Modified (express answers 304).
+  router.get('/view.js', async (_req, res) => {
+    const { text, modified } = await viewScript();
+    res.setHeader('Content-Type', 'text/javascript; charset=utf-8');
+    res.setHeader('Cache-Control', 'no-cache');
+    res.setHeader('Last-Modified', modified.toUTCString());
+    res.send(text);
+  });
   return router;
 }
