@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { publish } from '../src/library.ts';
 import { pruneExpired } from '../src/retention-schedule.ts';
 import { listPartitions, WEEK_MS, weekStart } from '../src/store/postgres/partitions.ts';
-import { queryRows } from '../src/store/common/sql.ts';
+import { postgresRows as queryRows } from '../src/store/postgres/rows.ts';
 import { sampleEvent } from './support/contract.ts';
 import { databaseKinds } from './support/databases.ts';
 import { FakeClock } from './support/fake-clock.ts';

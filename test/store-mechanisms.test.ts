@@ -23,9 +23,9 @@ import { GroupCommit } from '../src/feed/group-commit.ts';
 import { prepareEvent, publishInTransaction } from '../src/feed/publish.ts';
 import { newEventId } from '../src/ids.ts';
 import { publish } from '../src/library.ts';
-import { queryRows } from '../src/store/common/sql.ts';
-import { openStore } from '../src/store/open-store.ts';
-import type { Store, WorkspaceAppend } from '../src/store/port.ts';
+import { postgresRows as queryRows } from '../src/store/postgres/rows.ts';
+import { openStore, type OpenedStore } from '../src/store/open-store.ts';
+import type { WorkspaceAppend } from '../src/store/port.ts';
 import { sqliteReaderOf } from '../src/store/sqlite/adapter.ts';
 import { WalCheckpointer, type SqliteConnection } from '../src/store/sqlite/connection.ts';
 import { sampleEvent } from './support/contract.ts';
@@ -34,9 +34,9 @@ import { suiteDatabase } from './support/suite-database.ts';
 
 const emitRequest = (n: number, id?: string) => ({ ...sampleEvent('mbx_sales', n), ...(id ? { id } : {}) }) as EmitEventRequest;
 const idOf = (envelope: string) => (JSON.parse(envelope) as { id: string }).id;
-const allRows = (store: Store, workspaceId: string) => store.readPageRows({ workspaceId, afterSeq: 0, limit: 500, mailboxes: null });
+const allRows = (store: OpenedStore, workspaceId: string) => store.readPageRows({ workspaceId, afterSeq: 0, limit: 500, mailboxes: null });
 /** Store.append of every one of these appends (none is left out as already stored). */
-const appendAll = (store: Store, appends: WorkspaceAppend[], storedAt: number, options: { trx?: Knex.Transaction; skipLocked?: boolean } = {}) =>
+const appendAll = (store: OpenedStore, appends: WorkspaceAppend[], storedAt: number, options: { trx?: Knex.Transaction; skipLocked?: boolean } = {}) =>
   store.append(appends, storedAt, () => appends, options);
 
 /**
@@ -68,7 +68,7 @@ async function countTransactions(db: Knex, kind: 'sqlite' | 'postgres'): Promise
 
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`group commit (${kind})`, { skip }, () => {
-    let store: Store;
+    let store: OpenedStore;
     let db: Knex;
     suiteDatabase(create, (opened) => {
       store = opened;
@@ -312,7 +312,7 @@ describe('group commit across instances (postgres)', { skip: (await databaseKind
 });
 
 describe('SQLite read connection', () => {
-  let store: Store;
+  let store: OpenedStore;
   let db: Knex;
   suiteDatabase(sqliteDatabase, (opened) => {
     store = opened;
