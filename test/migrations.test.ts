@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { migrationSource as migrationSourceOf } from '../src/store/common/migrate.ts';
 import { openStore } from '../src/store/open-store.ts';
 import { pruneExpired } from '../src/retention-schedule.ts';
-import { postgresRows as queryRows } from '../src/store/postgres/rows.ts';
+import { postgresRows } from '../src/store/postgres/rows.ts';
 import { listPartitions, WEEK_MS, weekStart } from '../src/store/postgres/partitions.ts';
 import { sampleEvent } from './support/contract.ts';
 import { databaseKinds } from './support/databases.ts';
@@ -68,7 +68,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
         assert.equal(after008[0], '009_events_partitioned_by_week');
         assert.deepEqual(await store.migrate(), after008);
 
-        const [table] = await queryRows<{ relkind: string }>(db, "SELECT relkind FROM pg_class WHERE oid = 'events'::regclass", []);
+        const [table] = await postgresRows<{ relkind: string }>(db, "SELECT relkind FROM pg_class WHERE oid = 'events'::regclass", []);
         assert.equal(table!.relkind, 'p');
         const [only, ...none] = await listPartitions(db);
         assert.deepEqual(none, []);
