@@ -14,6 +14,7 @@ await loadHere([
   'recent-events',
   'list-events-plans',
   'migrations',
+  'store-rows',
   'api-key-cache',
   'library',
   'webhook-target-policy',
