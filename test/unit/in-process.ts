@@ -15,6 +15,7 @@ await loadHere([
   'list-events-plans',
   'migrations',
   'store-rows',
+  'database-urls',
   'api-key-cache',
   'library',
   'webhook-target-policy',
