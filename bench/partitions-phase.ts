@@ -12,7 +12,7 @@
  */
 import knexFactory from 'knex';
 import { pruneAll } from '../src/store/common/retention.ts';
-import { openStore } from '../src/store/open-store.ts';
+import { kindNamed, openStore } from '../src/store/open-store.ts';
 import { prunePartitions } from '../src/store/postgres/partition-pruning.ts';
 import { listPartitions } from '../src/store/postgres/partitions.ts';
 import { runClient, startServer } from './processes.ts';
@@ -73,7 +73,7 @@ export async function partitionsPhase(o: { adminUrl: string; runId: string; even
     o.log('[partitions] pruning the oldest week: a partition dropped, and the same rows deleted…');
     const oldest = (await withKnex(urlOf(names.partitioned), listPartitions))[0]!;
     const drop = await measured(urlOf(names.partitioned), (knex) => prunePartitions(knex, oldest.to, 1000));
-    const del = await measured(urlOf(names.plain), (knex) => pruneAll(knex, 'GREATEST', oldest.to, 1000));
+    const del = await measured(urlOf(names.plain), (knex) => pruneAll(knex, kindNamed('postgres').sql, oldest.to, 1000));
     return {
       events: seeded.events,
       partitions,

@@ -4,12 +4,12 @@
  * database before the server starts. The feed under test shares its tables with other workspaces
  * whose events are interleaved with it, as in production.
  */
+import type { OpenedStore } from '../src/store/open-store.ts';
 import type { EmitEventRequest } from '../generated/types.ts';
 import { createKey } from '../src/auth/api-keys.ts';
 import type { Clock } from '../src/clock.ts';
 import { demoTraffic } from '../src/demo/traffic.ts';
 import { publish } from '../src/library.ts';
-import type { Store } from '../src/store/port.ts';
 
 export const MAILBOXES = Array.from({ length: 50 }, (_, i) => `mbx_b${String(i).padStart(2, '0')}`);
 /** Two mailboxes that together hold 1 event in 1,000 of the feed (what the sparse key may see). */
@@ -90,7 +90,7 @@ export function benchTraffic(count: number, k: number, baseMs: number): EmitEven
   return events;
 }
 
-export async function seed(store: Store, options: SeedOptions): Promise<Seeded> {
+export async function seed(store: OpenedStore, options: SeedOptions): Promise<Seeded> {
   const started = performance.now();
   const log = options.log ?? (() => {});
   const nowMs = Date.now();

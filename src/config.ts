@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { WORKSPACE_SHARE } from './limits/rate-limiter.ts';
 import { normalizedOrigin } from './edge/origins.ts';
+import { servesReadReplicas } from './store/open-store.ts';
 
 /** Everything the service reads from its environment, checked once at start. */
 export interface Config {
@@ -201,9 +202,9 @@ function publicUrl(env: NodeJS.ProcessEnv): string | undefined {
 function readUrls(env: NodeJS.ProcessEnv): string[] {
   const urls = (env.DATABASE_READ_URLS ?? '').split(',').map((url) => url.trim()).filter(Boolean);
   urls.forEach((url, i) => {
-    if (!/^postgres(ql)?:\/\//.test(url)) throw new ConfigError(`DATABASE_READ_URLS: entry ${i + 1} is not a postgres:// URL`);
+    if (!servesReadReplicas(url)) throw new ConfigError(`DATABASE_READ_URLS: entry ${i + 1} is not a postgres:// URL`);
   });
-  if (urls.length > 0 && !/^postgres(ql)?:\/\//.test(env.DATABASE_URL ?? '')) throw new ConfigError('DATABASE_READ_URLS names replicas of a Postgres database: set DATABASE_URL to its primary (postgres://…)');
+  if (urls.length > 0 && !servesReadReplicas(env.DATABASE_URL ?? '')) throw new ConfigError('DATABASE_READ_URLS names replicas of a Postgres database: set DATABASE_URL to its primary (postgres://…)');
   return urls;
 }
 

@@ -20,19 +20,18 @@ import type { ChangeListener as HeadListener } from '../src/store/port.ts';
 import { databaseKinds, postgresAvailable, postgresDatabase, type TestDatabase } from './support/databases.ts';
 import { sqliteReadsDuring } from './support/checkouts.ts';
 import { until } from './support/wait.ts';
-import { openStore } from '../src/store/open-store.ts';
-import type { Store } from '../src/store/port.ts';
+import { openStore, type OpenedStore } from '../src/store/open-store.ts';
 
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`API key lookups and revocation (${kind})`, { skip }, () => {
     let database: TestDatabase;
     // Two pools on one database: this instance (with the verified keys a service keeps), and
     // "another instance" that writes behind its back.
-    let here: Store;
+    let here: OpenedStore;
     let changes: ChangeWatch;
-    let elsewhere: Store;
+    let elsewhere: OpenedStore;
     let workspaceId: string;
-    const authenticate = (db: Store, key: string) => authenticateKey(db, key, changes.keys);
+    const authenticate = (db: OpenedStore, key: string) => authenticateKey(db, key, changes.keys);
 
     before(async () => {
       database = await create();
@@ -182,13 +181,13 @@ describe('VerifiedKeys: how long a verified key may be believed', () => {
 
 describe('API keys with the key channel (postgres)', { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' }, () => {
   let database: TestDatabase;
-  let here: Store;
-  let elsewhere: Store;
+  let here: OpenedStore;
+  let elsewhere: OpenedStore;
   let listener: HeadListener;
   let changes: ChangeWatch;
   let workspaceId: string;
   let lookups = 0;
-  const authenticate = (db: Store, key: string) => authenticateKey(db, key, changes.keys);
+  const authenticate = (db: OpenedStore, key: string) => authenticateKey(db, key, changes.keys);
 
   before(async () => {
     database = await postgresDatabase();

@@ -205,3 +205,78 @@ function sqlIn(file: SourceFile): Array<{ line: number; what: string }> {
   }
   return [...found].sort(([a], [b]) => a - b).map(([line, what]) => ({ line, what }));
 }
+
+/*
+ * Which database it is is decided in one place (issue 33): each database's folder exports its
+ * kind (sqliteKind, postgresKind: schemes, drivers, SQL pieces, errors) and openStore walks
+ * DATABASE_KINDS. Anywhere else, a driver name or a URL scheme tested in code is a decision the
+ * next database would silently miss.
+ */
+describe('architecture: the database is told apart only by its kind', () => {
+  /** The database kinds' folders: each under src/store/ holding a kind.ts (sqlite/, postgres/, and a third one's). */
+  const kindFolders = files.map((file) => /^(src\/store\/[^/]+\/)kind\.ts$/.exec(file.path)?.[1]).filter((folder) => folder !== undefined);
+  /** Where a driver or scheme may be named in a decision: the kinds' own folders, and openStore walking them. */
+  const decidesDatabase = (path: string) => kindFolders.some((folder) => path.startsWith(folder)) || path === 'src/store/open-store.ts';
+  /** Knex driver names and database kind names, matched whole. */
+  const DRIVERS = new Set(['pg', 'postgres', 'postgresql', 'better-sqlite3', 'sqlite', 'sqlite3']);
+  /** URL schemes, matched at the start of a string. */
+  const SCHEMES = /^(postgres|postgresql|sqlite):/i;
+  /** Methods whose argument (or receiver) is tested against: `url.startsWith('sqlite:')`, `['pg'].includes(driver)`. */
+  const TESTS = new Set(['startsWith', 'endsWith', 'includes', 'indexOf', 'test', 'match', 'has', 'exec']);
+  const COMPARISONS = new Set([ts.SyntaxKind.EqualsEqualsEqualsToken, ts.SyntaxKind.ExclamationEqualsEqualsToken, ts.SyntaxKind.EqualsEqualsToken, ts.SyntaxKind.ExclamationEqualsToken]);
+
+  const namesDatabase = (node: TS.Node) => (ts.isStringLiteralLike(node) || ts.isTemplateHead(node)) && (DRIVERS.has(node.text) || SCHEMES.test(node.text));
+  const calledMethod = (node: TS.Node | undefined) =>
+    node && ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) ? node.expression.name.text : undefined;
+
+  /** Whether a string naming a database sits where code decides on it. */
+  function isDecision(literal: TS.Node): boolean {
+    let node = ts.isTemplateHead(literal) ? literal.parent : literal;
+    if (ts.isArrayLiteralExpression(node.parent)) node = node.parent; // ['pg', 'postgres'].includes(driver)
+    const parent = node.parent;
+    if (ts.isBinaryExpression(parent) && COMPARISONS.has(parent.operatorToken.kind)) return true;
+    if (ts.isCaseClause(parent) && parent.expression === node) return true;
+    if (ts.isPropertyAssignment(parent) && parent.name === node) return true; // a table keyed by driver or scheme
+    if (ts.isCallExpression(parent) && TESTS.has(calledMethod(parent) ?? '') && parent.arguments.includes(node as TS.Expression)) return true;
+    if (ts.isPropertyAccessExpression(parent) && parent.expression === node && TESTS.has(parent.name.text)) return true;
+    return false;
+  }
+
+  /** Each place the file tells a database apart by a driver name, a URL scheme or knex's driver setting. */
+  function databaseDecisions(file: SourceFile): Array<{ line: number; what: string }> {
+    const found: Array<{ line: number; what: string }> = [];
+    for (const node of nodesOf(file)) {
+      if (namesDatabase(node) && isDecision(node)) found.push({ line: lineOf(file, node), what: `tests ${JSON.stringify((node as TS.StringLiteralLike).text)}` });
+      else if (ts.isRegularExpressionLiteral(node) && /postgres|sqlite/i.test(node.text)) found.push({ line: lineOf(file, node), what: `a pattern naming a database: ${node.text}` });
+      else if (ts.isPropertyAccessExpression(node) && node.name.text === 'client' && ts.isPropertyAccessExpression(node.expression) && node.expression.name.text === 'config') {
+        found.push({ line: lineOf(file, node), what: 'reads the knex driver (client.config.client)' });
+      }
+    }
+    return found;
+  }
+
+  test('the check catches a driver or scheme test, and not a message, a URL being built or a comment', () => {
+    const made = parseSource(
+      'src/feed/made-up.ts',
+      [
+        "if (knex.client.config.client === 'pg') {}",
+        "const isFile = url.startsWith('sqlite:');",
+        "if (!/^postgres(ql)?:\\/\\//.test(url)) throw new Error('not a postgres:// URL');",
+        "const known = ['better-sqlite3', 'pg'].includes(driver);",
+        "switch (kind.name) { case 'postgres': break; }",
+        "const openers = { 'sqlite:': open, 'postgres:': open };",
+        "const url = `sqlite:${file}`; // a URL built, not tested: sqlite: or 'pg' in a comment",
+        "throw new Error('DATABASE_URL must start with \"sqlite:\" or \"postgres://\"');",
+        "const DEFAULT_DATABASE_URL = 'sqlite:data/event-feed.sqlite';",
+        "const step = migration.up.sqlite;",
+      ].join('\n'),
+    );
+    assert.deepEqual([...new Set(databaseDecisions(made).map(({ line }) => line))].sort((a, b) => a - b), [1, 2, 3, 4, 5, 6]);
+  });
+
+  test('no driver name or URL scheme is tested outside the kinds\' folders and openStore', () => {
+    for (const known of ['src/store/sqlite/', 'src/store/postgres/']) assert.ok(kindFolders.includes(known), `${known}kind.ts not found: the kinds' folders are found by it`);
+    const violations = files.filter((file) => !decidesDatabase(file.path)).flatMap((file) => databaseDecisions(file).map(({ line, what }) => `${file.path}:${line} ${what}`));
+    assertNone(violations, 'a database told apart outside src/store/<kind>/ and open-store.ts');
+  });
+});

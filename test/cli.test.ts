@@ -12,11 +12,11 @@ import { after, before, describe, it } from 'node:test';
 import { authenticate, createKey } from '../src/auth/api-keys.ts';
 import { sqliteDatabase, type TestDatabase } from './support/databases.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
-import { openStore } from '../src/store/open-store.ts';
-import type { Store } from '../src/store/port.ts';
+import { openStore, type OpenedStore } from '../src/store/open-store.ts';
 import { migrationSource } from '../src/store/common/migrate.ts';
 
-const allMigrations = async () => (await migrationSource.getMigrations([])).map((m) => migrationSource.getMigrationName(m));
+// The names are the same on every database kind.
+const allMigrations = async () => (await migrationSource('sqlite').getMigrations([])).map((m) => migrationSource('sqlite').getMigrationName(m));
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -63,7 +63,7 @@ const show = (run: Run) => `exit ${run.code}\nstdout: ${run.stdout}\nstderr: ${r
 
 describe('cli on a sqlite file', () => {
   let database: TestDatabase;
-  let db: Store;
+  let db: OpenedStore;
   let workspaceId = '';
   let created: { id: string; key: string } | undefined;
 
@@ -288,7 +288,7 @@ describe('cli on a sqlite file', () => {
 
   describe('migrate and demo on a fresh file', () => {
     let fresh: TestDatabase;
-    let freshDb: Store;
+    let freshDb: OpenedStore;
     before(async () => {
       fresh = await sqliteDatabase();
       freshDb = openStore(fresh.url);

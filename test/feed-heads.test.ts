@@ -16,7 +16,7 @@ import { createLogger } from '../src/log.ts';
 import { HEAD_LISTENER_NAME, listenForChanges } from '../src/store/postgres/changes.ts';
 import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase, sqliteDatabase, type TestDatabase } from './support/databases.ts';
-import { startTestServer, type TestServer } from './support/server.ts';
+import { startTestServer, type TestServer, serverKnex } from './support/server.ts';
 import { startTcpProxy } from './support/tcp-proxy.ts';
 import { checkoutsDuring, sqliteReadsDuring } from './support/checkouts.ts';
 import { until } from './support/wait.ts';
@@ -219,12 +219,12 @@ describe('feed heads on Postgres: two instances on one database', { skip: !(awai
 
   it('a poll at the head is answered without a statement once the head is known, for full and restricted keys', async () => {
     const full = await feed(b, key); // reads, and learns the head
-    assert.equal(await checkoutsDuring(b.services.store.knex, async () => assert.deepEqual(await feed(b, key, full.next_cursor), { ids: [], next_cursor: full.next_cursor })), 0);
+    assert.equal(await checkoutsDuring(serverKnex(b), async () => assert.deepEqual(await feed(b, key, full.next_cursor), { ids: [], next_cursor: full.next_cursor })), 0);
     const mine = await feed(b, restricted);
     assert.equal(mine.ids.length, 1);
-    assert.equal(await checkoutsDuring(b.services.store.knex, async () => assert.deepEqual(await feed(b, restricted, mine.next_cursor), { ids: [], next_cursor: mine.next_cursor })), 0);
+    assert.equal(await checkoutsDuring(serverKnex(b), async () => assert.deepEqual(await feed(b, restricted, mine.next_cursor), { ids: [], next_cursor: mine.next_cursor })), 0);
     // Not at the head: read as ever.
-    assert.ok((await checkoutsDuring(b.services.store.knex, () => feed(b, key))) > 0);
+    assert.ok((await checkoutsDuring(serverKnex(b), () => feed(b, key))) > 0);
   });
 
   it("hears the other instance's commits: its heads move without a read", async () => {
@@ -276,7 +276,7 @@ describe('feed heads on Postgres: two instances on one database', { skip: !(awai
     await until('b listens again', () => b.services.changes.live);
     assert.deepEqual((await feed(b, key, at.next_cursor)).ids, [id], 'what b knew before the loss is forgotten');
     const now = await feed(b, key, at.next_cursor);
-    assert.equal(await checkoutsDuring(b.services.store.knex, () => feed(b, key, now.next_cursor)), 0, 'trusted again');
+    assert.equal(await checkoutsDuring(serverKnex(b), () => feed(b, key, now.next_cursor)), 0, 'trusted again');
   });
 });
 
@@ -366,7 +366,7 @@ describe('feed heads and recent events on SQLite: known while no other process w
   let b: TestServer;
   let ws: string;
   let key: string;
-  const pageReads = (server: TestServer, work: () => Promise<unknown>) => sqliteReadsDuring(server.services.store.knex, /FROM events/, work);
+  const pageReads = (server: TestServer, work: () => Promise<unknown>) => sqliteReadsDuring(serverKnex(server), /FROM events/, work);
   /** What another process does: the library, on a handle (a connection) of its own. */
   const publishElsewhere = (server: TestServer, n: number) =>
     server.db.transaction((trx) => publishInTransaction(trx, ws, [sampleEvent('mbx_sales', n)], new Date()));
@@ -406,7 +406,7 @@ describe('feed heads and recent events on SQLite: known while no other process w
   it("while a transaction of this server is open on its writing connection, polls read the file", async () => {
     const at = await feed(a, key);
     assert.equal(await pageReads(a, () => feed(a, key, at.next_cursor)), 0);
-    await a.services.store.knex.transaction(async (trx) => {
+    await serverKnex(a).transaction(async (trx) => {
       await trx('workspaces').count({ n: '*' }); // its snapshot would hide what others commit now
       const [published] = await publishElsewhere(a, 4);
       assert.deepEqual((await feed(a, key, at.next_cursor)).ids, [JSON.parse(published!.envelope).id]);

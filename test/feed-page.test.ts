@@ -17,8 +17,10 @@ import { publish } from '../src/library.ts';
 import { eventFeed } from '../src/operations/event-feed.ts';
 import { ApiError } from '../src/errors.ts';
 import type { Knex as Db } from 'knex';
-import { queryRows } from '../src/store/common/sql.ts';
-import type { PageQuery, Store, StoredPage } from '../src/store/port.ts';
+import { kindNamed, type OpenedStore } from '../src/store/open-store.ts';
+import { postgresRows } from '../src/store/postgres/rows.ts';
+import { sqliteRows } from '../src/store/sqlite/rows.ts';
+import type { PageQuery, StoredPage } from '../src/store/port.ts';
 import { pgPageStatement, readPgPage } from '../src/store/postgres/page.ts';
 import { sqliteReaderOf } from '../src/store/sqlite/adapter.ts';
 import { checkoutsDuring, sqliteReadsDuring } from './support/checkouts.ts';
@@ -43,7 +45,7 @@ const hugeEvent = (n: number, mailboxId: string) => {
 };
 
 /** What a page must be: its rows (at most `limit`), in seq order, stopping before the row that would pass the byte cap. */
-async function expectPage(store: Store, q: PageQuery, page: StoredPage): Promise<void> {
+async function expectPage(store: OpenedStore, q: PageQuery, page: StoredPage): Promise<void> {
   const rows = await store.readPageRows(q);
   const kept: string[] = [];
   let bytes = -1;
@@ -63,7 +65,7 @@ async function expectPage(store: Store, q: PageQuery, page: StoredPage): Promise
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`feed pages as bytes (${kind})`, { skip }, () => {
     let db: Db;
-    let store: Store;
+    let store: OpenedStore;
     let workspaceId: string;
     suiteDatabase(create, async (opened) => {
       store = opened;
@@ -153,7 +155,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
   describe(`the byte cap on large events (${kind})`, { skip }, () => {
     let db: Db;
-    let store: Store;
+    let store: OpenedStore;
     let workspaceId: string;
     const mailboxesOf = (i: number) => `mbx_${i % 4}`;
     suiteDatabase(create, async (opened) => {
@@ -177,7 +179,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
     });
 
     it('an event larger than the cap comes alone, and the page after it goes on', async () => {
-      const [huge] = await queryRows<{ seq: number }>(db, "SELECT seq FROM events WHERE workspace_id = ? AND envelope LIKE '%r1999@%'", [workspaceId]);
+      const [huge] = await kindNamed(kind).sql.rows<{ seq: number }>(db, "SELECT seq FROM events WHERE workspace_id = ? AND envelope LIKE '%r1999@%'", [workspaceId]);
       for (const mailboxes of [null, ['mbx_0']]) {
         const alone = await store.readPage({ workspaceId, afterSeq: huge!.seq - 1, limit: 500, mailboxes });
         assert.equal(alone.count, 1);
@@ -210,8 +212,8 @@ for (const { kind, create, skip } of await databaseKinds()) {
         conn.prepare = prepare;
       }
       assert.equal(new Set(sizing).size, 2, 'one sizing statement for the whole feed, one for restricted keys');
-      const [table] = await queryRows<{ rootpage: number }>(db, "SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = 'events'", []);
-      const envelope = (await queryRows<{ cid: number; name: string }>(db, 'PRAGMA table_info(events)', [])).find((column) => column.name === 'envelope')!.cid;
+      const [table] = await sqliteRows<{ rootpage: number }>(db, "SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = 'events'", []);
+      const envelope = (await sqliteRows<{ cid: number; name: string }>(db, 'PRAGMA table_info(events)', [])).find((column) => column.name === 'envelope')!.cid;
       for (const sql of new Set(sizing)) {
         const program = conn.prepare(`EXPLAIN ${sql}`).all(...Array.from({ length: (sql.match(/\?/g) ?? []).length }, () => 0)) as { opcode: string; p1: number; p2: number; p5: number }[];
         const onEvents = new Set(program.filter((op) => op.opcode === 'OpenRead' && op.p2 === table!.rootpage).map((op) => op.p1));
@@ -225,7 +227,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
   describe(`keys restricted to many mailboxes (${kind})`, { skip }, () => {
     let db: Db;
-    let store: Store;
+    let store: OpenedStore;
     let workspaceId: string;
     const MAILBOXES = 120;
     suiteDatabase(create, async (opened) => {
@@ -264,7 +266,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
   describe(`what event_feed concludes from a page (${kind})`, { skip }, () => {
     let db: Db;
-    let store: Store;
+    let store: OpenedStore;
     let workspaceId: string;
     const cursors = new CursorCodec('x'.repeat(32));
     // Heads believed as on SQLite while no other process writes: every shortcut open to the reader.
@@ -379,7 +381,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
 const postgres = (await databaseKinds())[1]!;
 describe('page plans that cannot sort the rest of the feed (postgres, never analyzed)', { skip: postgres.skip }, () => {
   let db: Db;
-  let store: Store;
+  let store: OpenedStore;
   let workspaceId: string;
   const EVENTS = 100_000;
   suiteDatabase(postgres.create, async (opened) => {
@@ -418,12 +420,12 @@ describe('page plans that cannot sort the rest of the feed (postgres, never anal
   }
 
   it('the service keeps one plan per named statement (a restricted page is not planned again at every run)', async () => {
-    const [setting] = await queryRows<{ plan_cache_mode: string }>(db, 'SHOW plan_cache_mode', []);
+    const [setting] = await postgresRows<{ plan_cache_mode: string }>(db, 'SHOW plan_cache_mode', []);
     assert.equal(setting!.plan_cache_mode, 'force_generic_plan');
   });
 
   it('the table has no statistics, over several partitions', async () => {
-    const stats = await queryRows<{ last_analyze: unknown; last_autoanalyze: unknown }>(db, "SELECT last_analyze, last_autoanalyze FROM pg_stat_user_tables WHERE relname LIKE 'events_w%'", []);
+    const stats = await postgresRows<{ last_analyze: unknown; last_autoanalyze: unknown }>(db, "SELECT last_analyze, last_autoanalyze FROM pg_stat_user_tables WHERE relname LIKE 'events_w%'", []);
     assert.ok(stats.length >= 5, `${stats.length} partitions`);
     for (const row of stats) assert.deepEqual(row, { last_analyze: null, last_autoanalyze: null });
   });

@@ -17,8 +17,8 @@ import type { EmitEventRequest } from '../generated/types.ts';
 import { systemClock } from '../src/clock.ts';
 import { ApiError } from '../src/errors.ts';
 import { GroupCommit, SAME_WORKSPACE_PATIENCE_MS } from '../src/feed/group-commit.ts';
-import { openStore } from '../src/store/open-store.ts';
-import { LOCK_TIMEOUT_MS, type Store } from '../src/store/port.ts';
+import { openStore, type OpenedStore } from '../src/store/open-store.ts';
+import { LOCK_TIMEOUT_MS } from '../src/store/common/timeouts.ts';
 import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase, type TestDatabase } from './support/databases.ts';
 
@@ -27,9 +27,9 @@ const idOf = (envelope: string) => (JSON.parse(envelope) as { id: string }).id;
 
 describe('group commit isolation (postgres)', { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' }, () => {
   let database: TestDatabase;
-  let db: Store;
+  let db: OpenedStore;
   /** Another connection, for the transactions that hold counter rows: an application, another instance. */
-  let other: Store;
+  let other: OpenedStore;
   before(async () => {
     database = await postgresDatabase();
     db = openStore(database.url);

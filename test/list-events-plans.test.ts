@@ -12,8 +12,9 @@ import Database from 'better-sqlite3';
 import type { Knex } from 'knex';
 import { PAGE_MAX_BYTES } from '../src/limits/page-bytes.ts';
 import { searchEvents } from '../src/store/common/event-search.ts';
-import { openStore } from '../src/store/open-store.ts';
-import { MERGE_MAX, SCAN_MAX, WINDOW_MAX, type SearchQuery, type Store } from '../src/store/port.ts';
+import { openStore, type OpenedStore } from '../src/store/open-store.ts';
+import { MERGE_MAX, SCAN_MAX, WINDOW_MAX } from '../src/store/common/event-search-plans.ts';
+import type { SearchQuery } from '../src/store/port.ts';
 import { postgresSearchSession } from '../src/store/postgres/search.ts';
 import { EventPartitions, listPartitions, WEEK_MS } from '../src/store/postgres/partitions.ts';
 import { databaseKinds, type TestDatabase } from './support/databases.ts';
@@ -79,7 +80,7 @@ async function fill(db: Knex, kind: 'sqlite' | 'postgres'): Promise<void> {
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`list_events plans on ${kind}`, { skip: skip && 'Postgres unreachable (see notice above)' }, () => {
     let database: TestDatabase;
-    let store: Store;
+    let store: OpenedStore;
     let db: Knex;
 
     before(async () => {

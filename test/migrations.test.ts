@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { migrationSource } from '../src/store/common/migrate.ts';
+import { migrationSource as migrationSourceOf } from '../src/store/common/migrate.ts';
 import { openStore } from '../src/store/open-store.ts';
 import { pruneExpired } from '../src/retention-schedule.ts';
-import { queryRows } from '../src/store/common/sql.ts';
+import { postgresRows } from '../src/store/postgres/rows.ts';
 import { listPartitions, WEEK_MS, weekStart } from '../src/store/postgres/partitions.ts';
 import { sampleEvent } from './support/contract.ts';
 import { databaseKinds } from './support/databases.ts';
@@ -11,6 +11,7 @@ import { FakeClock } from './support/fake-clock.ts';
 import { startTestServer } from './support/server.ts';
 
 for (const { kind, create, skip } of await databaseKinds()) {
+  const migrationSource = migrationSourceOf(kind);
   describe(`migrations on ${kind}`, { skip: skip && 'Postgres unreachable (see notice above)' }, () => {
     it('upgrade a database holding events, backfilling what later migrations add', async () => {
       const database = await create();
@@ -67,7 +68,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
         assert.equal(after008[0], '009_events_partitioned_by_week');
         assert.deepEqual(await store.migrate(), after008);
 
-        const [table] = await queryRows<{ relkind: string }>(db, "SELECT relkind FROM pg_class WHERE oid = 'events'::regclass", []);
+        const [table] = await postgresRows<{ relkind: string }>(db, "SELECT relkind FROM pg_class WHERE oid = 'events'::regclass", []);
         assert.equal(table!.relkind, 'p');
         const [only, ...none] = await listPartitions(db);
         assert.deepEqual(none, []);

@@ -19,8 +19,7 @@ import { pageEnvelopes } from '../src/feed/page.ts';
 import { publishInTransaction } from '../src/feed/publish.ts';
 import { FeedReader } from '../src/feed/reader.ts';
 import { eventFeed } from '../src/operations/event-feed.ts';
-import { openStore } from '../src/store/open-store.ts';
-import type { Store } from '../src/store/port.ts';
+import { openStore, type OpenedStore } from '../src/store/open-store.ts';
 import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase, type TestDatabase } from './support/databases.ts';
 
@@ -48,9 +47,9 @@ interface Scheme {
   /** Appends one event inside trx; returns its id. */
   append(trx: Knex.Transaction, workspaceId: string, n: number): Promise<string>;
   /** One page after a saved cursor (undefined: from the start). */
-  read(reader: Store, workspaceId: string, cursor: string | undefined): Promise<{ ids: string[]; cursor: string }>;
+  read(reader: OpenedStore, workspaceId: string, cursor: string | undefined): Promise<{ ids: string[]; cursor: string }>;
   /** Every committed event id of the workspace in feed order (the truth, read behind the reader's back). */
-  committed(reader: Store, workspaceId: string): Promise<string[]>;
+  committed(reader: OpenedStore, workspaceId: string): Promise<string[]>;
 }
 
 const realScheme: Scheme = {
@@ -119,7 +118,7 @@ interface InterleavingOutcome {
  * connection) appends and commits; 300 ms later the reader polls from its cursor; A commits; B's
  * commit is awaited; the reader polls again from its saved cursor.
  */
-async function runInterleaving(scheme: Scheme, dbA: Knex, dbB: Knex, reader: Store, workspaceId: string): Promise<InterleavingOutcome> {
+async function runInterleaving(scheme: Scheme, dbA: Knex, dbB: Knex, reader: OpenedStore, workspaceId: string): Promise<InterleavingOutcome> {
   const e0 = await dbA.transaction((trx) => scheme.append(trx, workspaceId, 0));
   const seen: string[] = [];
   const first = await scheme.read(reader, workspaceId, undefined);
@@ -169,9 +168,9 @@ function assertReaderSawEverything(outcome: InterleavingOutcome): void {
 
 describe('gap-free ordering on postgres', { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' }, () => {
   let database: TestDatabase;
-  let storeA: Store;
-  let storeB: Store;
-  let storeReader: Store;
+  let storeA: OpenedStore;
+  let storeB: OpenedStore;
+  let storeReader: OpenedStore;
   let dbA: Knex;
   let dbB: Knex;
   let dbReader: Knex;

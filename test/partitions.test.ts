@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { publish } from '../src/library.ts';
 import { pruneExpired } from '../src/retention-schedule.ts';
 import { listPartitions, WEEK_MS, weekStart } from '../src/store/postgres/partitions.ts';
-import { queryRows } from '../src/store/common/sql.ts';
+import { postgresRows } from '../src/store/postgres/rows.ts';
 import { sampleEvent } from './support/contract.ts';
 import { databaseKinds } from './support/databases.ts';
 import { FakeClock } from './support/fake-clock.ts';
@@ -38,9 +38,9 @@ describe('events partitioned by week on Postgres', { skip: postgres.skip && 'Pos
   };
 
   it('a fresh database has a partitioned events table whose weeks are made as events arrive', async () => {
-    const [table] = await queryRows<{ relkind: string }>(server.db, "SELECT relkind FROM pg_class WHERE oid = 'events'::regclass", []);
+    const [table] = await postgresRows<{ relkind: string }>(server.db, "SELECT relkind FROM pg_class WHERE oid = 'events'::regclass", []);
     assert.equal(table!.relkind, 'p', 'events is a partitioned table');
-    const [key] = await queryRows<{ key: string }>(server.db, "SELECT pg_get_partkeydef('events'::regclass) AS key", []);
+    const [key] = await postgresRows<{ key: string }>(server.db, "SELECT pg_get_partkeydef('events'::regclass) AS key", []);
     assert.equal(key!.key, 'RANGE (stored_at)');
     const ws = await server.workspace();
     const { key: writer } = await server.key(ws, ['read', 'write']);
@@ -49,7 +49,7 @@ describe('events partitioned by week on Postgres', { skip: postgres.skip && 'Pos
     const partitions = await listPartitions(server.db);
     assert.ok(partitions.some((p) => p.from === week && p.to === week + WEEK_MS), JSON.stringify(partitions));
     // Each has its own unique indexes, and the parent's others.
-    const indexes = await queryRows<{ indexdef: string }>(server.db, `SELECT indexdef FROM pg_indexes WHERE tablename = ?`, [partitions.find((p) => p.from === week)!.name]);
+    const indexes = await postgresRows<{ indexdef: string }>(server.db, `SELECT indexdef FROM pg_indexes WHERE tablename = ?`, [partitions.find((p) => p.from === week)!.name]);
     const defs = indexes.map((i) => i.indexdef.replace(/^.* USING btree /, ''));
     for (const expected of ['(workspace_id, seq)', '(workspace_id, id)', '(workspace_id, mailbox_id, seq)', '(workspace_id, type, seq)', '(workspace_id, occurred_at_ms, seq)']) {
       assert.ok(defs.includes(expected), `${expected} in ${defs.join('; ')}`);
@@ -116,10 +116,10 @@ describe('events partitioned by week on Postgres', { skip: postgres.skip && 'Pos
     for (let i = 0; i < 40; i++) await server.db.transaction((trx) => publish(trx, ws, events.map((e) => ({ ...e })), clock));
     const week = (await listPartitions(server.db)).find((p) => p.from <= clock.now().getTime() && clock.now().getTime() < p.to)!;
     clock.advanceDays(38);
-    const lsn = async () => (await queryRows<{ lsn: string }>(server.db, 'SELECT pg_current_wal_lsn()::text AS lsn', []))[0]!.lsn;
+    const lsn = async () => (await postgresRows<{ lsn: string }>(server.db, 'SELECT pg_current_wal_lsn()::text AS lsn', []))[0]!.lsn;
     const start = await lsn();
     const results = await pruneExpired(server.services, { retentionDays: 30, pruneBatchSize: 1000 });
-    const [wal] = await queryRows<{ bytes: string }>(server.db, 'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), ?::pg_lsn) AS bytes', [start]);
+    const [wal] = await postgresRows<{ bytes: string }>(server.db, 'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), ?::pg_lsn) AS bytes', [start]);
     assert.equal(results.find((r) => r.workspaceId === ws)?.deleted, 20_000);
     assert.ok(!(await partitionNames()).includes(week.name));
     // A DELETE of these rows writes several megabytes here; the drop, the catalog and the watermarks.

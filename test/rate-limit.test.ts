@@ -10,7 +10,7 @@ import { contractErrors } from './support/contract.ts';
 import { databaseKinds, sqliteDatabase } from './support/databases.ts';
 import { mcpClient } from './support/mcp.ts';
 import { requestFrom, keyLookupsDuring, bigEvent } from './support/edge.ts';
-import { startTestServer, type TestServer } from './support/server.ts';
+import { startTestServer, type TestServer, serverKnex } from './support/server.ts';
 import { until } from './support/wait.ts';
 
 /** A key of a workspace of its own. */
@@ -120,7 +120,7 @@ describe('what no key pays for is paid by the client address', async () => {
         const unknown = (i: number) => `efk_01ARZ3NDEKTSV4RRFFQ69G5FA${'V'}_${'x'.repeat(42)}${i % 10}`;
         const statuses: number[] = [];
         let limited: Awaited<ReturnType<typeof requestFrom>> | undefined;
-        const lookups = await keyLookupsDuring(server.services.store.knex, async () => {
+        const lookups = await keyLookupsDuring(serverKnex(server), async () => {
           for (let i = 0; i < 30; i++) {
             const res = await requestFrom(server.url, '127.0.0.2', '/v1/event_feed', unknown(i));
             statuses.push(res.status);
@@ -156,7 +156,7 @@ describe('what no key pays for is paid by the client address', async () => {
 
       it('/readyz answers every call from at most one query per 100 ms', async () => {
         const started = performance.now();
-        const queries = await keyLookupsDuring(server.services.store.knex, async () => {
+        const queries = await keyLookupsDuring(serverKnex(server), async () => {
           const answers = await Promise.all(Array.from({ length: 200 }, () => requestFrom(server.url, '127.0.0.5', '/readyz', undefined, 'GET')));
           assert.ok(answers.every((a) => a.status === 200 && a.json.status === 'ready'));
         }, /select 1/);

@@ -13,7 +13,7 @@ import { FeedScope } from '../src/feed/scope.ts';
 import { PAGE_MAX_BYTES } from '../src/limits/page-bytes.ts';
 import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase, type TestDatabase } from './support/databases.ts';
-import { startTestServer, type TestServer } from './support/server.ts';
+import { startTestServer, type TestServer, serverKnex } from './support/server.ts';
 import { checkoutsDuring } from './support/checkouts.ts';
 import { until } from './support/wait.ts';
 
@@ -157,7 +157,7 @@ describe('recent events on Postgres', { skip: !(await postgresAvailable()) && 'P
           let fromMemory = '';
           // b committed none of these events: it reads them from the database.
           const fromDatabase = (await post(b, '/v1/event_feed', { after: cursor, limit }, reader)).text;
-          const checkouts = await checkoutsDuring(a.services.store.knex, async () => (fromMemory = (await post(a, '/v1/event_feed', { after: cursor, limit }, reader)).text));
+          const checkouts = await checkoutsDuring(serverKnex(a), async () => (fromMemory = (await post(a, '/v1/event_feed', { after: cursor, limit }, reader)).text));
           assert.equal(fromMemory, fromDatabase, `limit ${limit}, page ${page}`);
           assert.equal(checkouts, 0, `limit ${limit}, page ${page}: answered from memory`);
           const next = JSON.parse(fromMemory).next_cursor as string;

@@ -7,7 +7,7 @@ import { assertCursorNotExpired } from '../src/feed/expiry.ts';
 import { FeedScope } from '../src/feed/scope.ts';
 import { pruneExpired } from '../src/retention-schedule.ts';
 import { pruneWorkspace } from '../src/store/common/retention.ts';
-import { openStore } from '../src/store/open-store.ts';
+import { kindNamed, openStore } from '../src/store/open-store.ts';
 import { sampleEvent } from './support/contract.ts';
 import { databaseKinds } from './support/databases.ts';
 import { FakeClock } from './support/fake-clock.ts';
@@ -36,7 +36,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
   describe(`retention on ${kind}`, { skip: skip && 'Postgres unreachable (see notice above)' }, () => {
     let server: TestServer;
     const clock = new FakeClock();
-    const greatest = kind === 'postgres' ? 'GREATEST' : 'MAX';
+    const sql = kindNamed(kind).sql;
     before(async () => {
       server = await startTestServer(await create(), {}, { clock });
     });
@@ -132,9 +132,9 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const { key } = await server.key(ws, ['read', 'write']);
       await emitMany(key, Array.from({ length: 7 }, () => 'mbx_a'));
       clock.advanceDays(31);
-      const first = await pruneWorkspace(server.db, greatest, ws, clock.now().getTime() - 30 * 86400000, 3);
+      const first = await pruneWorkspace(server.db, sql, ws, clock.now().getTime() - 30 * 86400000, 3);
       assert.deepEqual({ deleted: first.deleted, through: first.prunedThrough }, { deleted: 7, through: 7 });
-      const again = await pruneWorkspace(server.db, greatest, ws, clock.now().getTime() - 30 * 86400000, 3);
+      const again = await pruneWorkspace(server.db, sql, ws, clock.now().getTime() - 30 * 86400000, 3);
       assert.equal(again.deleted, 0);
       const counter = await server.db('feed_counters').where({ workspace_id: ws }).first();
       assert.equal(Number(counter.last_seq), 7, 'pruning never touches the sequence');

@@ -23,9 +23,13 @@ import { GroupCommit } from '../src/feed/group-commit.ts';
 import { prepareEvent, publishInTransaction } from '../src/feed/publish.ts';
 import { newEventId } from '../src/ids.ts';
 import { publish } from '../src/library.ts';
-import { queryRows } from '../src/store/common/sql.ts';
-import { openStore } from '../src/store/open-store.ts';
-import type { Store, WorkspaceAppend } from '../src/store/port.ts';
+import { appendInTransaction, openStore, type OpenedStore } from '../src/store/open-store.ts';
+import { appendOnPostgres } from '../src/store/postgres/append.ts';
+import { HEADS_CHANNEL } from '../src/store/postgres/changes.ts';
+import { EventPartitions } from '../src/store/postgres/partitions.ts';
+import { postgresRows } from '../src/store/postgres/rows.ts';
+import { sqliteRows } from '../src/store/sqlite/rows.ts';
+import type { WorkspaceAppend } from '../src/store/port.ts';
 import { sqliteReaderOf } from '../src/store/sqlite/adapter.ts';
 import { WalCheckpointer, type SqliteConnection } from '../src/store/sqlite/connection.ts';
 import { sampleEvent } from './support/contract.ts';
@@ -34,10 +38,20 @@ import { suiteDatabase } from './support/suite-database.ts';
 
 const emitRequest = (n: number, id?: string) => ({ ...sampleEvent('mbx_sales', n), ...(id ? { id } : {}) }) as EmitEventRequest;
 const idOf = (envelope: string) => (JSON.parse(envelope) as { id: string }).id;
-const allRows = (store: Store, workspaceId: string) => store.readPageRows({ workspaceId, afterSeq: 0, limit: 500, mailboxes: null });
-/** Store.append of every one of these appends (none is left out as already stored). */
-const appendAll = (store: Store, appends: WorkspaceAppend[], storedAt: number, options: { trx?: Knex.Transaction; skipLocked?: boolean } = {}) =>
-  store.append(appends, storedAt, () => appends, options);
+const allRows = (store: OpenedStore, workspaceId: string) => store.readPageRows({ workspaceId, afterSeq: 0, limit: 500, mailboxes: null });
+/** The weeks known to the Postgres appends this file makes in its own transactions (appendAll with skipLocked). */
+const partitions = new EventPartitions();
+/**
+ * Store.append of every one of these appends (none is left out as already stored). With `trx`,
+ * inside that transaction as the library appends (appendInTransaction); with `skipLocked` too
+ * (Postgres only), through the Postgres append itself, which the library never asks to skip.
+ */
+const appendAll = (store: OpenedStore, appends: WorkspaceAppend[], storedAt: number, options: { trx?: Knex.Transaction; skipLocked?: boolean } = {}) => {
+  const { trx, skipLocked } = options;
+  if (!trx) return store.append(appends, storedAt, () => appends, { skipLocked });
+  if (skipLocked !== undefined) return appendOnPostgres(trx, partitions, HEADS_CHANNEL, appends, storedAt, () => appends, { trx, skipLocked });
+  return appendInTransaction(trx, appends, storedAt, () => appends);
+};
 
 /**
  * Counts the transactions that append events from now on: on SQLite those begun on the writing
@@ -68,7 +82,7 @@ async function countTransactions(db: Knex, kind: 'sqlite' | 'postgres'): Promise
 
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`group commit (${kind})`, { skip }, () => {
-    let store: Store;
+    let store: OpenedStore;
     let db: Knex;
     suiteDatabase(create, (opened) => {
       store = opened;
@@ -152,7 +166,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const events = (n: number, first: number) => Array.from({ length: n }, (_, i) => prepareEvent('unused', emitRequest(first + i), new Date()));
       type Prepared = { name: string; several: boolean; skipping: boolean; generic_plans: number; custom_plans: number };
       const prepared = (trx: Knex.Transaction) =>
-        queryRows<Prepared>(
+        postgresRows<Prepared>(
           trx,
           "SELECT name, statement LIKE '%ANY($1%' AS several, statement LIKE '%SKIP LOCKED%' AS skipping, generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'event_feed_append%' ORDER BY name",
           [],
@@ -276,7 +290,7 @@ describe('group commit across instances (postgres)', { skip: (await databaseKind
       await instances[0]!.migrate();
       const workspaces = await Promise.all([1, 2, 3, 4, 5].map((n) => instances[0]!.createWorkspace(`shared-${n}`, true, Date.now())));
       const deadlocks = async () => {
-        const [row] = await queryRows<{ deadlocks: number | string }>(instances[0]!.knex, 'SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()', []);
+        const [row] = await postgresRows<{ deadlocks: number | string }>(instances[0]!.knex, 'SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()', []);
         return Number(row!.deadlocks);
       };
       const deadlocksBefore = await deadlocks();
@@ -312,7 +326,7 @@ describe('group commit across instances (postgres)', { skip: (await databaseKind
 });
 
 describe('SQLite read connection', () => {
-  let store: Store;
+  let store: OpenedStore;
   let db: Knex;
   suiteDatabase(sqliteDatabase, (opened) => {
     store = opened;
@@ -339,7 +353,7 @@ describe('SQLite read connection', () => {
   });
 
   it('keeps the page cache of both connections at 2 MB, not the 16 MB of RSS each that better-sqlite3 gives', async () => {
-    const [writer] = await queryRows<{ cache_size: number }>(db, 'PRAGMA cache_size', []);
+    const [writer] = await sqliteRows<{ cache_size: number }>(db, 'PRAGMA cache_size', []);
     const [reader] = sqliteReaderOf(db)!.rows<{ cache_size: number }>('PRAGMA cache_size', []);
     assert.deepEqual([writer!.cache_size, reader!.cache_size], [-2000, -2000]);
   });

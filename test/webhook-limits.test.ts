@@ -135,7 +135,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const store = openStore(database.url);
       const db = store.knex;
       try {
-        for (const name of ['001_initial', '002_retention', '003_webhooks_and_search', '004_list_events_index', '005_key_change_notify']) await db.migrate.up({ migrationSource, name });
+        for (const name of ['001_initial', '002_retention', '003_webhooks_and_search', '004_list_events_index', '005_key_change_notify']) await db.migrate.up({ migrationSource: migrationSource(kind), name });
         await db('workspaces').insert({ id: 'ws_1', name: 'old', verified: false, created_at: 0 });
         await db('webhook_endpoints').insert({ id: 'whe_1', workspace_id: 'ws_1', url: URL_A, event_types: '[]', enabled: false, secret: 'whsec_AAAA', created_at: 0, updated_at: 0 });
         const row = (seq: number, attempts: number) => ({ endpoint_id: 'whe_1', workspace_id: 'ws_1', event_seq: seq, event_id: `evt_${seq}`, attempts, next_attempt_at: 0, created_at: 0 });

@@ -8,7 +8,8 @@
  */
 import { closeSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { openHarnessDb } from './real-store.ts';
-import { retryingTransient } from '../../src/store/port.ts';
+import { retryingTransient } from '../../src/store/common/write-transaction.ts';
+import { sqliteErrors } from '../../src/store/sqlite/errors.ts';
 import { between, sleep, type ReaderSpec } from './model.ts';
 import { FeedReader } from './reader.ts';
 import { realStore } from './real-store.ts';
@@ -71,11 +72,13 @@ if (role === 'writer') {
     stopped: () => stopped,
     // As the service writes on SQLite: the write lock taken first (a write that changes nothing), run again when busy.
     transaction: (d, work) =>
-      retryingTransient(() =>
-        d.transaction(async (trx) => {
-          await trx.raw("UPDATE settings SET value = value WHERE key = ''");
-          return work(trx);
-        }),
+      retryingTransient(
+        () =>
+          d.transaction(async (trx) => {
+            await trx.raw("UPDATE settings SET value = value WHERE key = ''");
+            return work(trx);
+          }),
+        sqliteErrors.retryable,
       ),
     commitErrorIsUnknown: false,
     // Post-commit work before the outcome is journaled: a SIGKILL landing here leaves a committed

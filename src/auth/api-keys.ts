@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ApiKey } from '../../generated/types.ts';
 import { newKeyId } from '../ids.ts';
-import type { KeyListRow, KeyRow, NewKeyRow, Store } from '../store/port.ts';
+import type { KeyListRow, KeyRow, KeyStore, NewKeyRow } from '../store/port.ts';
 import { PERMISSIONS, type Permission, type Principal } from './principal.ts';
 import type { VerifiedKeys } from './verified-keys.ts';
 
@@ -46,8 +46,8 @@ export function newKey(spec: NewKey, now: number): { row: NewKeyRow; id: string;
     id,
     workspace_id: spec.workspaceId,
     secret_sha256: sha256(secret).toString('hex'),
-    permissions: spec.permissions.join(','),
-    mailboxes: spec.mailboxes ? JSON.stringify(spec.mailboxes) : null,
+    permissions: spec.permissions,
+    mailboxes: spec.mailboxes,
     label: spec.label ?? null,
     created_at: now,
   };
@@ -55,7 +55,7 @@ export function newKey(spec: NewKey, now: number): { row: NewKeyRow; id: string;
 }
 
 /** Creates and stores a key; returns it in full: the only time it is ever visible. */
-export async function createKey(store: Store, spec: NewKey, now: number): Promise<{ id: string; key: string }> {
+export async function createKey(store: KeyStore, spec: NewKey, now: number): Promise<{ id: string; key: string }> {
   const { row, id, key } = newKey(spec, now);
   await store.keys.insert(row);
   return { id, key };
@@ -67,7 +67,7 @@ export async function createKey(store: Store, spec: NewKey, now: number): Promis
  * `keys`: the service's verified keys (auth/verified-keys.ts), which may answer without a lookup;
  * without them (a tool, the CLI) every key is looked up.
  */
-export async function authenticate(store: Store, token: string, keys?: VerifiedKeys): Promise<Principal | undefined> {
+export async function authenticate(store: KeyStore, token: string, keys?: VerifiedKeys): Promise<Principal | undefined> {
   const match = KEY_PATTERN.exec(token);
   if (!match) return undefined;
   const id = `key_${match[1]}`;
@@ -91,7 +91,7 @@ export async function authenticate(store: Store, token: string, keys?: VerifiedK
  * auth/oauth-access.ts). It goes through the same verified keys as `authenticate`, so a revoked
  * key is refused here exactly when its secret would be refused there, on every instance.
  */
-export async function principalOfKey(store: Store, keyId: string, keys?: VerifiedKeys): Promise<Principal | undefined> {
+export async function principalOfKey(store: KeyStore, keyId: string, keys?: VerifiedKeys): Promise<Principal | undefined> {
   const kept = keys?.lookup(keyId);
   if (kept) return kept.principal;
   const mark = keys?.mark();
@@ -106,13 +106,13 @@ function principalOfRow(row: KeyRow): Principal {
   return {
     keyId: row.id,
     workspaceId: row.workspace_id,
-    permissions: new Set(parsePermissions(row.permissions)),
-    mailboxes: row.mailboxes ? (JSON.parse(row.mailboxes) as string[]) : null,
+    permissions: new Set(row.permissions),
+    mailboxes: row.mailboxes,
   };
 }
 
 /** Every key of a workspace, oldest first (the CLI's list: an operator's workspace, read whole). */
-export async function listKeys(store: Store, workspaceId: string): Promise<ApiKey[]> {
+export async function listKeys(store: KeyStore, workspaceId: string): Promise<ApiKey[]> {
   return (await store.keys.list(workspaceId)).map(keyView);
 }
 
@@ -121,8 +121,8 @@ export function keyView(row: KeyListRow): ApiKey {
   return {
     id: row.id,
     workspace_id: row.workspace_id,
-    permissions: parsePermissions(row.permissions),
-    mailboxes: row.mailboxes ? (JSON.parse(row.mailboxes) as string[]) : null,
+    permissions: [...row.permissions],
+    mailboxes: row.mailboxes === null ? null : [...row.mailboxes],
     label: row.label,
     created_at: new Date(Number(row.created_at)).toISOString(),
     revoked_at: row.revoked_at === null ? null : new Date(Number(row.revoked_at)).toISOString(),
@@ -133,14 +133,10 @@ export function keyView(row: KeyListRow): ApiKey {
  * Revokes a key; false when no active key has this id. `keys`: the verified keys of the service
  * revoking it, which forget it at once (other processes hear of it: auth/revoke-everywhere.ts).
  */
-export async function revokeKey(store: Store, keyId: string, now: number, keys?: VerifiedKeys): Promise<boolean> {
+export async function revokeKey(store: KeyStore, keyId: string, now: number, keys?: VerifiedKeys): Promise<boolean> {
   // Forgotten before and after: a lookup overlapping the update is not kept either.
   keys?.forget(keyId);
   const revoked = await store.keys.revoke(keyId, now);
   keys?.forget(keyId);
   return revoked;
-}
-
-function parsePermissions(text: string): Permission[] {
-  return text.split(',').filter(isPermission);
 }

@@ -1,4 +1,4 @@
-import type { Store } from '../store/port.ts';
+import type { KeyStore, OAuthStore } from '../store/port.ts';
 import { principalOfKey } from './api-keys.ts';
 import { isAccessToken, sha256Hex } from './oauth-tokens.ts';
 import type { Principal } from './principal.ts';
@@ -25,7 +25,7 @@ export interface AccessCheck {
  * the revocation endpoint, or a family revoked for a reused refresh token, stops at once too.
  * The principal's key id is the key's: rate limits apply as for the key.
  */
-export async function principalOfAccessToken(store: Store, token: string, check: AccessCheck): Promise<Principal | undefined> {
+export async function principalOfAccessToken(store: OAuthStore & KeyStore, token: string, check: AccessCheck): Promise<Principal | undefined> {
   if (!isAccessToken(token)) return undefined;
   const grant = await store.oauth.grantByAccessToken(sha256Hex(token));
   if (!grant || grant.revoked_at !== null || grant.access_expires_at === null || grant.access_expires_at <= check.now) return undefined;

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Store } from '../store/port.ts';
+import type { ChangeStore, KeyStore } from '../store/port.ts';
 import { revokeKey } from './api-keys.ts';
 import { VERIFIED_KEY_TTL_MS, type VerifiedKeys } from './verified-keys.ts';
 
@@ -22,7 +22,7 @@ const ANNOUNCEMENT_TIMEOUT_MS = 5000;
  * `keys`: the verified keys of the service revoking it (none for the CLI, which keeps none and
  * hears nothing: it waits VERIFIED_KEY_TTL_MS).
  */
-export async function revokeKeyEverywhere(store: Store, keyId: string, now: number, keys?: VerifiedKeys): Promise<boolean> {
+export async function revokeKeyEverywhere(store: KeyStore & ChangeStore, keyId: string, now: number, keys?: VerifiedKeys): Promise<boolean> {
   if (!store.listenForChanges) return revokeKey(store, keyId, now, keys);
   const heard = keys?.live ? keys.untilHeard(keyId, ANNOUNCEMENT_TIMEOUT_MS) : Promise.resolve(false);
   const revoked = await revokeKey(store, keyId, now, keys);

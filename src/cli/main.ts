@@ -8,8 +8,7 @@ import { ConfigError, loadConfig, parseWorkerCount } from '../config.ts';
 import { serve } from './serve.ts';
 import { createLogger } from '../log.ts';
 import { systemClock } from '../clock.ts';
-import { openStore } from '../store/open-store.ts';
-import type { Store } from '../store/port.ts';
+import { openStore, type OpenedStore } from '../store/open-store.ts';
 import { packageFile } from '../paths.ts';
 import { displayedDatabaseUrl, missingDatabaseProblem } from './database-choice.ts';
 
@@ -28,7 +27,7 @@ function announceDatabase(url: string): void {
  * closes it. Only a command told it may create the database runs on a SQLite file that does not
  * exist yet (database-choice.ts).
  */
-async function withDatabase<T>(work: (store: Store) => Promise<T>, options: { migrate?: boolean; mayCreate?: boolean } = {}): Promise<T> {
+async function withDatabase<T>(work: (store: OpenedStore) => Promise<T>, options: { migrate?: boolean; mayCreate?: boolean } = {}): Promise<T> {
   const { databaseUrl } = loadConfig();
   announceDatabase(databaseUrl);
   if (!options.mayCreate) {

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { authenticate } from '../auth/api-keys.ts';
 import type { Clock } from '../clock.ts';
 import { ROOT } from '../paths.ts';
+import type { OpenedStore } from '../store/open-store.ts';
 import type { Store } from '../store/port.ts';
 import { demoKeysPath, loadDemoKeys, saveDemoKeys, type DemoKeys } from './demo-keys-file.ts';
 import { seedKitFixtures, type KitKeys } from './kit-fixtures.ts';
@@ -27,7 +28,7 @@ export interface DemoAtStart {
  * and checks each still works (one revoked since is not printed, and said so). A demo database
  * seeded before the kit's keys existed gets them at its next start.
  */
-export async function demoAtStart(store: Store, clock: Clock, databaseUrl: string): Promise<DemoAtStart> {
+export async function demoAtStart(store: OpenedStore, clock: Clock, databaseUrl: string): Promise<DemoAtStart> {
   const path = demoKeysPath(databaseUrl);
   if ((await store.countWorkspaces()) === 0) {
     const demo = await seedDemoWorkspace(store, clock);

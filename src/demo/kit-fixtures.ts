@@ -1,7 +1,7 @@
 import { createKey, revokeKey } from '../auth/api-keys.ts';
 import type { Clock } from '../clock.ts';
 import { publish } from '../library.ts';
-import type { Store } from '../store/port.ts';
+import type { OpenedStore } from '../store/open-store.ts';
 import { demoTraffic } from './traffic.ts';
 
 /**
@@ -25,7 +25,7 @@ const RESTRICTED_MAILBOXES = ['mbx_claire', 'mbx_hugo'];
 const OTHER_WORKSPACE_EVENTS = 24;
 
 /** Seeds the kit's keys in the demo workspace and a second workspace beside it. */
-export async function seedKitFixtures(store: Store, clock: Clock, demoWorkspaceId: string): Promise<KitKeys> {
+export async function seedKitFixtures(store: OpenedStore, clock: Clock, demoWorkspaceId: string): Promise<KitKeys> {
   const now = clock.now();
   const key = async (workspaceId: string, permissions: Array<'read' | 'write' | 'admin'>, label: string, mailboxes: string[] | null = null) =>
     createKey(store, { workspaceId, permissions, mailboxes, label }, now.getTime());

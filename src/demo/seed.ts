@@ -2,7 +2,7 @@ import type { EmitEventRequest } from '../../generated/types.ts';
 import { createKey } from '../auth/api-keys.ts';
 import type { Clock } from '../clock.ts';
 import { publish } from '../library.ts';
-import type { Store } from '../store/port.ts';
+import type { OpenedStore } from '../store/open-store.ts';
 import type { DemoKeys } from './demo-keys-file.ts';
 import { demoTraffic } from './traffic.ts';
 
@@ -15,7 +15,7 @@ export interface DemoWorkspace extends DemoKeys {
  * a key per use: read, write (read too, to see what it wrote) and admin (every permission, so it
  * can create keys of each kind and manage webhooks).
  */
-export async function seedDemoWorkspace(store: Store, clock: Clock, eventCount = 300): Promise<DemoWorkspace> {
+export async function seedDemoWorkspace(store: OpenedStore, clock: Clock, eventCount = 300): Promise<DemoWorkspace> {
   const now = clock.now();
   const workspace = await store.createWorkspace('Démo — Atelier Lumière', false, now.getTime());
   const events: EmitEventRequest[] = demoTraffic(eventCount, now);

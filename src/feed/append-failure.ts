@@ -1,9 +1,10 @@
 import { ApiError } from '../errors.ts';
-import { notStoredBecause, OutcomeUnknown } from '../store/port.ts';
+import { notStoredBecause } from '../store/open-store.ts';
+import { OutcomeUnknown } from '../store/port.ts';
 
 /**
  * The answer to an emit whose append failed, always true to what the database did: "not stored"
- * only when the failure proves nothing was written (store/common/write-outcome.ts), otherwise "outcome
+ * only when the failure proves nothing was written (notStoredBecause), otherwise "outcome
  * unknown" with the event's id, so the client can retry with it as `id` and be answered either 201
  * (stored now) or 200 (it had been stored), never a second copy. Both are the contract's
  * `internal` (500); the database's own error stays in `cause`, for the log.

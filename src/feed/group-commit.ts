@@ -1,7 +1,7 @@
 import type { EmitEventRequest } from '../../generated/types.ts';
 import type { Clock } from '../clock.ts';
 import { ApiError } from '../errors.ts';
-import { retryingTransient, type NewEvent, type Store } from '../store/port.ts';
+import type { FeedStore, NewEvent } from '../store/port.ts';
 import { appendFailure } from './append-failure.ts';
 import type { FeedHeads } from './heads.ts';
 import type { RecentEvents } from './recent-events.ts';
@@ -46,7 +46,7 @@ interface Pending {
  * alone, an append commits at once, without waiting for company.
  *
  * Each event keeps its own answer: an idempotency conflict fails that event only; a failed
- * transaction (run again first when its error is transient, see retryingTransient) fails the events
+ * transaction (run again first when its error is transient, see Store.retryingTransient) fails the events
  * it carried, each with an answer true to what the database did (feed/append-failure.ts). A
  * transaction appends its events in arrival order, and an emit is answered only once committed,
  * so one client's successive emits keep their order (concurrent emits have none to keep).
@@ -86,7 +86,7 @@ export class GroupCommit {
   readonly #overlapping: boolean;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: FeedStore,
     private readonly clock: Clock,
     private readonly heads?: FeedHeads,
     private readonly recent?: RecentEvents,
@@ -170,7 +170,7 @@ export class GroupCommit {
    * others stay queued, in order). A second event with an id already in the batch (a client
    * retrying before its first try was answered) waits for a later transaction, which then finds
    * the first one stored (or, on Postgres, runs into it on the unique index and is run again by
-   * retryingTransient) and answers as an idempotent replay or a conflict.
+   * Store.retryingTransient) and answers as an idempotent replay or a conflict.
    */
   #take(queue: Pending[], eligible: (pending: Pending) => boolean): Pending[] {
     const batch: Pending[] = [];
@@ -197,7 +197,7 @@ export class GroupCommit {
     try {
       // Atomic alone, in each adapter's cheapest way (Postgres: one statement, no BEGIN and COMMIT;
       // SQLite: one synchronous transaction on the writing connection).
-      result = await retryingTransient(() => appendPrepared(this.store, appends, storedAt, { skipLocked: this.store.appends.skipLocked }));
+      result = await this.store.retryingTransient(() => appendPrepared(this.store, appends, storedAt, { skipLocked: this.store.appends.skipLocked }));
     } catch (err) {
       this.heads?.appendSettled(groups.keys());
       for (const pending of batch) pending.reject(appendFailure(err, pending.event.id));
@@ -237,7 +237,7 @@ export class GroupCommit {
       const storedAt = this.clock.now().getTime();
       this.heads?.appending([workspaceId]);
       try {
-        const result = await retryingTransient(() => appendPrepared(this.store, [{ workspaceId, events }], storedAt));
+        const result = await this.store.retryingTransient(() => appendPrepared(this.store, [{ workspaceId, events }], storedAt));
         this.#answer(new Map([[workspaceId, batch]]), result);
       } finally {
         this.heads?.appendSettled([workspaceId]);

@@ -4,7 +4,7 @@ import { utcMillisecondsOf } from '../contract/date-time.ts';
 import { ApiError, invalidArgument } from '../errors.ts';
 import { newEventId } from '../ids.ts';
 import { appendInTransaction } from '../store/open-store.ts';
-import type { AppendOptions, FirstSeqs, NewEvent, SortOutStored, Store, StoredIdRow, WorkspaceAppend } from '../store/port.ts';
+import type { AppendOptions, FeedStore, FirstSeqs, NewEvent, SortOutStored, StoredIdRow, WorkspaceAppend } from '../store/port.ts';
 import type { PublishedEvent } from './published-event.ts';
 import { sameEvent } from './same-event.ts';
 
@@ -52,10 +52,10 @@ export interface Appended {
  * when it is the same event (an idempotent replay, feed/same-event.ts) and as an invalid_argument
  * error otherwise; the others are appended. One answer per event, in the shape of `appends`.
  * Outside a transaction, an append that may or may not have committed throws OutcomeUnknown
- * (store/common/write-outcome.ts). `skipLocked` (Store.appends.skipLocked) skips the workspaces
+ * (OutcomeUnknown). `skipLocked` (Store.appends.skipLocked) skips the workspaces
  * whose counter row another transaction holds instead of waiting for them (Appended.skipped).
  */
-export function appendPrepared(store: Store, appends: WorkspaceAppend[], storedAt: number, options: AppendOptions = {}): Promise<Appended> {
+export function appendPrepared(store: FeedStore, appends: WorkspaceAppend[], storedAt: number, options: AppendOptions = {}): Promise<Appended> {
   return appendSortedOut(appends, (sortOut) => store.append(appends, storedAt, sortOut, options));
 }
 

@@ -1,7 +1,7 @@
-import type { Store } from '../store/port.ts';
+import type { FeedStore } from '../store/port.ts';
 
 /** The retention watermarks the expiry check reads (feed/expiry.ts). */
-export type FeedWatermarks = Pick<Store, 'prunedThrough' | 'prunedThroughMailboxes'>;
+export type FeedWatermarks = Pick<FeedStore, 'prunedThrough' | 'prunedThroughMailboxes'>;
 
 /** All the feed reader (feed/reader.ts) reads from storage: the Store gives it. */
-export type FeedStorage = FeedWatermarks & Pick<Store, 'readPage' | 'feedHead'>;
+export type FeedStorage = FeedWatermarks & Pick<FeedStore, 'readPage' | 'feedHead'>;

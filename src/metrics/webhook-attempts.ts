@@ -1,4 +1,4 @@
-import type { Store } from '../store/port.ts';
+import type { WebhookStore } from '../store/port.ts';
 import type { Metrics } from './metrics.ts';
 
 /**
@@ -6,7 +6,7 @@ import type { Metrics } from './metrics.ts';
  * outcome (Metrics.webhookAttempt): every outcome the dispatcher reaches goes through
  * recordAttempt, so this counts them all without a line in the dispatcher.
  */
-export function countingAttempts(store: Store, metrics: Metrics): Store {
+export function countingAttempts<S extends WebhookStore>(store: S, metrics: Metrics): S {
   return {
     ...store,
     webhooks: {

@@ -1,7 +1,7 @@
 import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/server/auth/clients.js';
 import { CustomOAuthError, InvalidClientMetadataError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthClientInformationFull } from '@modelcontextprotocol/sdk/shared/auth.js';
-import type { Store } from '../store/port.ts';
+import type { OAuthStore } from '../store/port.ts';
 import type { ClientMetadataDocuments } from './client-metadata-documents.ts';
 import { isDocumentClientId } from './client-metadata-documents.ts';
 import { MAX_CLIENT_ID_LENGTH, MAX_CLIENT_NAME_LENGTH, MAX_REGISTERED_CLIENTS, UNUSED_CLIENT_MS } from './limits.ts';
@@ -21,7 +21,7 @@ import { MAX_REDIRECT_URIS, redirectUriProblem } from './redirect-uris.ts';
  */
 export class OAuthClients implements OAuthRegisteredClientsStore {
   constructor(
-    private readonly store: Store,
+    private readonly store: OAuthStore,
     private readonly documents: ClientMetadataDocuments,
     private readonly now: () => number,
   ) {}

@@ -1,8 +1,8 @@
 /**
- * What a change channel (store/postgres/changes.ts: Postgres LISTEN) reports to whoever keeps what
+ * What a change channel (listenForChanges: Postgres LISTEN) reports to whoever keeps what
  * was heard: the channel itself coming and going, and the changes it carries. Storage reports
  * through these callbacks and imports nothing above it; the process's ChangeWatch
- * (change-watch.ts) implements them.
+ * (ChangeWatch) implements them.
  */
 export interface ChangeEvents {
   /**

@@ -1,106 +1,91 @@
-import { resolve } from 'node:path';
 import type { Knex } from 'knex';
-import { createStore } from './common/store.ts';
-import type { FirstSeqs, SortOutStored, Store, WorkspaceAppend } from './port.ts';
-import { appendOnPostgres } from './postgres/append.ts';
-import { HEADS_CHANNEL } from './postgres/changes.ts';
-import { EventPartitions } from './postgres/partitions.ts';
-import { migratePostgres, postgresAdapter } from './postgres/adapter.ts';
-import { runMigrations } from './common/migrate.ts';
-import { appendOnSqlite, connectionOf } from './sqlite/append.ts';
-import { sqliteAdapter } from './sqlite/adapter.ts';
+import type { DatabaseKind, KindName, OpenedStore, OpenOptions } from './database-kind.ts';
+import { notStoredOnAnyDatabase } from './common/write-outcome.ts';
+import type { FirstSeqs, SortOutStored, WorkspaceAppend } from './port.ts';
+import { postgresKind } from './postgres/kind.ts';
+import { sqliteKind } from './sqlite/kind.ts';
+
+export type { OpenedStore, OpenOptions } from './database-kind.ts';
 
 /*
- * The one place where a database URL's scheme or a knex driver is read: everything else speaks
- * to the Store (port.ts). A third database is a folder beside sqlite/ and postgres/ and a line in
- * each table below.
+ * The one place where a database URL's scheme or a knex driver is looked up: in the kinds' own
+ * lists (DatabaseKind.schemes, .drivers). Everything else speaks to the Store or asks
+ * this module (kindOfUrl). A third database is a folder beside sqlite/ and postgres/ exporting its
+ * kind, and its entry below.
  */
 
-export interface OpenOptions {
-  /** Postgres: how long a query may go unanswered; 0 lifts it (migrations, the CLI). */
-  queryTimeoutMs?: number;
-  /** SQLite: checkpoint the WAL off the event loop (a long-running server). */
-  checkpointInBackground?: boolean;
-  /** Postgres: streaming replicas of the database that may serve catch-up pages (DATABASE_READ_URLS). */
-  readUrls?: readonly string[];
+/** Every database this service runs on, one entry per KindName (the compiler asks for a new kind's). */
+const KINDS: { readonly [K in KindName]: DatabaseKind & { readonly name: K } } = {
+  sqlite: sqliteKind as DatabaseKind & { readonly name: 'sqlite' },
+  postgres: postgresKind as DatabaseKind & { readonly name: 'postgres' },
+};
+export const DATABASE_KINDS: readonly DatabaseKind[] = Object.values(KINDS);
+
+/** The kind of this name (tests, tools). */
+export const kindNamed = (name: KindName): DatabaseKind => KINDS[name];
+
+/** The kind a URL names by its scheme (whether or not it is well formed), or undefined. */
+export function kindOfUrl(url: string): DatabaseKind | undefined {
+  const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(url)?.[0].toLowerCase();
+  return scheme === undefined ? undefined : DATABASE_KINDS.find((kind) => kind.schemes.includes(scheme));
 }
 
-const openers: Record<string, (url: string, options: OpenOptions) => Store> = {
-  'sqlite:': (url, options) => {
-    if (options.readUrls?.length) throw new Error('DATABASE_READ_URLS names replicas of a Postgres database: DATABASE_URL is SQLite');
-    return createStore(sqliteAdapter(sqliteFileOf(url)!, options));
-  },
-  'postgres:': (url, options) => createStore(postgresAdapter(url, options)),
-  'postgresql:': (url, options) => createStore(postgresAdapter(url, options)),
-};
+/** Whether the database a URL names may have read replicas (DATABASE_READ_URLS). */
+export function servesReadReplicas(url: string): boolean {
+  const kind = kindOfUrl(url);
+  return kind !== undefined && kind.accepts(url) && kind.readReplicas;
+}
 
 /** The Store for DATABASE_URL: `sqlite:<path>`, `sqlite::memory:`, or `postgres://…`. */
-export function openStore(url: string, options: OpenOptions = {}): Store {
-  return openerOf(url)(url, options);
+export function openStore(url: string, options: OpenOptions = {}): OpenedStore {
+  return checkedKindOf(url).open(url, options);
 }
 
 /** Throws the message a person needs when DATABASE_URL names no database this service knows. */
 export function checkDatabaseUrl(url: string): void {
-  openerOf(url);
+  checkedKindOf(url);
 }
 
-function openerOf(url: string): (url: string, options: OpenOptions) => Store {
-  const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(url)?.[0].toLowerCase();
-  const opener = scheme === undefined ? undefined : openers[scheme];
-  if (!opener || (scheme !== 'sqlite:' && !url.startsWith(`${scheme}//`))) {
-    throw new Error(`DATABASE_URL must start with "sqlite:" or "postgres://" (got scheme "${url.split(':')[0]}")`);
+function checkedKindOf(url: string): DatabaseKind {
+  const kind = kindOfUrl(url);
+  if (!kind || !kind.accepts(url)) {
+    const forms = DATABASE_KINDS.map((known) => `"${known.urlForm.replace(/<.*|….*/, '')}"`).join(' or ');
+    throw new Error(`DATABASE_URL must start with ${forms} (got scheme "${url.split(':')[0]}")`);
   }
-  return opener;
+  return kind;
 }
 
 /**
- * The file a SQLite URL names (`sqlite:data/x.sqlite`, `sqlite:///abs/x.sqlite`: absolute), or
- * `:memory:`; undefined for any other database.
+ * The file a database URL names, for a database that is a file (SQLite: `sqlite:data/x.sqlite`,
+ * `sqlite:///abs/x.sqlite`: absolute, or `:memory:`); undefined for any other database.
  */
 export function sqliteFileOf(url: string): string | undefined {
-  if (!url.startsWith('sqlite:')) return undefined;
-  const rest = url.slice('sqlite:'.length).replace(/^\/\//, '');
-  return rest === ':memory:' ? rest : resolve(rest);
+  return kindOfUrl(url)?.fileOf?.(url);
 }
 
-type TransactionAppend = (trx: Knex.Transaction, appends: WorkspaceAppend[], storedAt: number, sortOut: SortOutStored) => Promise<FirstSeqs>;
-
-/** The partitions known per knex client of the library's callers (postgres/partitions.ts). */
-const partitionsOfClients = new WeakMap<object, EventPartitions>();
-const postgresInTransaction: TransactionAppend = (trx, appends, storedAt, sortOut) => {
-  let partitions = partitionsOfClients.get(trx.client);
-  if (!partitions) partitionsOfClients.set(trx.client, (partitions = new EventPartitions()));
-  return appendOnPostgres(trx, partitions, HEADS_CHANNEL, appends, storedAt, sortOut, { trx });
-};
-/** Per knex driver, how to append inside a transaction of the caller's (the library's publish). */
-const inTransaction: Record<string, TransactionAppend> = {
-  'better-sqlite3': async (trx, appends, storedAt, sortOut) => appendOnSqlite(await connectionOf(trx), appends, storedAt, sortOut),
-  pg: postgresInTransaction,
-  postgres: postgresInTransaction,
-  postgresql: postgresInTransaction,
-};
-
-/** Per knex driver, how to migrate a handle (the library's migrateLatest takes any knex on a database this service knows). */
-const migrations: Record<string, (knex: Knex) => Promise<string[]>> = {
-  // The single writer needs no lock: its one pooled connection is the one knex migrates on.
-  'better-sqlite3': runMigrations,
-  pg: migratePostgres,
-  postgres: migratePostgres,
-  postgresql: migratePostgres,
-};
+/** The kind of a knex handle of the library's caller, from its driver; throws for a driver no kind has. */
+function kindOfKnex(knex: Knex | Knex.Transaction, use: string): DatabaseKind {
+  const driver = String((knex.client as { config: { client?: unknown } }).config.client);
+  const kind = DATABASE_KINDS.find((known) => known.drivers.includes(driver));
+  if (!kind) throw new Error(`${use} on ${DATABASE_KINDS.map((known) => `${known.label} (${known.drivers[0]})`).join(' or ')}; this knex client is "${driver}"`);
+  return kind;
+}
 
 /** Store.migrate on a knex handle of the caller's. */
 export function migrateKnex(knex: Knex): Promise<string[]> {
-  const migrate = migrations[driverOf(knex)];
-  if (!migrate) throw new Error(`migrations run on SQLite (better-sqlite3) or Postgres (pg); this knex client is "${driverOf(knex)}"`);
-  return migrate(knex);
+  return kindOfKnex(knex, 'migrations run').migrate(knex);
 }
-
-const driverOf = (knex: Knex | Knex.Transaction): string => String((knex.client as { config: { client?: unknown } }).config.client);
 
 /** Store.append inside a knex transaction the caller opened on its own handle (any knex on a database this service knows). */
 export function appendInTransaction(trx: Knex.Transaction, appends: WorkspaceAppend[], storedAt: number, sortOut: SortOutStored): Promise<FirstSeqs> {
-  const append = inTransaction[driverOf(trx)];
-  if (!append) throw new Error(`publish needs a transaction on SQLite (better-sqlite3) or Postgres (pg); this one's knex client is "${driverOf(trx)}"`);
-  return append(trx, appends, storedAt, sortOut);
+  return kindOfKnex(trx, 'publish needs a transaction').appendInTransaction(trx, appends, storedAt, sortOut);
+}
+
+/** Why a write that proves it rolled back failed, in words for the client (the database's own error stays in the log). */
+export function notStoredBecause(err: unknown): string {
+  for (const kind of DATABASE_KINDS) {
+    const because = kind.errors.notStoredBecause(err);
+    if (because !== undefined) return because;
+  }
+  return notStoredOnAnyDatabase(err);
 }

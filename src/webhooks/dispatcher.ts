@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
-import type { Store } from '../store/port.ts';
+import type { WebhookStore } from '../store/port.ts';
 import { logDisabledEndpoint, logFailedAttempt } from './attempt-log.ts';
 import { nextDelayMs } from './retry-schedule.ts';
 import { signingSecrets } from './rotation.ts';
@@ -60,7 +60,7 @@ export class WebhookDispatcher {
   #stopped = false;
 
   constructor(
-    readonly store: Store,
+    readonly store: WebhookStore,
     readonly sender: WebhookSender,
     readonly clock: Clock,
     readonly log: Logger,

@@ -15,7 +15,7 @@ export function endpointView(row: EndpointRow, now: number, withSecret = false):
     id: row.id,
     url: row.url,
     event_types: JSON.parse(row.event_types) as WebhookEndpoint['event_types'],
-    enabled: Boolean(row.enabled),
+    enabled: row.enabled,
     disabled_reason: row.disabled_reason,
     disabled_at: row.disabled_at === null || !row.disabled_reason ? null : iso(row.disabled_at),
     ...(withSecret ? { secret: row.secret } : {}),

@@ -5,7 +5,7 @@ import type { Clock } from '../../src/clock.ts';
 import { createLogger, type Logger } from '../../src/log.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
 import type { Knex } from 'knex';
-import { openStore } from '../../src/store/open-store.ts';
+import { openStore, type OpenedStore } from '../../src/store/open-store.ts';
 import type { Store } from '../../src/store/port.ts';
 import type { TestDatabase } from './databases.ts';
 
@@ -29,6 +29,9 @@ export interface TestServer extends RunningServer {
  * scheduled pruning: its first run, 1 s after start, took a connection in the middle of tests that
  * count them; test/retention.test.ts covers the schedule.
  */
+/** The knex handle of the server's own store (its pool, its read connection), for tests that watch what it runs. */
+export const serverKnex = (server: { services: { store: Store } }): Knex => (server.services.store as OpenedStore).knex;
+
 export async function startTestServer(database: TestDatabase, env: Record<string, string> = {}, options: { clock?: Clock; log?: Logger } = {}): Promise<TestServer> {
   const config = loadConfig({ DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'silent', RATE_LIMIT_PER_SECOND: '0', PRUNE_INTERVAL_SECONDS: '0', ...env });
   const running = await startServer(config, options.log ?? createLogger('silent'), { clock: options.clock });

@@ -14,6 +14,8 @@ await loadHere([
   'recent-events',
   'list-events-plans',
   'migrations',
+  'store-rows',
+  'database-urls',
   'api-key-cache',
   'library',
   'webhook-target-policy',

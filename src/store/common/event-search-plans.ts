@@ -6,7 +6,7 @@ import { placeholders } from './sql.ts';
  * database picks and whatever its statistics say:
  *
  * - no filter: the range [hi - (limit + 1), hi), hi being the keyset or the head. Seqs have no
- *   holes between the retention watermark and the head (store/events.ts, store/retention.ts), so
+ *   holes between the retention watermark and the head (the write path's notes beside inWorkspaceOrder, pruneWorkspace), so
  *   that range holds the page and the one event that says whether there is more (fewer: nothing
  *   older is left): any plan reads at most those.
  * - types only, or up to MERGE_MAX mailboxes only: the newest `limit + 1` under each key of the
@@ -17,12 +17,12 @@ import { placeholders } from './sql.ts';
  * - anything else (types and mailboxes, more than MERGE_MAX mailboxes, a larger time window): a
  *   scan of the range [hi - SCAN_MAX, hi) that checks every filter. It stops after `limit + 1`
  *   matches, and otherwise at the range's end: the page is then short, or empty, and the next one
- *   continues below the range (event-search.ts). No index serves these combinations in seq order,
+ *   continues below the range (searchEvents). No index serves these combinations in seq order,
  *   so their cost is bounded instead of proportional.
  *
  * On SQLite each statement names its index (INDEXED BY): SQLite is built with STAT4 and an
  * ANALYZE would otherwise let statistics choose. On Postgres each runs with bitmap scans,
- * sequential scans, sorts, hash and merge joins switched off for it alone (event-search-read.ts):
+ * sequential scans, sorts, hash and merge joins switched off for it alone (postgresSearchSession):
  * what remains is the index orders these statements are written for. Nor may Postgres turn a
  * lookup by seq around into a scan: the (few) seqs drive, and each one is one index probe (see
  * lookup).
@@ -41,9 +41,9 @@ export const WINDOW_MAX = 1_000;
 export const MERGE_MAX = 32;
 
 /**
- * Where the list_events statements differ per database: each adapter's search.ts gives its own
+ * Where the list_events statements differ per database: each adapter's search session (sqliteSearchSession, postgresSearchSession) gives its own
  * (SQLite names its indexes and keeps filters off them with a unary plus; Postgres pins its plans
- * instead, search.ts).
+ * instead, in its search session).
  */
 export interface Dialect {
   /** After `FROM events`: the index the statement must use, or nothing. */

@@ -49,7 +49,7 @@ const EMPTY: SearchPage = { bytes: Buffer.alloc(0), count: 0, types: [], occurre
 
 /**
  * The matching events below the keyset, newest first (descending seq), within `limit` and
- * `maxBytes`; each call's work is bounded whatever the workspace holds (store/event-search-plans.ts).
+ * `maxBytes`; each call's work is bounded whatever the workspace holds (the plans: rangeCandidates, keyedCandidates, scanCandidates).
  */
 export async function searchEvents(session: SearchSession, q: SearchQuery): Promise<SearchPage> {
   if (q.limit < 1 || q.types?.length === 0 || q.mailboxes?.length === 0) return EMPTY;

@@ -1,13 +1,13 @@
 import type { Knex } from 'knex';
 import type { PageQuery, StoredEvent, StoredIdRow, WorkspaceAppend } from '../port.ts';
-import { placeholders, queryRows } from './sql.ts';
+import { placeholders, type RawRows } from './sql.ts';
 
 /*
  * Every adapter's append (Store.append) adds events to workspaces' feeds with the webhook
  * deliveries they owe to their workspaces' enabled endpoints (the outbox: delivered if and only if
  * in the feed), and returns, per workspace, the seq of its first new event. SQLite: a synchronous
- * transaction on the writing connection (sqlite/append.ts); Postgres: one statement, atomic inside
- * a transaction or alone (postgres/append.ts).
+ * transaction on the writing connection (appendOnSqlite); Postgres: one statement, atomic inside
+ * a transaction or alone (appendOnPostgres).
  *
  * Why this cannot leave a gap a reader could skip: seq values come from the workspace's row in
  * `feed_counters`, incremented here. The UPDATE takes that row's lock and keeps it until the
@@ -56,17 +56,17 @@ export const idsToLookUp = (appends: WorkspaceAppend[]) =>
   appends.map(({ workspaceId, events }) => ({ workspaceId, ids: events.filter((event) => event.clientId !== null).map((event) => event.id) }));
 
 /** Events with these client-supplied ids already stored, for several workspaces at once. */
-export async function findByIds(db: Knex | Knex.Transaction, wanted: Array<{ workspaceId: string; ids: string[] }>): Promise<StoredIdRow[]> {
+export async function findByIds(rows: RawRows, db: Knex | Knex.Transaction, wanted: Array<{ workspaceId: string; ids: string[] }>): Promise<StoredIdRow[]> {
   const asked = wanted.filter((w) => w.ids.length > 0);
   if (asked.length === 0) return [];
   const ids = asked.flatMap((w) => w.ids);
   // Both lists as IN: the (workspace_id, id) unique index serves it; pairs not asked for are dropped below.
-  const rows = await queryRows<StoredIdRow>(
+  const found = await rows<StoredIdRow>(
     db,
     `SELECT workspace_id, id, envelope FROM events WHERE workspace_id IN (${placeholders(asked.length)}) AND id IN (${placeholders(ids.length)})`,
     [...asked.map((w) => w.workspaceId), ...ids],
   );
-  return onlyAsked(asked, rows);
+  return onlyAsked(asked, found);
 }
 
 /** The rows of pairs (workspace, id) asked for: a lookup by both IN lists also finds pairs not asked. */

@@ -4,8 +4,8 @@ import { ReadAhead } from './read-ahead.ts';
 /**
  * One page of the feed by keyset: seq > afterSeq, in seq order, at most `limit` events and at most
  * PAGE_MAX_BYTES of them (always at least one). The work is bounded by the page, whatever the
- * workspace holds and whatever the database's statistics say (each adapter's page.ts). A reader
- * catching up gets the next page read ahead (common/read-ahead.ts).
+ * workspace holds and whatever the database's statistics say (readSqlitePage, queryPostgresPage). A reader
+ * catching up gets the next page read ahead (the read-ahead's notes).
  */
 export function pageReader(queryPage: (q: PageQuery) => Promise<StoredPage>): (q: PageQuery) => Promise<StoredPage> {
   const read = (q: PageQuery): Promise<StoredPage> =>

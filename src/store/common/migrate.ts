@@ -1,4 +1,6 @@
 import type { Knex } from 'knex';
+import type { KindName } from '../database-kind.ts';
+import { migrationOn, type KindMigration } from './migration-steps.ts';
 
 import * as initial from './migrations/001_initial.ts';
 import * as retention from './migrations/002_retention.ts';
@@ -14,8 +16,9 @@ import * as webhookRotationAndHealth from './migrations/011_webhook_rotation_and
 import * as webhookTestCooldowns from './migrations/012_webhook_test_cooldowns.ts';
 import * as oauth from './migrations/013_oauth.ts';
 
-// Migrations are imported modules (no loader needed for the knex CLI); names are stable forever.
-const migrations: Record<string, Knex.Migration> = {
+// Migrations are imported modules (no loader needed for the knex CLI); names are stable forever:
+// never rename or reorder one (existing databases are migrated by name).
+const migrations: Record<string, Knex.Migration | KindMigration> = {
   '001_initial': initial,
   '002_retention': retention,
   '003_webhooks_and_search': webhooksAndSearch,
@@ -31,14 +34,15 @@ const migrations: Record<string, Knex.Migration> = {
   '013_oauth': oauth,
 };
 
-export const migrationSource: Knex.MigrationSource<string> = {
+/** The migrations as knex runs them on a database of `kind` (a KindMigration's step for it). */
+export const migrationSource = (kind: KindName): Knex.MigrationSource<string> => ({
   getMigrations: async () => Object.keys(migrations).sort(),
   getMigrationName: (name) => name,
-  getMigration: async (name) => migrations[name]!,
-};
+  getMigration: async (name) => migrationOn(migrations[name]!, kind),
+});
 
 /** Applies pending migrations with knex's migrator; returns the names applied (callers serialize instances: Adapter.migrate). */
-export async function runMigrations(db: Knex): Promise<string[]> {
-  const [, applied] = (await db.migrate.latest({ migrationSource })) as [number, string[]];
+export async function runMigrations(db: Knex, kind: KindName): Promise<string[]> {
+  const [, applied] = (await db.migrate.latest({ migrationSource: migrationSource(kind) })) as [number, string[]];
   return applied;
 }

@@ -7,7 +7,7 @@ type ReadRows = <T>(sql: string, bindings: readonly Knex.Value[]) => Promise<T[]
 /** How many stale rows one write clears on its way (expired requests, unused clients): each write's work stays small. */
 const SWEEP_BATCH = 100;
 
-/** The statement every MCP request with an OAuth access token runs, as fixed text (common/sql.ts). */
+/** The statement every MCP request with an OAuth access token runs, as fixed text (RawRows). */
 const SELECT_GRANT_BY_ACCESS = 'SELECT * FROM oauth_grants WHERE access_sha256 = ?';
 
 // Postgres gives bigint columns as strings: every time column is read back as a number.

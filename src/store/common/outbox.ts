@@ -12,7 +12,7 @@ export interface OutboxRow {
  * The deliveries these new events owe, one per (enabled endpoint of their workspace, matching
  * event): the outbox rows appendEvents writes with the events on SQLite, so an event is delivered
  * if and only if it is in the feed. (On Postgres the append statement applies the same rule in
- * SQL: postgres/append.ts.)
+ * SQL: appendOnPostgres.)
  */
 export function deliveriesOwed(endpoints: Array<Pick<EndpointRow, 'id' | 'workspace_id' | 'event_types'>>, events: Array<{ workspaceId: string; id: string; type: string }>): OutboxRow[] {
   return endpoints.flatMap((endpoint) => {

@@ -14,7 +14,7 @@ interface Pending {
 const keyOf = (q: PageQuery) => `${q.workspaceId} ${q.afterSeq} ${q.limit} ${q.withFacts ? 'f' : ''} ${q.mailboxes === null ? '*' : q.mailboxes.join(',')}`;
 
 /**
- * Read-ahead for readers catching up: after a whole page (port.ts, isWhole), the next
+ * Read-ahead for readers catching up: after a whole page (isWhole), the next
  * one (same key scope, same limit, after the last seq) is read as soon as the event loop is free,
  * i.e. while this page is on its way to the client and the client parses it; the reader's next
  * call then takes it instead of reading. A reader that catches up sequentially alternates with its
@@ -24,7 +24,7 @@ const keyOf = (q: PageQuery) => `${q.workspaceId} ${q.afterSeq} ${q.limit} ${q.w
  * events after a position never change once visible, and a page that holds `limit` events or
  * stopped at the byte cap is the page a read now would give, but for retention: it may have
  * removed them since. The page is therefore marked `prefetched`, and the caller checks the
- * retention watermark itself instead of trusting the page (feed/expiry.ts). A page still short
+ * retention watermark itself instead of trusting the page (assertCursorNotExpired). A page still short
  * may grow, and is read again. At most KEPT pages are held per database, none for longer than
  * TTL_MS, and at most RUNNING_MAX are being read at once (the others are not read ahead: readers
  * who cannot be served ahead are served when they ask); a prefetch that the reader overtakes is

@@ -1,13 +1,12 @@
 import type { Knex } from 'knex';
 import type { PruneResult } from '../port.ts';
-import type { Adapter } from './adapter.ts';
-import { placeholders, queryRows } from './sql.ts';
+import { placeholders, type SqlPieces } from './sql.ts';
 import { pruneAttempts, pruneDeliveries } from './webhook-pruning.ts';
 
 type Db = Knex;
 /** Rows of a small read (Adapter.readRows, or a transaction's own). */
 type ReadRows = <T>(sql: string, bindings: readonly Knex.Value[]) => Promise<T[]>;
-const inTransaction = (trx: Knex.Transaction): ReadRows => (sql, bindings) => queryRows(trx, sql, bindings);
+const inTransaction = (sql: SqlPieces, trx: Knex.Transaction): ReadRows => (text, bindings) => sql.rows(trx, text, bindings);
 
 /** The highest seq pruned from a workspace's feed (0 when nothing was): every seq up to it is gone. */
 export async function prunedThrough(readRows: ReadRows, workspaceId: string): Promise<number> {
@@ -37,11 +36,11 @@ export function mailboxesWatermark(workspaceId: string, mailboxes: readonly stri
  * prefix of the feed is ever deleted, and the watermarks move in the same transaction as the rows,
  * so "pruned through N" always means "every seq ≤ N is gone and every seq > N is still there".
  */
-export async function pruneWorkspace(db: Db, greatest: Adapter['sql']['greatest'], workspaceId: string, cutoffMs: number, batchSize: number): Promise<PruneResult> {
+export async function pruneWorkspace(db: Db, sql: SqlPieces, workspaceId: string, cutoffMs: number, batchSize: number): Promise<PruneResult> {
   let deleted = 0;
   for (;;) {
     const batch = await db.transaction(async (trx) => {
-      const from = await prunedThrough(inTransaction(trx), workspaceId);
+      const from = await prunedThrough(inTransaction(sql, trx), workspaceId);
       const rows: Array<{ seq: number; mailbox_id: string | null; stored_at: number }> = await trx('events')
         .select('seq', 'mailbox_id', 'stored_at')
         .where('workspace_id', workspaceId)
@@ -52,11 +51,11 @@ export async function pruneWorkspace(db: Db, greatest: Adapter['sql']['greatest'
       if (expired.length === 0) return { count: 0, through: from, full: false };
       const through = Number(expired.at(-1)!.seq);
       await trx('events').where('workspace_id', workspaceId).andWhere('seq', '>', from).andWhere('seq', '<=', through).del();
-      await raiseWatermark(trx, greatest, 'feed_retention', { workspace_id: workspaceId }, ['workspace_id'], through);
+      await raiseWatermark(trx, sql.greatest, 'feed_retention', { workspace_id: workspaceId }, ['workspace_id'], through);
       const perMailbox = new Map<string, number>();
       for (const row of expired) if (row.mailbox_id !== null) perMailbox.set(row.mailbox_id, Number(row.seq));
       for (const [mailbox, seq] of perMailbox) {
-        await raiseWatermark(trx, greatest, 'feed_retention_mailboxes', { workspace_id: workspaceId, mailbox_id: mailbox }, ['workspace_id', 'mailbox_id'], seq);
+        await raiseWatermark(trx, sql.greatest, 'feed_retention_mailboxes', { workspace_id: workspaceId, mailbox_id: mailbox }, ['workspace_id', 'mailbox_id'], seq);
       }
       return { count: expired.length, through, full: expired.length === batchSize };
     });
@@ -66,10 +65,10 @@ export async function pruneWorkspace(db: Db, greatest: Adapter['sql']['greatest'
 }
 
 /** Prunes every workspace; returns what was deleted where. */
-export async function pruneAll(db: Db, greatest: Adapter['sql']['greatest'], cutoffMs: number, batchSize: number): Promise<PruneResult[]> {
+export async function pruneAll(db: Db, sql: SqlPieces, cutoffMs: number, batchSize: number): Promise<PruneResult[]> {
   const workspaces: Array<{ id: string }> = await db('workspaces').select('id').orderBy('id');
   const results: PruneResult[] = [];
-  for (const { id } of workspaces) results.push(await pruneWorkspace(db, greatest, id, cutoffMs, batchSize));
+  for (const { id } of workspaces) results.push(await pruneWorkspace(db, sql, id, cutoffMs, batchSize));
   // The webhook deliveries of pruned events go with them; the attempt history is bounded by age and per endpoint.
   for (const result of results) await pruneDeliveries(db, result.workspaceId, result.prunedThrough, batchSize);
   await pruneAttempts(db, cutoffMs, batchSize);

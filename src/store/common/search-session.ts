@@ -13,7 +13,7 @@ export interface PageRead {
   found: number;
 }
 
-/** How list_events' statements run on one database (store/event-search-plans.ts writes them). */
+/** How list_events' statements run on one database (the plans, rangeCandidates and the rest, write them). */
 export interface SearchSession {
   dialect: Dialect;
   /** The feed's last seq (0: empty) and the highest pruned seq (0: none). */

@@ -1,10 +1,11 @@
 import type { Knex } from 'knex';
-import type { KeyRow, Store, WriteTx } from '../port.ts';
+import type { OpenedStore } from '../database-kind.ts';
+import type { WriteTx } from '../port.ts';
 import type { Adapter } from './adapter.ts';
 import { searchEvents } from './event-search.ts';
 import { eventsAfter, feedHead, feedHeads, readPageRows } from './events.ts';
 import { pageReader } from './feed-page.ts';
-import { countActiveKeys, findKey, insertKey, keysAfter, listKeys, revokeKey, SELECT_KEY } from './keys.ts';
+import { countActiveKeys, findKey, insertKey, keyById, keysAfter, listKeys, revokeKey } from './keys.ts';
 import { oauthTables } from './oauth.ts';
 import { poolUse } from './pool-use.ts';
 import { pruneAll, prunedThrough, prunedThroughMailboxes } from './retention.ts';
@@ -29,8 +30,8 @@ import { webhookBacklog } from './webhook-backlog.ts';
 import { countWorkspaces, createWorkspace, findWorkspace, listWorkspaces } from './workspaces.ts';
 import { retryingTransient } from './write-transaction.ts';
 
-/** The Store of one database: the common code over its adapter (store/sqlite/, store/postgres/). */
-export function createStore(adapter: Adapter): Store {
+/** The Store of one database: the common code over its adapter (sqliteAdapter, postgresAdapter), with its knex handle. */
+export function createStore(adapter: Adapter): OpenedStore {
   const { knex, readRows, sql } = adapter;
   const readPage = pageReader((q) => adapter.queryPage(q));
   return {
@@ -52,14 +53,17 @@ export function createStore(adapter: Adapter): Store {
     positionAt: (workspaceId, atMs) => positionAt(readRows, (workspaceId, seq, within) => adapter.storedAtOf(workspaceId, seq, within), workspaceId, atMs),
     prunedThrough: (workspaceId) => prunedThrough(readRows, workspaceId),
     prunedThroughMailboxes: (workspaceId, mailboxes) => prunedThroughMailboxes(readRows, workspaceId, mailboxes),
-    pruneAll: (cutoffMs, batchSize) => adapter.prune?.(cutoffMs, batchSize) ?? pruneAll(knex, sql.greatest, cutoffMs, batchSize),
+    pruneAll: (cutoffMs, batchSize) => adapter.prune?.(cutoffMs, batchSize) ?? pruneAll(knex, sql, cutoffMs, batchSize),
 
+    retryingTransient: (attempt) => retryingTransient(attempt, adapter.errors.retryable),
     write: (work) =>
-      retryingTransient(() =>
-        knex.transaction(async (trx) => {
-          await adapter.beginWrite(trx);
-          return work(writeTx(adapter, trx));
-        }),
+      retryingTransient(
+        () =>
+          knex.transaction(async (trx) => {
+            await adapter.beginWrite(trx);
+            return work(writeTx(adapter, trx));
+          }),
+        adapter.errors.retryable,
       ),
 
     createWorkspace: (name, verified, now) => createWorkspace(knex, name, verified, now),
@@ -68,7 +72,7 @@ export function createStore(adapter: Adapter): Store {
     listWorkspaces: () => listWorkspaces(knex),
 
     keys: {
-      byId: async (keyId) => (await readRows<KeyRow>(SELECT_KEY, [keyId]))[0],
+      byId: (keyId) => keyById(readRows, keyId),
       insert: (row) => insertKey(knex, row),
       list: (workspaceId) => listKeys(knex, workspaceId),
       after: (workspaceId, options) => keysAfter(knex, workspaceId, options),
@@ -86,15 +90,15 @@ export function createStore(adapter: Adapter): Store {
       recordAttempt: (record) => recordAttempt(knex, record),
       pendingCount: (endpointId) => pendingCount(knex, endpointId),
       recentAttempts: (endpointId, max) => recentAttempts(knex, endpointId, max),
-      attemptHealth: (endpointId, window) => attemptHealth(knex, endpointId, window),
-      claimTestSlot: (workspaceId, url, now, cooldownMs) => claimTestSlot(knex, workspaceId, url, now, cooldownMs),
+      attemptHealth: (endpointId, window) => attemptHealth(knex, sql, endpointId, window),
+      claimTestSlot: (workspaceId, url, now, cooldownMs) => claimTestSlot(knex, sql, workspaceId, url, now, cooldownMs),
     },
 
     oauth: oauthTables(knex, readRows),
 
     ping: async () => void (await knex.raw('select 1')),
     poolUse: () => poolUse(knex),
-    webhookBacklog: (cap) => webhookBacklog(knex, cap),
+    webhookBacklog: (cap) => webhookBacklog(knex, sql, cap),
     sharedCursorSecret: () => sharedCursorSecret(knex),
     migrate: () => adapter.migrate(),
     close: () => adapter.close(),
@@ -110,7 +114,7 @@ function writeTx(adapter: Adapter, trx: Knex.Transaction): WriteTx {
     insertEndpoint: async (row) => void (await trx('webhook_endpoints').insert(row)),
     updateEndpoint: async (id, changes) => void (await trx('webhook_endpoints').where({ id }).update(changes)),
     removeEndpoint: async (id) => void (await trx('webhook_endpoints').where({ id }).del()),
-    pendingCountUpTo: (endpointId, max) => pendingCountUpTo(trx, endpointId, max),
+    pendingCountUpTo: (endpointId, max) => pendingCountUpTo(trx, adapter.sql, endpointId, max),
     queueDeliveries: (endpointId, workspaceId, events, now) => queueDeliveries(trx, endpointId, workspaceId, events, now),
     countActiveKeys: (workspaceId) => countActiveKeys(trx, workspaceId),
     insertKey: (row) => insertKey(trx, row),

@@ -4,8 +4,8 @@ import type { Adapter } from './adapter.ts';
 /*
  * Store.positionAt: where a time falls in a workspace's feed (feed_cursor). stored_at never goes
  * down along a workspace's seqs (each append stores the greatest of the counter's newest stored_at
- * and its clock: postgres/append.ts, sqlite/append.ts, migrations 009 and 010), and the seqs
- * retained are exactly prunedThrough + 1 … head, without gaps (common/events.ts). So "the first
+ * and its clock: appendOnPostgres, appendOnSqlite, migrations 009 and 010), and the seqs
+ * retained are exactly prunedThrough + 1 … head, without gaps (the write path's notes beside inWorkspaceOrder). So "the first
  * event stored at or after t" is found by a binary search over those seqs, each step one lookup
  * by the primary key (workspace_id, seq): about log2(retained events) lookups (20 for a million),
  * never a scan of the workspace's events, and no index on stored_at (which every append would

@@ -4,7 +4,7 @@ export const QUERY_TIMEOUT_MS = 5000;
  * The database cancels a statement itself after this long (Postgres's statement_timeout), a
  * second before the client would give up on it: the error is then the database's own and the
  * statement rolled back, so "not stored" is a true answer. Were it longer, the client would drop
- * the connection while Postgres went on, and might commit (common/write-outcome.ts). A commit is
+ * the connection while Postgres went on, and might commit (provesRollback). A commit is
  * not a statement: a commit that outlasts the query timeout is the one case left whose outcome is
  * unknown.
  */

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { WebhookBacklog } from '../port.ts';
-import { queryRows } from './sql.ts';
+import type { SqlPieces } from './sql.ts';
 
 /*
  * Pending deliveries of enabled endpoints, counted up to a cap: the count stops there, so a scrape
@@ -23,8 +23,8 @@ const OLDEST_PENDING = `
     FROM webhook_endpoints e WHERE e.enabled = ?`;
 
 /** What webhooks owe now, cheaply enough to ask at every metrics scrape. */
-export async function webhookBacklog(db: Knex, cap: number): Promise<WebhookBacklog> {
-  const [count] = await queryRows<{ n: number | string }>(db, COUNT_PENDING, [true, cap]);
-  const [oldest] = await queryRows<{ oldest: number | string | null }>(db, OLDEST_PENDING, [true]);
+export async function webhookBacklog(db: Knex, sql: SqlPieces, cap: number): Promise<WebhookBacklog> {
+  const [count] = await sql.rows<{ n: number | string }>(db, COUNT_PENDING, [true, cap]);
+  const [oldest] = await sql.rows<{ oldest: number | string | null }>(db, OLDEST_PENDING, [true]);
   return { pending: Number(count?.n ?? 0), oldestCreatedAt: oldest?.oldest == null ? null : Number(oldest.oldest) };
 }

@@ -2,18 +2,22 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { WebhookAttempt } from '../../../generated/types.ts';
 import type { AttemptHealth, AttemptRecord, DueDelivery, EndpointRow, LeaseRequest } from '../port.ts';
-import type { Adapter } from './adapter.ts';
-import { queryRows } from './sql.ts';
+import type { SqlPieces } from './sql.ts';
 
 type Db = Knex;
 type Reader = Knex | Knex.Transaction;
 const iso = (ms: number | string) => new Date(Number(ms)).toISOString();
 
-export const findEndpoint = (db: Reader, workspaceId: string, url: string): Promise<EndpointRow | undefined> =>
-  db('webhook_endpoints').where({ workspace_id: workspaceId, url }).first();
+/** An endpoint row as the port gives it: `enabled` a boolean, whatever the column holds (SQLite: 0 or 1). */
+const endpointOf = <Row extends { enabled: unknown }>(row: Row): Row & { enabled: boolean } => ({ ...row, enabled: Boolean(row.enabled) });
 
-export const listEndpoints = (db: Reader, workspaceId: string): Promise<EndpointRow[]> =>
-  db('webhook_endpoints').where({ workspace_id: workspaceId }).orderBy('created_at').orderBy('id');
+export const findEndpoint = async (db: Reader, workspaceId: string, url: string): Promise<EndpointRow | undefined> => {
+  const row = await db('webhook_endpoints').where({ workspace_id: workspaceId, url }).first();
+  return row === undefined ? undefined : endpointOf(row);
+};
+
+export const listEndpoints = async (db: Reader, workspaceId: string): Promise<EndpointRow[]> =>
+  (await db('webhook_endpoints').where({ workspace_id: workspaceId }).orderBy('created_at').orderBy('id')).map(endpointOf);
 
 /*
  * Which endpoints to lease, fairly. Every enabled endpoint with no live lease and a delivery due
@@ -53,9 +57,10 @@ const PICK_ENDPOINTS = `
  * then keeps an endpoint to one instance while it sends, so no attempt goes out twice. A crashed
  * instance's lease simply runs out.
  */
-export async function leaseEndpoints(db: Db, sql: Adapter['sql'], request: LeaseRequest): Promise<EndpointRow[]> {
+export async function leaseEndpoints(db: Db, sql: SqlPieces, request: LeaseRequest): Promise<EndpointRow[]> {
   const { owner, now, leaseMs, max, perWorkspace } = request;
-  const result = await db.raw(
+  const leased = await sql.rows<EndpointRow & { enabled: boolean | number }>(
+    db,
     `UPDATE webhook_endpoints SET lease_owner = ?, lease_until = ?, last_leased_at = ?
       WHERE id IN (
         SELECT e.id FROM webhook_endpoints e
@@ -65,7 +70,7 @@ export async function leaseEndpoints(db: Db, sql: Adapter['sql'], request: Lease
       RETURNING id, workspace_id, url, event_types, enabled, disabled_reason, disabled_at, secret, previous_secret, previous_secret_expires_at, last_tested_at, created_at, updated_at`,
     [owner, now + leaseMs, now, owner, now, true, now, now, perWorkspace, max, true, now],
   );
-  return (Array.isArray(result) ? result : result.rows) as EndpointRow[];
+  return leased.map(endpointOf);
 }
 
 /** Extends a lease this owner holds; false when it was lost (expired and taken by another instance). */
@@ -86,9 +91,9 @@ export async function releaseLease(db: Db, endpointId: string, owner: string, pa
  * Read in the (endpoint_id, event_seq) index's order, so a lease reads `max` rows whatever the
  * backlog. SQLite would rather range over (endpoint_id, next_attempt_at) and sort every due row
  * (tens of milliseconds of a blocked event loop for a backlog of 100,000): the unary `+` keeps it
- * from using next_attempt_at for the search (Adapter.sql.notIndexed).
+ * from using next_attempt_at for the search (SqlPieces.notIndexed).
  */
-export async function dueDeliveries(db: Db, sql: Adapter['sql'], endpointId: string, now: number, max: number): Promise<DueDelivery[]> {
+export async function dueDeliveries(db: Db, sql: SqlPieces, endpointId: string, now: number, max: number): Promise<DueDelivery[]> {
   return db('webhook_deliveries as d')
     .leftJoin('events as e', function () {
       this.on('e.workspace_id', '=', 'd.workspace_id').andOn('e.seq', '=', 'd.event_seq');
@@ -140,8 +145,8 @@ export async function recordAttempt(db: Db, record: AttemptRecord): Promise<{ di
 }
 
 /** How many of the endpoint's last `window` attempts there are, and how many delivered: `window` index entries at most. */
-export async function attemptHealth(db: Reader, endpointId: string, window: number): Promise<AttemptHealth> {
-  const [row] = await queryRows<{ attempts: number | string; delivered: number | string | null }>(
+export async function attemptHealth(db: Reader, sql: SqlPieces, endpointId: string, window: number): Promise<AttemptHealth> {
+  const [row] = await sql.rows<{ attempts: number | string; delivered: number | string | null }>(
     db,
     `SELECT COUNT(*) AS attempts, SUM(CASE WHEN outcome = 'delivered' THEN 1 ELSE 0 END) AS delivered
        FROM (SELECT outcome FROM webhook_attempts WHERE endpoint_id = ? ORDER BY id DESC LIMIT ?) last_attempts`,
@@ -155,10 +160,10 @@ export async function attemptHealth(db: Reader, endpointId: string, window: numb
  * conditional upsert claims the slot, so instances racing on it agree. The workspace's rows past
  * their cooldown go first: the table holds only what was tested in the last `cooldownMs`.
  */
-export async function claimTestSlot(db: Db, workspaceId: string, url: string, now: number, cooldownMs: number): Promise<{ claimed: true } | { claimed: false; waitMs: number }> {
+export async function claimTestSlot(db: Db, sql: SqlPieces, workspaceId: string, url: string, now: number, cooldownMs: number): Promise<{ claimed: true } | { claimed: false; waitMs: number }> {
   const urlSha256 = createHash('sha256').update(url).digest('hex');
   await db('webhook_test_cooldowns').where({ workspace_id: workspaceId }).andWhere('tested_at', '<=', now - cooldownMs).delete();
-  const claimed = await queryRows<{ tested_at: number | string }>(
+  const claimed = await sql.rows<{ tested_at: number | string }>(
     db,
     `INSERT INTO webhook_test_cooldowns (workspace_id, url_sha256, tested_at) VALUES (?, ?, ?)
      ON CONFLICT (workspace_id, url_sha256) DO UPDATE SET tested_at = excluded.tested_at
@@ -172,8 +177,8 @@ export async function claimTestSlot(db: Db, workspaceId: string, url: string, no
 }
 
 /** An endpoint's pending deliveries, counted up to `max` (the count stops there: it reads at most that many index entries). */
-export async function pendingCountUpTo(db: Reader, endpointId: string, max: number): Promise<number> {
-  const [row] = await queryRows<{ n: number | string }>(db, 'SELECT COUNT(*) AS n FROM (SELECT 1 FROM webhook_deliveries WHERE endpoint_id = ? LIMIT ?) pending', [endpointId, max]);
+export async function pendingCountUpTo(db: Reader, sql: SqlPieces, endpointId: string, max: number): Promise<number> {
+  const [row] = await sql.rows<{ n: number | string }>(db, 'SELECT COUNT(*) AS n FROM (SELECT 1 FROM webhook_deliveries WHERE endpoint_id = ? LIMIT ?) pending', [endpointId, max]);
   return Number(row?.n ?? 0);
 }
 

@@ -1,8 +1,13 @@
 import type { Knex } from 'knex';
 import { findByIds, idsToLookUp, inWorkspaceOrder, onlyAsked } from '../common/events.ts';
-import { placeholders, preparedRows, queryRows, type PgStatement } from '../common/sql.ts';
-import { OutcomeUnknown, provesRollback, sqlState } from '../common/write-outcome.ts';
+import { placeholders } from '../common/sql.ts';
+import { postgresRows, preparedRows, type PgStatement } from './rows.ts';
+import { provesRollback, sqlState } from '../common/write-outcome.ts';
+import { OutcomeUnknown } from '../port/outcome-unknown.ts';
 import type { AppendOptions, FirstSeqs, SortOutStored, StoredIdRow, WorkspaceAppend } from '../port.ts';
+
+/** Store.append's options, and the caller's own transaction to append inside (postgresKind.appendInTransaction). */
+export type PostgresAppendOptions = AppendOptions & { trx?: Knex.Transaction };
 import { sqlWeekOf, type EventPartitions } from './partitions.ts';
 
 /** SQLSTATE of event_feed_append_crosses_week() (migration 009). */
@@ -13,11 +18,11 @@ const CROSSES_WEEK = 'EF001';
  * when the client gave ids) and the append (counters, events, webhook deliveries, the heads'
  * notification on `notifyChannel`). Outside a transaction the append commits by itself, so when
  * it fails in a way that does not prove it rolled back (the connection lost, the client's query
- * timeout: the commit may have happened) this throws OutcomeUnknown (common/write-outcome.ts).
+ * timeout: the commit may have happened) this throws OutcomeUnknown (provesRollback).
  * With skipLocked, the workspaces whose counter row another transaction holds are left out of the
  * answer: none of their events was appended.
  *
- * Client ids stay unique per workspace across partitions (postgres/partitions.ts). Each
+ * Client ids stay unique per workspace across partitions (EventPartitions). Each
  * partition's unique index catches a concurrent append of the same id in the same partition, as
  * one unpartitioned table would. A duplicate in an older partition is either committed before
  * the lookup, which finds it, or after: then it was stored at or after the newest stored_at the
@@ -36,7 +41,7 @@ export async function appendOnPostgres(
   appends: WorkspaceAppend[],
   storedAt: number,
   sortOut: SortOutStored,
-  { trx, skipLocked }: AppendOptions,
+  { trx, skipLocked }: PostgresAppendOptions,
 ): Promise<FirstSeqs> {
   if (!partitions.covers(storedAt)) await partitions.ensureFor(storedAt, trx);
   if (trx) {
@@ -75,7 +80,7 @@ async function findByIdsWithNewest(db: Knex, appends: WorkspaceAppend[]): Promis
   if (asked.length === 0) return { stored: [], newest: new Map() };
   const workspaces = asked.map((w) => w.workspaceId);
   const ids = asked.flatMap((w) => w.ids);
-  const rows = await queryRows<StoredIdRow & { newest: string | null }>(
+  const rows = await postgresRows<StoredIdRow & { newest: string | null }>(
     db,
     `SELECT workspace_id, id, envelope, NULL::bigint AS newest FROM events
       WHERE workspace_id IN (${placeholders(workspaces.length)}) AND id IN (${placeholders(ids.length)})
@@ -102,7 +107,7 @@ async function appendLocked(
   skipLocked = false,
 ): Promise<FirstSeqs> {
   const workspaces = inWorkspaceOrder(appends).map((a) => a.workspaceId);
-  const rows = await queryRows<{ workspace_id: string }>(
+  const rows = await postgresRows<{ workspace_id: string }>(
     trx,
     `SELECT workspace_id FROM feed_counters WHERE workspace_id IN (${placeholders(workspaces.length)}) ORDER BY workspace_id FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`,
     workspaces,
@@ -112,7 +117,7 @@ async function appendLocked(
   if (mine.length === 0) return new Map();
   // Only the workspaces locked here: another's ids were not looked up under its lock (it is skipped, and sent again).
   const sortOutMine: SortOutStored = (stored) => sortOut(stored).filter((a) => locked.has(a.workspaceId));
-  return appendStatement(trx, notifyChannel, mine, storedAt, sortOutMine, await findByIds(trx, idsToLookUp(mine)), skipLocked);
+  return appendStatement(trx, notifyChannel, mine, storedAt, sortOutMine, await findByIds(postgresRows, trx, idsToLookUp(mine)), skipLocked);
 }
 
 /**
@@ -148,7 +153,7 @@ async function appendStatement(
  * statement, atomic even outside a transaction, which lets the group commit run it without BEGIN
  * and COMMIT.
  *
- * The ordering argument of common/events.ts holds unchanged: the counter rows are locked (in workspace
+ * The ordering argument (the write path's notes beside inWorkspaceOrder) holds unchanged: the counter rows are locked (in workspace
  * order) by the statement's first step and kept until it commits, so seqs are handed out in commit
  * order. All parts of a statement run on one snapshot, but the UPDATE of a row that another
  * transaction changed meanwhile waits for it and then works on the committed row (READ COMMITTED's
@@ -157,10 +162,10 @@ async function appendStatement(
  * With `skipLocked` (the group commit's statements), a counter row that another transaction holds
  * is skipped instead of waited for (FOR UPDATE SKIP LOCKED): the statement appends the events of
  * the workspaces it could lock and returns only those, and the caller sends the others' events
- * where waiting for their rows holds back no other workspace (feed/group-commit.ts). Skipping takes
+ * where waiting for their rows holds back no other workspace (GroupCommit). Skipping takes
  * nothing and waits for nothing, so it leaves the ordering argument and the lock order as they are.
  * Without it (the library, inside the caller's transaction, and the group commit's lane for a
- * workspace found locked), the statement waits for each row, up to lock_timeout (postgres/connection.ts).
+ * workspace found locked), the statement waits for each row, up to lock_timeout (openPostgresKnex).
  *
  * The events travel as one array per column, so the text is the same for every batch (one for a
  * single workspace, one for several; each waiting or skipping) and is prepared once per
@@ -263,7 +268,7 @@ function statementText(bump: string, notifyChannel: string): string {
   )`;
   // The deliveries owed: one per (enabled endpoint of the event's workspace, event of a type it
   // takes). Filters are exact types or prefixes ending in `.*`, [] takes every type: the rule of
-  // matchesTypes (contract/type-filter.ts), which SQLite applies in process; the webhook tests hold
+  // matchesTypes, which SQLite applies in process; the webhook tests hold
   // both to it. Emitted types are the contract's, so a prefix matches exactly what it expands to.
   const deliveries = `, outbox AS (
     INSERT INTO webhook_deliveries (endpoint_id, workspace_id, event_seq, event_id, attempts, next_attempt_at, created_at)

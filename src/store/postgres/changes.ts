@@ -5,7 +5,7 @@ import type { ChangeEvents } from '../change-events.ts';
 import type { ChangeListener } from '../port.ts';
 import { pgModule } from './connection.ts';
 
-/** Where each append announces its workspace's new last seq, "<workspace> <seq>", as it commits (postgres/append.ts). */
+/** Where each append announces its workspace's new last seq, "<workspace> <seq>", as it commits (appendOnPostgres). */
 export const HEADS_CHANNEL = 'event_feed_heads';
 
 /** How often the channel proves itself with a notification sent to itself, and how long one may take. */
@@ -24,7 +24,7 @@ export const HEAD_LISTENER_NAME = 'event-feed heads';
 /**
  * Tells `events` of every commit on a Postgres database (headMoved) and of every API key changed
  * (keyChanged): a connection of its own (LISTEN needs one that stays) listens on HEADS_CHANNEL,
- * where each append's counter statement notifies "<workspace> <last seq>" (postgres/append.ts),
+ * where each append's counter statement notifies "<workspace> <last seq>" (appendOnPostgres),
  * and on KEYS_CHANNEL, where a trigger notifies the id of a key updated or deleted (migration
  * 005). The channel is reported `opened` only once a notification this connection sent itself
  * came back (a pooler that does not carry notifications, such as PgBouncer in transaction mode,

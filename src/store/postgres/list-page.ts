@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import type { PageRead } from '../common/search-session.ts';
 
 /*
- * A list_events page read on Postgres straight into bytes, as store/pg-page.ts reads a feed page:
+ * A list_events page read on Postgres straight into bytes, as queryPostgresPage reads a feed page:
  * each row's envelope is written into a buffer as its DataRow message arrives, so no row object
  * or string outlives its message. A list_events row also carries the event's type and time (the
  * page's facts) and how many candidates the statement found (whether more match than it returns).
@@ -84,7 +84,7 @@ export async function readPgListPage(db: Knex | Knex.Transaction, text: string):
   const connection = (await db.client.acquireConnection()) as PgClient;
   try {
     await new Promise<void>((resolve, reject) => {
-      // The callback as last argument: the pool's timeout guard (postgres/connection.ts) wraps it.
+      // The callback as last argument: the pool's timeout guard (openPostgresKnex) wraps it.
       connection.query(new Query({ text }, sink), (err) => (err ? reject(err) : resolve()));
     });
   } finally {

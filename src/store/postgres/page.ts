@@ -132,7 +132,7 @@ export async function readPgPage(db: Knex, statement: PgPageStatement, maxBytes:
   const connection = (await db.client.acquireConnection()) as PgClient;
   try {
     await new Promise<void>((resolve, reject) => {
-      // The callback as last argument: the pool's timeout guard (postgres/connection.ts) wraps it.
+      // The callback as last argument: the pool's timeout guard (openPostgresKnex) wraps it.
       connection.query(new Query({ ...statement, values: [...statement.values] }, sink), (err) => (err ? reject(err) : resolve()));
     });
   } finally {
@@ -196,5 +196,5 @@ export function pgPageStatement(q: PageQuery): PgPageStatement {
   };
 }
 
-/** One page of the feed, read now (common/feed-page.ts adds the read-ahead). */
+/** One page of the feed, read now (pageReader adds the read-ahead). */
 export const queryPostgresPage = (db: Knex, q: PageQuery): Promise<StoredPage> => readPgPage(db, pgPageStatement(q), PAGE_MAX_BYTES, q.withFacts === true);

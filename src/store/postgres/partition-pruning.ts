@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { PruneResult } from '../port.ts';
-import { queryRows } from '../common/sql.ts';
+import { postgresRows } from './rows.ts';
 import { pruneAttempts, pruneDeliveries } from '../common/webhook-pruning.ts';
 import { LOCK_NOT_AVAILABLE, sqlState } from '../common/write-outcome.ts';
 import { type EventPartition, listPartitions, PARTITIONS_LOCK } from './partitions.ts';
@@ -14,10 +14,10 @@ const DROP_ATTEMPTS = 5;
  * Store.pruneAll on Postgres: drops, oldest first, every partition of `events` whose every row
  * is past the cutoff (its upper bound is at or before it), so events are kept between the
  * retention period and that plus a week. Then the webhook deliveries of what was dropped and the
- * attempt history past retention go, as on SQLite (common/webhook-pruning.ts).
+ * attempt history past retention go, as on SQLite (pruneDeliveries, pruneAttempts).
  *
  * One partition per transaction: its rows are locked against writes, the watermarks rise to the
- * highest seq it holds per workspace and per (workspace, mailbox) (common/retention.ts reads
+ * highest seq it holds per workspace and per (workspace, mailbox) (prunedThrough reads
  * them), and the table is dropped; all at commit or none. Each partition holds one run of seqs
  * per workspace (migration 009) and the older ones are gone, so "pruned through N" keeps meaning
  * "every seq ≤ N is gone and every seq > N is still there". Those highest seqs come from index
@@ -57,7 +57,7 @@ async function dropInTransaction(trx: Knex.Transaction, name: string): Promise<P
   const table = `"${name}"`;
   // No write may land in it from here on (none should: its week is past retention).
   await trx.raw(`LOCK TABLE ${table} IN SHARE MODE`);
-  const feeds = await queryRows<{ workspace_id: string; first_seq: string; last_seq: string }>(
+  const feeds = await postgresRows<{ workspace_id: string; first_seq: string; last_seq: string }>(
     trx,
     `WITH RECURSIVE feeds AS (
        (SELECT workspace_id FROM ${table} ORDER BY workspace_id LIMIT 1)

@@ -1,14 +1,14 @@
 import knexFactory, { type Knex } from 'knex';
-import { queryRows } from '../common/sql.ts';
+import { postgresRows } from './rows.ts';
 
 /*
  * Postgres keeps `events` partitioned by week of `stored_at` (migration 009): retention drops a
- * whole week (postgres/partition-pruning.ts), a catalog change instead of a DELETE of every row.
+ * whole week (prunePartitions), a catalog change instead of a DELETE of every row.
  *
  * Weeks start on Monday 00:00 UTC. A partition is one week, except the one an existing database
  * was migrated into (every row stored before the migration: FROM MINVALUE to the end of the
  * migration's week); either way every partition is a union of whole weeks, so two stored_at of
- * the same week always share a partition (the duplicate guard of postgres/append.ts relies on it).
+ * the same week always share a partition (the duplicate guard of appendOnPostgres relies on it).
  *
  * Partitions are made on demand, before an append whose stored_at has none (ensureFor), and a day
  * ahead of the next week, so the week's first appends find theirs. Making one attaches an empty
@@ -17,7 +17,7 @@ import { queryRows } from '../common/sql.ts';
  *
  * Each partition has its own unique indexes (workspace_id, seq) and (workspace_id, id): a unique
  * index of a partitioned table must hold the partition key, which would make it useless to both.
- * Seqs are unique by the counters (common/events.ts); ids across partitions by postgres/append.ts.
+ * Seqs are unique by the counters (the write path's notes beside inWorkspaceOrder); ids across partitions by appendOnPostgres.
  * The other indexes are the parent's (partitioned indexes), made on each partition as it attaches.
  */
 
@@ -47,7 +47,7 @@ export const PARTITIONS_LOCK = 0x65767077;
 
 /** The partitions of `events`, oldest first, read from the catalog. */
 export async function listPartitions(db: Knex | Knex.Transaction): Promise<EventPartition[]> {
-  const rows = await queryRows<{ name: string; bound: string }>(
+  const rows = await postgresRows<{ name: string; bound: string }>(
     db,
     `SELECT c.relname AS name, pg_get_expr(c.relpartbound, c.oid) AS bound
        FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Logger } from '../../log.ts';
 import { searchEvents, type SearchPage, type SearchQuery } from '../common/event-search.ts';
 import { feedHead } from '../common/events.ts';
-import { queryRows } from '../common/sql.ts';
+import { postgresRows } from './rows.ts';
 import { isWhole, type PageQuery, type ReplicaStatus, type StoredPage } from '../port.ts';
 import { openPostgresKnex } from './connection.ts';
 import { queryPostgresPage } from './page.ts';
@@ -83,7 +83,7 @@ export class ReadReplicas {
       const replica = this.#replicas[this.#next++ % count]!;
       if (!replica.serving) continue;
       try {
-        const head = await withTimeout(feedHead((sql, bindings) => queryRows(replica.knex, sql, bindings), q.workspaceId), 'head read');
+        const head = await withTimeout(feedHead((sql, bindings) => postgresRows(replica.knex, sql, bindings), q.workspaceId), 'head read');
         if (head < q.beforeSeq - 1) continue; // behind the token: the primary answers
         return await withTimeout(searchEvents(postgresSearchSession(replica.knex), q), 'list_events');
       } catch (err) {

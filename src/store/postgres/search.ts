@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { feedBounds, type Dialect, type Statement } from '../common/event-search-plans.ts';
 import { boundsOf, type BoundsRow, type SearchSession } from '../common/search-session.ts';
-import { queryRows } from '../common/sql.ts';
+import { postgresRows } from './rows.ts';
 import { pgModule } from './connection.ts';
 import { readPgListPage } from './list-page.ts';
 
@@ -46,7 +46,7 @@ function postgresPage(facts: Statement, limit: number, maxBytes: number): Statem
  * Postgres picks a plan per statement from its statistics, and a table filled faster than
  * autovacuum analyzes it (or never analyzed) makes it estimate a few hundred rows where there are
  * millions, and read them all with a bitmap scan and a sort. list_events' statements are written
- * so that an index order bounds their work (event-search-plans.ts); these settings take away
+ * so that an index order bounds their work (rangeCandidates, keyedCandidates, scanCandidates); these settings take away
  * every plan that does not follow an index order (a sort stays possible where nothing else can
  * give the order, as over a list of seqs, which is bounded). SET LOCAL lasts until the end of the
  * transaction: sent with the statement in one simple-protocol message, which Postgres runs as one
@@ -64,7 +64,7 @@ export function postgresSearchSession(db: Knex): SearchSession {
     // Primary-key lookups: no plan to pin.
     bounds: async (workspaceId) => {
       const { sql, bindings } = feedBounds(workspaceId);
-      return boundsOf((await queryRows<BoundsRow>(db, sql, bindings))[0]);
+      return boundsOf((await postgresRows<BoundsRow>(db, sql, bindings))[0]);
     },
     rows: async <T>(s: Statement) => {
       // knex sends a statement without bindings as one simple query; its last result is the SELECT's.
@@ -78,7 +78,7 @@ export function postgresSearchSession(db: Knex): SearchSession {
 
 /**
  * A statement with its `?` replaced by its bindings as Postgres literals: the simple protocol has
- * no parameters (event-search-plans.ts binds only strings and integers).
+ * no parameters (the plans' Statement binds only strings and integers).
  */
 function inline(s: Statement): string {
   const { escapeLiteral } = pgModule();

@@ -2,15 +2,20 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import type { Adapter } from '../common/adapter.ts';
+import type { SqlPieces } from '../common/sql.ts';
 import { driverLog, knexLog } from '../common/driver-log.ts';
 import { runMigrations } from '../common/migrate.ts';
-import { appendOnSqlite, connectionOf, inSqliteWriteTransaction } from './append.ts';
+import { appendOnSqlite, inSqliteWriteTransaction } from './append.ts';
 import { OthersWrites } from './changes.ts';
 import { configureSqlite, SqliteReader, WalCheckpointer, type SqliteConnection } from './connection.ts';
 import { readSqlitePage } from './page.ts';
 import { sqliteSearchSession } from './search.ts';
 import { PAGE_MAX_BYTES } from '../../limits/page-bytes.ts';
-import { queryRows } from '../common/sql.ts';
+import { sqliteRows } from './rows.ts';
+import { sqliteErrors } from './errors.ts';
+
+/** The SQL pieces common code needs on SQLite (sqliteKind.sql): writes are serialized, so nothing to skip. */
+export const SQLITE_SQL: SqlPieces = { greatest: 'MAX', skipLocked: '', notIndexed: '+', rows: sqliteRows };
 
 // A write that changes nothing: it makes SQLite take the database's write lock now.
 const TAKE_WRITE_LOCK = "UPDATE settings SET value = value WHERE key = ''";
@@ -81,17 +86,16 @@ export function sqliteAdapter(file: string, options: { checkpointInBackground?: 
     }
   }
 
-  const readRows = <T>(sql: string, bindings: readonly Knex.Value[]): Promise<T[]> => (reader ? Promise.resolve(reader.rows<T>(sql, bindings)) : queryRows<T>(knex, sql, bindings));
+  const readRows = <T>(sql: string, bindings: readonly Knex.Value[]): Promise<T[]> => (reader ? Promise.resolve(reader.rows<T>(sql, bindings)) : sqliteRows<T>(knex, sql, bindings));
 
   return {
     description: file === ':memory:' ? 'SQLite (in memory)' : `SQLite (${file})`,
     knex,
     appends: { concurrent: 1, skipLocked: false },
     othersWritesVersion: () => othersWrites.version(),
-    append: async (sorted, storedAt, sortOut, { trx }) =>
-      // Inside the caller's knex transaction, on its connection; otherwise a synchronous
-      // transaction of its own on the writing connection, without a knex transaction object.
-      trx ? appendOnSqlite(await connectionOf(trx), sorted, storedAt, sortOut) : inSqliteWriteTransaction(knex, (conn) => appendOnSqlite(conn, sorted, storedAt, sortOut)),
+    // A synchronous transaction of its own on the writing connection, without a knex transaction
+    // object (a caller's own transaction appends through sqliteKind.appendInTransaction).
+    append: async (sorted, storedAt, sortOut) => inSqliteWriteTransaction(knex, (conn) => appendOnSqlite(conn, sorted, storedAt, sortOut)),
     queryPage: (q) => onReadConnection((conn) => readSqlitePage(conn, q, PAGE_MAX_BYTES)),
     searchSession: () => sqliteSearchSession(readRows),
     readRows,
@@ -103,9 +107,10 @@ export function sqliteAdapter(file: string, options: { checkpointInBackground?: 
     beginWrite: async (trx) => void (await trx.raw(TAKE_WRITE_LOCK)),
     // Write transactions are serialized by the write lock taken in beginWrite.
     lockRow: async () => {},
-    sql: { greatest: 'MAX', skipLocked: '', notIndexed: '+' },
+    sql: SQLITE_SQL,
+    errors: sqliteErrors,
     // The single writer needs no lock: its one pooled connection is the one knex migrates on.
-    migrate: () => runMigrations(knex),
+    migrate: () => runMigrations(knex, 'sqlite'),
     close: () => knex.destroy(),
   };
 }

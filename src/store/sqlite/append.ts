@@ -15,7 +15,7 @@ const STORED_BY_ID = 'SELECT workspace_id, id, envelope FROM events WHERE worksp
 // The counter also keeps the workspace's newest stored_at (migration 010): the events get
 // MAX(it, the clock's), so stored_at never goes down along a workspace's seqs, even when this
 // process read its clock before waiting for another process's write lock (feed_cursor's search
-// relies on that order: common/time-position.ts).
+// relies on that order: positionAt).
 const BUMP_COUNTER =
   'UPDATE feed_counters SET last_seq = last_seq + ?, last_stored_at = MAX(last_stored_at, ?) WHERE workspace_id = ? RETURNING last_seq, last_stored_at';
 const INSERT_EVENT =
@@ -68,7 +68,7 @@ export function sqliteStoredByIds(conn: SqliteConnection, wanted: Array<{ worksp
 }
 
 /**
- * The append on SQLite (common/events.ts gives the ordering argument): inside the caller's
+ * The append on SQLite (the write path's notes beside inWorkspaceOrder give the ordering argument): inside the caller's
  * transaction, each workspace's counter moved, its events inserted at the seqs that gives, and
  * the webhook deliveries they owe written with them. `sorted` is in workspace order.
  */

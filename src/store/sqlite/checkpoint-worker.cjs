@@ -1,4 +1,4 @@
-// SQLite WAL checkpoints, on a thread of their own (see sqlite-connection.ts, WalCheckpointer):
+// SQLite WAL checkpoints, on a thread of their own (see WalCheckpointer):
 // copying the WAL into the database file and syncing it takes milliseconds, tens under load, that
 // the event loop would otherwise spend blocked. Plain CommonJS: a worker starts without a loader.
 const { parentPort, workerData } = require('node:worker_threads');

@@ -63,7 +63,7 @@ export class SqliteReader {
     return this.connection().prepare(sql).all(bindings.map((b) => (typeof b === 'boolean' ? Number(b) : b))) as T[];
   }
 
-  /** The read-only connection itself, for reads of several statements (store/sqlite-page.ts). */
+  /** The read-only connection itself, for reads of several statements (readSqlitePage). */
   connection(): SqliteConnection {
     if (!this.#conn) {
       const conn = new Database(this.filename);

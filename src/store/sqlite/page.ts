@@ -6,7 +6,7 @@ import type { SqliteConnection } from './connection.ts';
  * snapshot: a prune or a commit between its statements cannot change the rows it counted).
  *
  * Every read is bounded by the page itself, whatever the workspace holds:
- * - the whole feed: seqs have no holes (store/events.ts), so the `limit` events after the cursor
+ * - the whole feed: seqs have no holes (the write path's notes beside inWorkspaceOrder), so the `limit` events after the cursor
  *   are the seqs afterSeq + 1 … afterSeq + limit, and the range says so to the index;
  * - a key restricted to mailboxes: one ordered scan of the (workspace, mailbox, seq) index per
  *   mailbox, merged here one seq at a time, so a page reads about `limit` + (number of mailboxes)

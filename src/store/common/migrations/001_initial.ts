@@ -13,7 +13,7 @@ export async function up(knex: Knex): Promise<void> {
     t.bigInteger('created_at').notNullable();
   });
 
-  // One row per workspace: its row lock orders appends (see store/events.ts).
+  // One row per workspace: its row lock orders appends (see the write path's notes beside inWorkspaceOrder).
   await knex.schema.createTable('feed_counters', (t) => {
     t.text('workspace_id').primary().references('workspaces.id');
     t.bigInteger('last_seq').notNullable().defaultTo(0);
@@ -37,7 +37,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('type').notNullable();
     t.text('mailbox_id');
     t.bigInteger('stored_at').notNullable();
-    // Read by nothing now: a retry is compared with the stored envelope (feed/same-event.ts), and new
+    // Read by nothing now: a retry is compared with the stored envelope (sameEvent), and new
     // rows leave it NULL. Older rows may hold a hash of their first request.
     t.text('idempotency_hash');
     // The envelope exactly as served: spliced into responses without parse/stringify.

@@ -1,15 +1,20 @@
 import type { Knex } from 'knex';
+import type { PerKind } from '../../database-kind.ts';
+import type { KindMigration } from '../migration-steps.ts';
 
-export async function up(knex: Knex): Promise<void> {
+/** An envelope's occurred_at in epoch milliseconds, in each database's SQL. */
+const OCCURRED_AT_MS: PerKind<string> = {
+  postgres: `(extract(epoch from (envelope::json->>'occurred_at')::timestamptz) * 1000)::bigint`,
+  sqlite: `CAST(ROUND((julianday(json_extract(envelope, '$.occurred_at')) - 2440587.5) * 86400000) AS INTEGER)`,
+};
+
+/** The same on every database but for OCCURRED_AT_MS. */
+async function upWith(knex: Knex, occurredAtMs: string): Promise<void> {
   // list_events filters on occurred_at; keep it as a number beside the envelope text.
   await knex.schema.alterTable('events', (t) => {
     t.bigInteger('occurred_at_ms');
   });
-  const extract =
-    knex.client.config.client === 'pg'
-      ? `(extract(epoch from (envelope::json->>'occurred_at')::timestamptz) * 1000)::bigint`
-      : `CAST(ROUND((julianday(json_extract(envelope, '$.occurred_at')) - 2440587.5) * 86400000) AS INTEGER)`;
-  await knex.raw(`UPDATE events SET occurred_at_ms = ${extract} WHERE occurred_at_ms IS NULL`);
+  await knex.raw(`UPDATE events SET occurred_at_ms = ${occurredAtMs} WHERE occurred_at_ms IS NULL`);
 
   await knex.schema.createTable('webhook_endpoints', (t) => {
     t.text('id').primary();
@@ -55,9 +60,15 @@ export async function up(knex: Knex): Promise<void> {
   });
 }
 
-export async function down(knex: Knex): Promise<void> {
+async function downOn(knex: Knex): Promise<void> {
   await knex.schema.dropTableIfExists('webhook_attempts');
   await knex.schema.dropTableIfExists('webhook_deliveries');
   await knex.schema.dropTableIfExists('webhook_endpoints');
   await knex.schema.alterTable('events', (t) => t.dropColumn('occurred_at_ms'));
 }
+
+export const up: KindMigration['up'] = {
+  sqlite: (knex) => upWith(knex, OCCURRED_AT_MS.sqlite),
+  postgres: (knex) => upWith(knex, OCCURRED_AT_MS.postgres),
+};
+export const down: KindMigration['down'] = { sqlite: downOn, postgres: downOn };

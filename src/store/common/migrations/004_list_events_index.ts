@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /*
- * Indexes for list_events (see the plans in src/store/event-search.ts):
+ * Indexes for list_events (see the plans searchEvents runs: rangeCandidates, keyedCandidates):
  * - (workspace_id, type, seq): "the latest bounces" reads the newest events of each type asked for
  *   and merges them, so a rare type costs what it returns instead of a backward scan of the whole
  *   feed (the last page of a rare type would otherwise read every event of the workspace).

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { nothing, type KindMigration } from '../migration-steps.ts';
 
 /*
  * Postgres only: every update or delete of an api_keys row notifies event_feed_keys with the key's id,
@@ -6,8 +7,7 @@ import type { Knex } from 'knex';
  * revoked it (an instance, the CLI, an operator's SQL). A trigger rather than a NOTIFY in
  * revokeKey: no way of changing a key can forget to announce it. SQLite keeps no verified key.
  */
-export async function up(knex: Knex): Promise<void> {
-  if (knex.client.config.client !== 'pg') return;
+async function upOnPostgres(knex: Knex): Promise<void> {
   await knex.raw(`
     CREATE FUNCTION event_feed_key_changed() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
@@ -17,8 +17,10 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw('CREATE TRIGGER api_keys_changed AFTER UPDATE OR DELETE ON api_keys FOR EACH ROW EXECUTE FUNCTION event_feed_key_changed()');
 }
 
-export async function down(knex: Knex): Promise<void> {
-  if (knex.client.config.client !== 'pg') return;
+async function downOnPostgres(knex: Knex): Promise<void> {
   await knex.raw('DROP TRIGGER api_keys_changed ON api_keys');
   await knex.raw('DROP FUNCTION event_feed_key_changed()');
 }
+
+export const up: KindMigration['up'] = { sqlite: nothing, postgres: upOnPostgres };
+export const down: KindMigration['down'] = { sqlite: nothing, postgres: downOnPostgres };

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 
 /*
  * When each endpoint was last leased by a dispatcher: free slots go round-robin, to the workspace
- * (and, within it, the endpoint) served least recently (webhooks/store.ts, leaseEndpoints).
+ * (and, within it, the endpoint) served least recently (leaseEndpoints).
  *
  * One pending delivery per (endpoint, event): redeliver_webhook inserts with ON CONFLICT DO NOTHING
  * against this index, so an event already pending for an endpoint is not queued again, however

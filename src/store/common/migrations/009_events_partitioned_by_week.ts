@@ -1,16 +1,17 @@
 import type { Knex } from 'knex';
 import { WEEK_MS, weekStart } from '../../postgres/partitions.ts';
+import { nothing, type KindMigration } from '../migration-steps.ts';
 
 /*
  * Postgres only: `events` becomes a table partitioned by week of stored_at, so retention drops a
- * week at a time instead of deleting rows (postgres/partitions.ts, postgres/partition-pruning.ts).
+ * week at a time instead of deleting rows (EventPartitions, prunePartitions).
  * SQLite keeps its single table: its pruning is bounded already.
  *
  * In place: the table as it is becomes the first partition, FROM MINVALUE to the end of this
  * week (or of the week of its newest row, should a clock have run ahead), keeping its indexes and
  * constraints; nothing is copied. An empty table is dropped instead, and weeks get their
  * partitions as events arrive. Attaching scans the old table once to check its rows fit (under
- * the migration's lock: instances wait for it, see postgres/adapter.ts).
+ * the migration's lock: instances wait for it, see migratePostgres).
  *
  * Also:
  * - feed_counters.last_stored_at: the newest stored_at of each workspace. An append stores
@@ -18,12 +19,11 @@ import { WEEK_MS, weekStart } from '../../postgres/partitions.ts';
  *   even between instances whose clocks differ: each partition then holds one run of seqs per
  *   workspace, and dropping the oldest prunes a prefix of each feed.
  * - event_feed_append_crosses_week(): raised by an append that may meet its own event ids in an
- *   older partition than the one it writes (postgres/append.ts), SQLSTATE EF001.
+ *   older partition than the one it writes (appendOnPostgres), SQLSTATE EF001.
  * - The foreign key events -> workspaces is not carried to the new partitions: an event row is
  *   only ever inserted by the statement that bumps its workspace's counter, whose row has one.
  */
-export async function up(knex: Knex): Promise<void> {
-  if (knex.client.config.client !== 'pg') return;
+async function upOnPostgres(knex: Knex): Promise<void> {
   await knex.raw('ALTER TABLE feed_counters ADD COLUMN last_stored_at bigint NOT NULL DEFAULT 0');
   await knex.raw(`UPDATE feed_counters c SET last_stored_at = m.newest
                     FROM (SELECT workspace_id, max(stored_at) AS newest FROM events GROUP BY workspace_id) m
@@ -57,6 +57,9 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(`ALTER TABLE events ATTACH PARTITION ${name} FOR VALUES FROM (MINVALUE) TO (${to})`);
 }
 
-export async function down(): Promise<void> {
+async function downOnPostgres(): Promise<void> {
   throw new Error('009_events_partitioned_by_week cannot be undone: restore a backup taken before it');
 }
+
+export const up: KindMigration['up'] = { sqlite: nothing, postgres: upOnPostgres };
+export const down: KindMigration['down'] = { sqlite: nothing, postgres: downOnPostgres };
