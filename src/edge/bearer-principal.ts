@@ -2,7 +2,7 @@ import { authenticate } from '../auth/api-keys.ts';
 import { principalOfAccessToken } from '../auth/oauth-access.ts';
 import { isAccessToken } from '../auth/oauth-tokens.ts';
 import type { Principal } from '../auth/principal.ts';
-import type { AppServices } from '../operations/context.ts';
+import type { AppServices } from '../app/services.ts';
 
 /** Who a bearer token is, or why it is refused (undefined: the default "missing or invalid API key"). */
 export interface BearerLookup {

@@ -5,7 +5,7 @@ import { KnownTokens } from '../limits/known-tokens.ts';
 import type { Reservation } from '../limits/memory-budget.ts';
 import { PAGE_RESERVATION_BYTES } from '../limits/page-bytes.ts';
 import type { RateState } from '../limits/rate-limiter.ts';
-import type { AppServices } from '../operations/context.ts';
+import type { AppServices } from '../app/services.ts';
 import { principalOfKey } from '../auth/api-keys.ts';
 import { bearerPrincipal, type BearerLookup } from './bearer-principal.ts';
 

@@ -30,7 +30,7 @@ export class PageTokenCodec {
     );
   }
 
-  /** `filters` is the canonical text of the normalized filters (the caller's job, see list-events.ts). */
+  /** `filters` is the canonical text of the normalized filters (the caller's job, see listEvents). */
   encode(workspaceId: string, seq: number, filters: string): string {
     return this.#positions.encode(workspaceId, seq, filterDigest(filters));
   }

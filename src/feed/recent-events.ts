@@ -87,7 +87,7 @@ export class RecentEvents {
   /**
    * The page after `afterSeq` if it can be answered whole from here; undefined sends the read to
    * the database. Only the events in `scope`; the page stops at the byte cap like a read does
-   * (store/feed-page.ts).
+   * (the store's pageReader, PAGE_MAX_BYTES).
    */
   page(workspaceId: string, afterSeq: number, limit: number, scope: FeedScope, withFacts = false): RecentPage | undefined {
     const run = this.#runs.get(workspaceId);

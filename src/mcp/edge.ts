@@ -13,7 +13,7 @@ import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
 import { operationLabel } from '../metrics/metrics.ts';
 import { challengeParams, mcpResource } from '../oauth/urls.ts';
-import type { AppServices } from '../operations/context.ts';
+import type { AppServices } from '../app/services.ts';
 import { handshakeParamsProblem } from './handshake-params.ts';
 import { errorResponse, INVALID_PARAMS, INVALID_REQUEST, messageProblem, toolCallParams, type JsonRpcId, type JsonRpcMessage } from './json-rpc.ts';
 import { OriginPolicy } from './origin.ts';

@@ -9,7 +9,7 @@ import { noteError, noteRefusal } from '../edge/request-context.ts';
 import { nothingHere } from '../edge/send-error.ts';
 import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
-import type { AppServices } from '../operations/context.ts';
+import type { AppServices } from '../app/services.ts';
 import { OAuthAddressLimits } from './address-limits.ts';
 import { ClientMetadataDocuments } from './client-metadata-documents.ts';
 import { OAuthClients } from './clients.ts';
