@@ -51,6 +51,8 @@ export function routeOf(method: string, path: string): { operation?: ContractOpe
 export interface StreamRoute {
   path: string;
   operation: ContractOperation & { operationId: OperationIdWith<'mayStream'> };
+  /** The query string's parameters the GET declares (its stream token, the operation's own), in the contract's order. */
+  queryParameters: readonly string[];
 }
 
 /** Every GET path of the contract with `x-stream-of` (naming an operation that may stream: event_feed), read once. */
@@ -60,7 +62,8 @@ export const streamRoutes: readonly StreamRoute[] = Object.entries<Record<string
   if (!isOperationId(operationId) || !hasTrait(operationId, 'mayStream') || !byId.has(operationId)) {
     throw new Error(`${path}: x-stream-of must name an operation of the contract with x-may-stream`);
   }
-  return [{ path, operation: { ...byId.get(operationId)!, operationId } }];
+  const queryParameters = (item.get.parameters ?? []).filter((parameter: any) => parameter?.in === 'query').map((parameter: any) => String(parameter.name));
+  return [{ path, operation: { ...byId.get(operationId)!, operationId }, queryParameters }];
 });
 
 /** The GET path that streams an operation's reads to a browser's EventSource (`x-stream-of` names the operation: event_feed), from the contract. */

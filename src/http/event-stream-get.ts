@@ -21,8 +21,9 @@ type StreamedId = typeof STREAMED.operationId;
 /** Where the contract serves event_feed to an EventSource. */
 export const EVENT_STREAM_PATH = STREAM_ROUTE.path;
 
-/** The query string's parameters: the token, and event_feed's own. */
-const PARAMETERS = new Set(['token', 'after', 'limit']);
+/** The query string's parameters, as the contract declares them: the token, and event_feed's own (after, limit). */
+const PARAMETERS: ReadonlySet<string> = new Set(STREAM_ROUTE.queryParameters);
+const PARAMETER_LIST = STREAM_ROUTE.queryParameters.map((name) => `"${name}"`).join(', ').replace(/, ([^,]*)$/, ' and $1');
 
 /**
  * `GET /v1/event_feed/stream?token=…[&after=…][&limit=…]`: event_feed as Server-Sent Events for a
@@ -79,7 +80,7 @@ function queryOf(url: string): Map<string, string> {
   if (search.length > 2048) throw invalidArgument('the query string is too long');
   const query = new Map<string, string>();
   for (const [name, value] of new URLSearchParams(search)) {
-    if (!PARAMETERS.has(name)) throw invalidArgument(`unknown parameter "${name.slice(0, 40)}": the event stream accepts only "token", "after" and "limit"`);
+    if (!PARAMETERS.has(name)) throw invalidArgument(`unknown parameter "${name.slice(0, 40)}": the event stream accepts only ${PARAMETER_LIST}`);
     if (query.has(name)) throw invalidArgument(`parameter "${name}" is given more than once`);
     query.set(name, value);
   }
