@@ -18,7 +18,7 @@ import type { Principal } from '../src/auth/principal.ts';
 import { PageTokenCodec } from '../src/feed/page-token.ts';
 import type { ListEventsRequest } from '../generated/types.ts';
 import { runOperation } from '../src/operations/registry.ts';
-import { createServices } from '../src/services.ts';
+import { createServices } from '../src/app/services.ts';
 import { publish } from '../src/library.ts';
 import { benchTraffic, MAILBOXES, seed, SPARSE_MAILBOXES } from './seed.ts';
 import { openStore } from '../src/store/open-store.ts';

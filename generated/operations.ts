@@ -100,3 +100,37 @@ export type OperationInput<Id extends OperationId> = Operations[Id]['request'] &
 
 /** What an operation answers. */
 export type OperationOutput<Id extends OperationId> = Operations[Id]['response'];
+
+/** What the edges do differently per operation: the contract's extensions on it (absent: false). */
+export interface OperationTraits {
+  /** `x-answers-page`: its answer may be a whole page, whose worst case is reserved and admitted before it is read. */
+  readonly answersPage: boolean;
+  /** `x-may-be-held`: the read may wait for new events (`Prefer: wait`), and admits its page's memory only once it reads one. */
+  readonly mayBeHeld: boolean;
+  /** `x-may-stream`: asked with `Accept: text/event-stream`, it answers a stream of its reads. */
+  readonly mayStream: boolean;
+}
+
+/** Each operation's traits, by operationId. */
+export const OPERATION_TRAITS = {
+  event_feed: { answersPage: true, mayBeHeld: true, mayStream: true },
+  stream_token: { answersPage: false, mayBeHeld: false, mayStream: false },
+  emit_event: { answersPage: false, mayBeHeld: false, mayStream: false },
+  list_events: { answersPage: true, mayBeHeld: false, mayStream: false },
+  feed_cursor: { answersPage: false, mayBeHeld: false, mayStream: false },
+  set_webhook: { answersPage: false, mayBeHeld: false, mayStream: false },
+  list_webhooks: { answersPage: false, mayBeHeld: false, mayStream: false },
+  redeliver_webhook: { answersPage: false, mayBeHeld: false, mayStream: false },
+  test_webhook: { answersPage: false, mayBeHeld: false, mayStream: false },
+  rotate_secret: { answersPage: false, mayBeHeld: false, mayStream: false },
+  create_key: { answersPage: false, mayBeHeld: false, mayStream: false },
+  list_keys: { answersPage: false, mayBeHeld: false, mayStream: false },
+  revoke_key: { answersPage: false, mayBeHeld: false, mayStream: false },
+} as const satisfies { readonly [Id in OperationId]: OperationTraits };
+
+/** The operations that have a trait: the compiler then knows which ones an edge may treat so. */
+export type OperationIdWith<Trait extends keyof OperationTraits> = { [Id in OperationId]: (typeof OPERATION_TRAITS)[Id][Trait] extends true ? Id : never }[OperationId];
+
+/** Whether an operation has a trait (narrowing its id). */
+export const hasTrait = <Trait extends keyof OperationTraits>(operationId: OperationId, trait: Trait): operationId is OperationIdWith<Trait> =>
+  (OPERATION_TRAITS as { readonly [Id in OperationId]: OperationTraits })[operationId][trait];

@@ -41,7 +41,7 @@ export function readEventTypes(root: string): EventTypeEntry[] {
     if (typeof entry.label_fr?.heading !== 'string' || typeof entry.label_fr?.inline !== 'string') {
       throw new Error(`schemas/event-types.json: ${entry.type} needs label_fr.heading and label_fr.inline`);
     }
-    // The filter pattern and the `mail.*` prefix filter (feed/type-filter.ts) assume one namespace.
+    // The filter pattern and the `mail.*` prefix filter (matchingTypes, matchesTypes) assume one namespace.
     if (!/^mail\.[a-z][a-z_]*$/.test(entry.type)) throw new Error(`schemas/event-types.json: "${entry.type}" is not of the form mail.<lowercase word>`);
     if (seen.has(entry.type)) throw new Error(`schemas/event-types.json: ${entry.type} is listed twice`);
     seen.add(entry.type);

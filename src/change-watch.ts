@@ -5,10 +5,10 @@ import type { ChangeEvents } from './store/change-events.ts';
 
 /**
  * What this process hears of the changes anyone makes to its database, and what it keeps because
- * it would hear of them: the feeds' heads (feed/heads.ts) and the verified API keys
- * (auth/verified-keys.ts), both believed as far as one channel trust says (changes/channel-trust.ts).
- * One per service, created with it (services.ts); the change channel's listener
- * (store/postgres/changes.ts) reports to it through its callbacks.
+ * it would hear of them: the feeds' heads (FeedHeads) and the verified API keys
+ * (VerifiedKeys), both believed as far as one channel trust says (ChannelTrust).
+ * One per service, created with it (watchChanges, in createServices); the change channel's listener
+ * (Store.listenForChanges) reports to it through its callbacks.
  */
 export class ChangeWatch implements ChangeEvents {
   readonly trust: ChannelTrust;

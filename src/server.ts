@@ -7,9 +7,9 @@ import { frontDoor } from './edge/front-door.ts';
 import { createHttpEdge } from './http/edge.ts';
 import { ConnectionGate } from './http/connection-gate.ts';
 import type { Logger } from './log.ts';
-import type { AppServices } from './operations/context.ts';
+import type { AppServices } from './app/services.ts';
 import { schedulePruning } from './retention-schedule.ts';
-import { createServices } from './services.ts';
+import { createServices } from './app/services.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
 import { WebhookSender } from './webhooks/send.ts';
 import { migrateDatabase } from './store/migrate-database.ts';
@@ -39,7 +39,7 @@ export interface StartOptions {
   clock?: Clock;
   /**
    * `listen` (the default): this process serves its metrics on METRICS_PORT. `primary`: a worker of
-   * `serve --workers`, whose primary serves them for all (metrics/cluster.ts).
+   * `serve --workers`, whose primary serves them for all (reportToPrimary, workersExposition).
    */
   metrics?: 'listen' | 'primary';
 }
@@ -103,7 +103,7 @@ export async function startServer(config: Config, log: Logger, options: StartOpt
   webhooks.start();
   // Where a change channel exists (Postgres), every instance hears each commit and key change.
   const changes = store.listenForChanges?.(services.changes, log);
-  // Replicas serve catch-up pages once a probe shows them up (store/postgres/replicas.ts).
+  // Replicas serve catch-up pages once a probe shows them up (Store.replicas).
   const replicas = store.replicas?.watch(log);
 
   let closing: Promise<void> | undefined;

@@ -13,7 +13,7 @@ import { HEARD_KEY_TTL_MS, VERIFIED_KEY_TTL_MS, VerifiedKeys } from '../src/auth
 import type { Principal } from '../src/auth/principal.ts';
 import type { ChangeWatch } from '../src/change-watch.ts';
 import { ChannelTrust } from '../src/changes/channel-trust.ts';
-import { watchChanges } from '../src/services.ts';
+import { watchChanges } from '../src/app/services.ts';
 import { createLogger } from '../src/log.ts';
 import { HEAD_LISTENER_NAME, listenForChanges } from '../src/store/postgres/changes.ts';
 import type { ChangeListener as HeadListener } from '../src/store/port.ts';

@@ -3,11 +3,14 @@
  * `npm run test:unit` so that a change which wears a boundary down fails at once with the file and
  * line that did it, rather than being found by the next review. Each rule lists every violation it
  * finds, not only the first. The source is parsed (TypeScript's parser, no type-check), not
- * searched with patterns, so comments that name `dbKind` or quote SQL are not taken for code.
+ * searched with patterns, so comments that name an identifier or quote SQL are not taken for code.
+ * Every import rule ARCHITECTURE.md states is one entry of IMPORT_RULES, each with a violation
+ * planted in a made-up file that its self-test sees caught.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type TS from 'typescript';
+import { commentPathsOf, namesAFile } from './support/comment-paths.ts';
 import { importCycles } from './support/import-cycles.ts';
 import { importsOf, lineOf, nodesOf, parseSource, readSourceFiles, ts, type ImportEdge, type SourceFile } from './support/source-files.ts';
 
@@ -20,6 +23,87 @@ const showEdge = (edge: ImportEdge) => `${edge.from}:${edge.line} imports ${edge
 function assertNone(violations: string[], rule: string): void {
   assert.equal(violations.length, 0, `${rule}: ${violations.length} violation(s)\n  ${violations.join('\n  ')}`);
 }
+
+/**
+ * An import rule: an import from a file `from` matches of a file `forbidden` matches is a
+ * violation. `planted` is an import that breaks it (a made-up file and what it imports) and
+ * `allowed` one of the same file that does not: the self-test sees the first caught and not the second.
+ */
+interface ImportRule {
+  rule: string;
+  from: (path: string) => boolean;
+  forbidden: (path: string) => boolean;
+  planted: { file: string; imports: string };
+  allowed: { file: string; imports: string };
+}
+
+const under =
+  (...folders: string[]) =>
+  (path: string) =>
+    folders.some((folder) => inFolder(path, folder));
+
+/** The adapter folders: each folder of src/store/ holding an adapter.ts (common/ holds the interface they implement). */
+const ADAPTER_FOLDERS = files.flatMap((file) => /^src\/store\/([^/]+)\/adapter\.ts$/.exec(file.path)?.[1] ?? []).filter((folder) => folder !== 'common');
+const inAnAdapter = (path: string) => ADAPTER_FOLDERS.some((folder) => path.startsWith(`src/store/${folder}/`));
+
+/** What contract/ may import: the generated files and the two modules below everything. */
+const belowContract = (path: string) => path.startsWith('generated/') || inFolder(path, 'contract') || path === 'src/errors.ts' || path === 'src/paths.ts';
+
+/** ARCHITECTURE.md's "Import rules", one entry each (besides the circles, SQL and the client's folder, tested below). */
+const IMPORT_RULES: ImportRule[] = [
+  {
+    rule: 'src/store/ imports nothing from the layers above it (feed/, auth/, webhooks/, operations/, the edges, app/, metrics/, cli/, demo/)',
+    from: under('store'),
+    forbidden: under('feed', 'auth', 'webhooks', 'operations', 'http', 'mcp', 'oauth', 'edge', 'app', 'metrics', 'cli', 'demo'),
+    planted: { file: 'src/store/common/made-up.ts', imports: '../../feed/cursor.ts' },
+    allowed: { file: 'src/store/common/made-up.ts', imports: '../../contract/spec.ts' },
+  },
+  {
+    rule: 'src/http/ does not import src/mcp/',
+    from: under('http'),
+    forbidden: under('mcp'),
+    planted: { file: 'src/http/made-up.ts', imports: '../mcp/tools.ts' },
+    allowed: { file: 'src/http/made-up.ts', imports: '../edge/call.ts' },
+  },
+  {
+    rule: 'src/mcp/ does not import src/http/',
+    from: under('mcp'),
+    forbidden: under('http'),
+    planted: { file: 'src/mcp/made-up.ts', imports: '../http/edge.ts' },
+    allowed: { file: 'src/mcp/made-up.ts', imports: '../edge/call.ts' },
+  },
+  {
+    rule: 'src/operations/ imports no edge (http/, mcp/, edge/, OAuth\'s edge) and not the wiring above them (app/)',
+    from: under('operations'),
+    forbidden: (path) => under('http', 'mcp', 'edge', 'app')(path) || path === 'src/oauth/edge.ts',
+    planted: { file: 'src/operations/made-up.ts', imports: '../edge/live-calls.ts' },
+    allowed: { file: 'src/operations/made-up.ts', imports: '../feed/cursor.ts' },
+  },
+  {
+    rule: 'src/operations/, src/feed/ and src/webhooks/ do not import src/metrics/: the edges count, and observers they are given',
+    from: under('operations', 'feed', 'webhooks'),
+    forbidden: under('metrics'),
+    planted: { file: 'src/feed/made-up.ts', imports: '../metrics/metrics.ts' },
+    allowed: { file: 'src/feed/made-up.ts', imports: './cursor.ts' },
+  },
+  {
+    rule: 'src/contract/ imports only generated/, its own folder, errors.ts and paths.ts: nothing from the layers above',
+    from: under('contract'),
+    forbidden: (path) => !belowContract(path),
+    planted: { file: 'src/contract/made-up.ts', imports: '../auth/principal.ts' },
+    allowed: { file: 'src/contract/made-up.ts', imports: '../../generated/types.ts' },
+  },
+  {
+    rule: 'nothing outside src/store/ imports an adapter folder (src/store/<kind>/): the store alone opens a database',
+    from: (path) => !inFolder(path, 'store'),
+    forbidden: inAnAdapter,
+    planted: { file: 'src/feed/made-up.ts', imports: '../store/postgres/page.ts' },
+    allowed: { file: 'src/feed/made-up.ts', imports: '../store/port.ts' },
+  },
+];
+
+const violationsOf = (rule: ImportRule, among: ImportEdge[]) => among.filter((edge) => rule.from(edge.from) && rule.forbidden(edge.to)).map(showEdge);
+const importing = ({ file, imports }: { file: string; imports: string }) => importsOf(parseSource(file, `import { made } from '${imports}';\n`));
 
 describe('architecture', () => {
   // Once every rule passes, a scan that saw nothing would pass too: these two keep the checks honest.
@@ -59,6 +143,14 @@ describe('architecture', () => {
     assert.deepEqual(more.map((other) => other.files), [['d']], 'a file importing itself is a circle too');
   });
 
+  test('each import rule catches the import planted against it, and not an allowed one', () => {
+    assert.deepEqual([...ADAPTER_FOLDERS].sort(), ['postgres', 'sqlite'], 'the adapter folders are found by their adapter.ts');
+    for (const rule of IMPORT_RULES) {
+      assert.equal(violationsOf(rule, importing(rule.planted)).length, 1, `${rule.rule}: the planted ${rule.planted.file} → ${rule.planted.imports} is not caught`);
+      assert.deepEqual(violationsOf(rule, importing(rule.allowed)), [], `${rule.rule}: the allowed ${rule.allowed.file} → ${rule.allowed.imports} is caught`);
+    }
+  });
+
   test('no import circle anywhere in src/ (type-only imports count: they tie the design together too)', () => {
     const violations = importCycles(edges).map(
       (cycle) => `circle of ${cycle.files.length} file(s), e.g. ${cycle.example.join(' → ')}; its imports:\n      ${cycle.edges.map(showEdge).join('\n      ')}`,
@@ -66,22 +158,29 @@ describe('architecture', () => {
     assertNone(violations, 'import circles');
   });
 
-  test('nothing under src/store/ imports from the layers above it', () => {
-    const above = ['feed', 'auth', 'webhooks', 'operations', 'http', 'mcp', 'oauth'];
-    const violations = edges.filter((edge) => inFolder(edge.from, 'store') && above.some((folder) => inFolder(edge.to, folder))).map(showEdge);
-    assertNone(violations, `src/store/ imports from src/{${above.join(',')}}/`);
-  });
+  for (const rule of IMPORT_RULES) {
+    test(rule.rule, () => assertNone(violationsOf(rule, edges), rule.rule));
+  }
 
-  test('src/http/ and src/mcp/ do not import each other', () => {
-    const violations = edges
-      .filter((edge) => (inFolder(edge.from, 'http') && inFolder(edge.to, 'mcp')) || (inFolder(edge.from, 'mcp') && inFolder(edge.to, 'http')))
-      .map(showEdge);
-    assertNone(violations, 'http/ ↔ mcp/ imports');
-  });
+  test('a comment that names a file names one that exists (better: it names the symbol)', () => {
+    const made = parseSource('src/http/made-up.ts', "// see edge/call.ts, send-json.ts and gone/away.ts\nconst path = 'nowhere.ts'; /* and store/feed-page.ts */\n");
+    assert.deepEqual(commentPathsOf(made), [
+      { name: 'edge/call.ts', line: 1 },
+      { name: 'send-json.ts', line: 1 },
+      { name: 'gone/away.ts', line: 1 },
+      { name: 'store/feed-page.ts', line: 2 },
+    ]);
+    const existing = new Set(['src/edge/call.ts', 'src/http/send-json.ts', 'conformance/support/seed.ts']);
+    const has = (path: string) => existing.has(path);
+    assert.deepEqual(commentPathsOf(made).filter(({ name }) => !namesAFile(made.path, name, has)).map(({ name }) => name), ['gone/away.ts', 'store/feed-page.ts']);
+    assert.ok(namesAFile('conformance/api/x.spec.ts', 'support/seed.ts', has), 'a name from a folder above the comment');
 
-  test('no `dbKind` outside src/store/: the database is chosen once, inside the store', () => {
-    const violations = outsideStore.flatMap((file) => linesWhere(file, (node) => ts.isIdentifier(node) && node.text === 'dbKind').map((line) => `${file.path}:${line}`));
-    assertNone(violations, '`dbKind` outside src/store/');
+    // src/store/ is left to its own comments while it is reshaped; dist/ and node_modules/ are not ours.
+    const scanned = [...files.filter((file) => !inFolder(file.path, 'store')), ...readSourceFiles('client/src'), ...readSourceFiles('conformance'), ...readSourceFiles('scripts')].filter(
+      (file) => !/\/(dist|node_modules)\//.test(file.path),
+    );
+    const violations = scanned.flatMap((file) => commentPathsOf(file).filter(({ name }) => !namesAFile(file.path, name)).map(({ name, line }) => `${file.path}:${line} names ${name}`));
+    assertNone(violations, 'comments naming files that do not exist');
   });
 
   test('no SQL outside src/store/: no raw SQL, no knex table call, no SQL statement in a string', () => {

@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { authenticate, createKey } from '../src/auth/api-keys.ts';
+import { authenticate, createKey, listKeys, revokeKey } from '../src/auth/api-keys.ts';
+import { MAX_ACTIVE_KEYS_PER_WORKSPACE } from '../src/operations/create-key.ts';
 import { sqliteDatabase, type TestDatabase } from './support/databases.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { openStore, type OpenedStore } from '../src/store/open-store.ts';
@@ -255,6 +256,30 @@ describe('cli on a sqlite file', () => {
       assert.match(run.stderr, message, `${args.join(' ')}\n${show(run)}`);
     });
     assert.deepEqual(await db.knex('api_keys').count({ n: '*' }).first(), keysBefore);
+  });
+
+  it('key create goes through create_key: the contract refuses a bad mailbox or label, and the per-workspace key limit holds', async () => {
+    const full = await db.createWorkspace('Full of keys', false, Date.now());
+    const made: string[] = [];
+    for (let i = 0; i < MAX_ACTIVE_KEYS_PER_WORKSPACE; i++) made.push((await createKey(db, { workspaceId: full.id, permissions: ['read'], mailboxes: null }, Date.now())).id);
+    const count = async () => (await listKeys(db, full.id)).filter((key) => key.revoked_at === null).length;
+    const cases: Array<[string[], RegExp]> = [
+      [['key', 'create', '--workspace', full.id, '--permissions', 'read'], new RegExp(`at most ${MAX_ACTIVE_KEYS_PER_WORKSPACE} active keys: revoke one`)],
+      [['key', 'create', '--workspace', full.id, '--permissions', 'read', '--mailboxes', `mbx_${'x'.repeat(65)}`], /mailbox ids.*invalid: mbx_x{65}/],
+      [['key', 'create', '--workspace', full.id, '--permissions', 'read', '--label', 'x'.repeat(201)], /a label has 1 to 200 characters/],
+    ];
+    const runs = await cliAll(database.url, cases.map(([args]) => args));
+    runs.forEach((run, i) => {
+      const [args, message] = cases[i]!;
+      assert.notEqual(run.code, 0, `${args.join(' ')}\n${show(run)}`);
+      assert.equal(run.stdout, '', `${args.join(' ')}\n${show(run)}`);
+      assert.match(run.stderr, message, `${args.join(' ')}\n${show(run)}`);
+    });
+    assert.equal(await count(), MAX_ACTIVE_KEYS_PER_WORKSPACE, 'no key was added past the limit');
+    assert.ok(await revokeKey(db, made[0]!, Date.now()));
+    const room = await cli(database.url, ['key', 'create', '--workspace', full.id, '--permissions', 'read', '--label', 'after a revocation']);
+    assert.equal(room.code, 0, show(room));
+    assert.equal(await count(), MAX_ACTIVE_KEYS_PER_WORKSPACE, 'one revoked, one created');
   });
 
   it('an unreachable database: non-zero exit, one clear line on stderr, nothing on stdout, no stack trace', async () => {

@@ -1,6 +1,6 @@
 /**
  * @event-feed/client: a typed client for event-feed. Every type comes from the contract
- * (src/generated/api.ts, written by the repository's `npm run generate`, never by hand).
+ * (generated/api.ts, written by the repository's `npm run generate`, never by hand).
  */
 export { createClient, unwrap } from './client.js';
 export type { ApiClient, ClientOptions, CursorAt, EventEnvelope, EventFeedClient, EventFeedResponse, EventsOptions, FeedCursorResponse, ListEventsRequest, ListEventsResponse, RequestOptions } from './client.js';

@@ -4,7 +4,7 @@ import { CursorCodec } from '../../src/feed/cursor.ts';
 import { FeedReader } from '../../src/feed/reader.ts';
 import { createLogger } from '../../src/log.ts';
 import { openStore } from '../../src/store/open-store.ts';
-import { watchChanges } from '../../src/services.ts';
+import { watchChanges } from '../../src/app/services.ts';
 import type { ChangeListener as HeadListener, Store } from '../../src/store/port.ts';
 import { publishInTransaction } from '../../src/feed/publish.ts';
 import { pageEnvelopes } from '../../src/feed/page.ts';

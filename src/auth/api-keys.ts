@@ -29,7 +29,7 @@ export function isPermission(value: string): value is Permission {
 
 /**
  * The most mailboxes one key may be restricted to. A restricted key's page merges one index scan
- * per mailbox (each adapter's page.ts): its cost grows with their number, so it is bounded here.
+ * per mailbox (each adapter's page query): its cost grows with their number, so it is bounded here.
  */
 export const MAX_KEY_MAILBOXES = 100;
 

@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { createKey, isPermission, keyIdOf, listKeys, MAX_KEY_MAILBOXES } from '../auth/api-keys.ts';
+import { isPermission, keyIdOf, listKeys } from '../auth/api-keys.ts';
 import { revokeKeyEverywhere } from '../auth/revoke-everywhere.ts';
 import type { Permission } from '../auth/principal.ts';
 import { ConfigError, loadConfig, parseWorkerCount } from '../config.ts';
@@ -11,9 +11,7 @@ import { systemClock } from '../clock.ts';
 import { openStore, type OpenedStore } from '../store/open-store.ts';
 import { packageFile } from '../paths.ts';
 import { displayedDatabaseUrl, missingDatabaseProblem } from './database-choice.ts';
-
-const MAILBOX_ID = /^mbx_[A-Za-z0-9_-]{1,64}$/;
-const MAX_LABEL_LENGTH = 200;
+import { createKeyAsOperator, KEY_REQUEST_LIMITS } from './key-create.ts';
 
 class CliError extends Error {}
 
@@ -62,18 +60,20 @@ function parsePermissions(value: string): Permission[] {
 
 function parseMailboxes(value: string): string[] {
   const mailboxes = value.split(',').map((m) => m.trim()).filter(Boolean);
-  const bad = mailboxes.filter((m) => !MAILBOX_ID.test(m));
+  const bad = mailboxes.filter((m) => !KEY_REQUEST_LIMITS.mailboxId.test(m));
   if (mailboxes.length === 0 || bad.length) {
     throw new InvalidArgumentError(`mailboxes are a comma-separated list of mailbox ids like mbx_sales (invalid: ${bad.join(', ') || 'none given'})`);
   }
   const distinct = [...new Set(mailboxes)];
-  if (distinct.length > MAX_KEY_MAILBOXES) throw new InvalidArgumentError(`a key may be restricted to at most ${MAX_KEY_MAILBOXES} mailboxes (got ${distinct.length})`);
+  const { maxMailboxes } = KEY_REQUEST_LIMITS;
+  if (distinct.length > maxMailboxes) throw new InvalidArgumentError(`a key may be restricted to at most ${maxMailboxes} mailboxes (got ${distinct.length})`);
   return distinct;
 }
 
 function parseLabel(value: string): string {
   const label = value.trim();
-  if (!label || label.length > MAX_LABEL_LENGTH) throw new InvalidArgumentError(`a label has 1 to ${MAX_LABEL_LENGTH} characters`);
+  const { min, max } = KEY_REQUEST_LIMITS.labelLength;
+  if (label.length < min || label.length > max) throw new InvalidArgumentError(`a label has ${min} to ${max} characters`);
   return label;
 }
 
@@ -114,7 +114,7 @@ program
   .action(() =>
     withDatabase(async (store) => {
       const config = loadConfig();
-      const [{ createServices }, { pruneExpired }] = await Promise.all([import('../services.ts'), import('../retention-schedule.ts')]);
+      const [{ createServices }, { pruneExpired }] = await Promise.all([import('../app/services.ts'), import('../retention-schedule.ts')]);
       const services = await createServices(store, config);
       const results = await pruneExpired(services, config);
       const deleted = results.reduce((n, r) => n + r.deleted, 0);
@@ -165,16 +165,17 @@ key
   .requiredOption('--workspace <id>', 'workspace id (ws_…)')
   .requiredOption('--permissions <list>', 'comma-separated: read, write, admin', parsePermissions)
   .option('--mailboxes <list>', 'restrict the key to these mailboxes (comma-separated mbx_… ids)', parseMailboxes)
-  .option('--label <text>', `a note to recognise the key by (at most ${MAX_LABEL_LENGTH} characters)`, parseLabel)
+  .option('--label <text>', `a note to recognise the key by (at most ${KEY_REQUEST_LIMITS.labelLength.max} characters)`, parseLabel)
   .action((options: { workspace: string; permissions: Permission[]; mailboxes?: string[]; label?: string }) =>
     withDatabase(async (store) => {
       if (!(await store.findWorkspace(options.workspace))) throw new CliError(`no workspace ${options.workspace}`);
-      const created = await createKey(
-        store,
-        { workspaceId: options.workspace, permissions: options.permissions, mailboxes: options.mailboxes ?? null, label: options.label },
-        Date.now(),
-      );
-      console.error(`created ${created.id}`);
+      // Through create_key, as the API would: its validation, its per-workspace limit, its errors.
+      const created = await createKeyAsOperator(store, systemClock, options.workspace, {
+        permissions: options.permissions,
+        ...(options.mailboxes ? { mailboxes: options.mailboxes } : {}),
+        ...(options.label === undefined ? {} : { label: options.label }),
+      });
+      console.error(`created ${created.api_key.id}`);
       console.log(created.key);
     }),
   );

@@ -2,7 +2,7 @@ import { authenticate } from '../auth/api-keys.ts';
 import { principalOfAccessToken } from '../auth/oauth-access.ts';
 import { isAccessToken } from '../auth/oauth-tokens.ts';
 import type { Principal } from '../auth/principal.ts';
-import type { AppServices } from '../operations/context.ts';
+import type { AppServices } from '../app/services.ts';
 
 /** Who a bearer token is, or why it is refused (undefined: the default "missing or invalid API key"). */
 export interface BearerLookup {
@@ -11,7 +11,7 @@ export interface BearerLookup {
 }
 
 /**
- * Who a bearer token is: an API key anywhere; an OAuth access token (auth/oauth-access.ts) only
+ * Who a bearer token is: an API key anywhere; an OAuth access token (principalOfAccessToken) only
  * where `oauthResource` says one is taken (MCP: the resource, RFC 8707, the request is for, which
  * the token must have been issued for). A token's principal is its key's, checked like an API key
  * (VerifiedKeys), so revoking the key refuses its tokens too.

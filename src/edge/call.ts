@@ -5,7 +5,7 @@ import { KnownTokens } from '../limits/known-tokens.ts';
 import type { Reservation } from '../limits/memory-budget.ts';
 import { PAGE_RESERVATION_BYTES } from '../limits/page-bytes.ts';
 import type { RateState } from '../limits/rate-limiter.ts';
-import type { AppServices } from '../operations/context.ts';
+import type { AppServices } from '../app/services.ts';
 import { principalOfKey } from '../auth/api-keys.ts';
 import { bearerPrincipal, type BearerLookup } from './bearer-principal.ts';
 
@@ -51,7 +51,7 @@ export class Call {
 
   /**
    * Authenticates the bearer key (`token`: undefined when the header is missing or malformed), or
-   * where `oauthResource` is given (MCP), an OAuth access token issued for it (edge/bearer-principal.ts),
+   * where `oauthResource` is given (MCP), an OAuth access token issued for it (bearerPrincipal),
    * paid as `#identified` says.
    */
   static open(services: AppServices, token: string | undefined, address: string, oauthResource?: string): Promise<Call> {
@@ -60,7 +60,7 @@ export class Call {
   }
 
   /**
-   * A call authenticated by a stream token (auth/stream-tokens.ts: GET /v1/event_feed/stream),
+   * A call authenticated by a stream token (StreamTokens: GET /v1/event_feed/stream),
    * paid like a bearer key (its address pays until it proves valid). Looked up again, it is its key
    * that must still be valid: a stream opened before the token expired goes on while its key does.
    */

@@ -1,14 +1,12 @@
-import type { OperationId, Operations } from '../../generated/operations.ts';
+import { hasTrait, OPERATION_TRAITS, type OperationId, type OperationIdWith, type Operations } from '../../generated/operations.ts';
 import type { ContractOperation } from '../contract/operations.ts';
 import { RateLimitedError } from '../errors.ts';
 import type { Wake } from '../feed/held-reads.ts';
 import type { SharedReadMemory } from '../feed/shared-reads.ts';
 import { PAGE_RESERVATION_BYTES } from '../limits/page-bytes.ts';
-import { requirePermission, type AppServices, type OperationContext } from '../operations/context.ts';
+import type { AppServices } from '../app/services.ts';
+import { requirePermission, type OperationContext } from '../operations/context.ts';
 import { revokedKey, type Call } from './call.ts';
-
-/** The operations whose answer may be a whole page (PAGE_MAX_BYTES): they reserve its cost first (RateLimiter.reservePage). */
-const ANSWERS_A_PAGE: ReadonlySet<OperationId> = new Set<OperationId>(['event_feed', 'list_events']);
 
 /**
  * How long a woken held read may wait for its page's memory. Many polls of one workspace wake at
@@ -22,7 +20,7 @@ export const WOKEN_ADMISSION_WAIT_MS = 10_000;
 export const ANSWER_OVERHEAD_BYTES = 64 * 1024;
 
 /**
- * A call (edge/call.ts) of one operation of the contract, as every edge makes it: the permission
+ * A call (Call) of one operation of the contract, as every edge makes it: the permission
  * checked before anything else is looked at, the request validated against the contract, the key
  * checked again once the request has arrived, and what the answer costs reserved, admitted and
  * settled through the call. Also what a held read or a stream asks of its call at each wait and
@@ -44,8 +42,19 @@ export class OperationCall<Id extends OperationId> {
     this.context = { ...services, principal: call.principal };
   }
 
+  /** The contract's `x-answers-page` (OPERATION_TRAITS): the answer may be a whole page (PAGE_MAX_BYTES), whose cost is reserved first (RateLimiter.reservePage). */
   get answersAPage(): boolean {
-    return ANSWERS_A_PAGE.has(this.operationId);
+    return OPERATION_TRAITS[this.operationId].answersPage;
+  }
+
+  /** The contract's `x-may-be-held`: the read may wait for new events (`Prefer: wait`), admitting its page only once it reads one (`admitWhenReading`). */
+  mayBeHeld(): this is OperationCall<OperationIdWith<'mayBeHeld'>> {
+    return hasTrait(this.operationId, 'mayBeHeld');
+  }
+
+  /** The contract's `x-may-stream`: asked with `Accept: text/event-stream`, it answers a stream of its reads. */
+  mayStream(): this is OperationCall<OperationIdWith<'mayStream'>> {
+    return hasTrait(this.operationId, 'mayStream');
   }
 
   /** A page's worst-case cost, taken from the key's budget. */

@@ -1,8 +1,21 @@
-import { loadSpec } from '../contract/spec.ts';
+import { hasTrait } from '../../generated/operations.ts';
+import { contractOperations } from '../contract/operations.ts';
 
-/** The longest a read is held (`Prefer: wait=N`): the contract's `x-wait-max-seconds`, documented to clients there. */
-export const WAIT_MAX_SECONDS: number = loadSpec().paths['/v1/event_feed'].post['x-wait-max-seconds'];
-if (!Number.isSafeInteger(WAIT_MAX_SECONDS) || WAIT_MAX_SECONDS < 1) throw new Error('the contract must give event_feed an x-wait-max-seconds of at least 1');
+/**
+ * The longest a read is held (`Prefer: wait=N`): the contract's `x-wait-max-seconds` on the
+ * operations that may be held (`x-may-be-held`: event_feed), documented to clients there; one value
+ * for them all.
+ */
+export const WAIT_MAX_SECONDS: number = heldReadsMaxSeconds();
+
+function heldReadsMaxSeconds(): number {
+  const values = new Set(contractOperations.filter((operation) => hasTrait(operation.operationId, 'mayBeHeld')).map((operation) => operation.waitMaxSeconds));
+  const [seconds] = values;
+  if (values.size !== 1 || seconds === undefined || !Number.isSafeInteger(seconds) || seconds < 1) {
+    throw new Error('the contract must give the operations that may be held one x-wait-max-seconds of at least 1');
+  }
+  return seconds;
+}
 
 /**
  * The `wait` preference of a `Prefer` header (RFC 7240: `Prefer: wait=10`, maybe among others,

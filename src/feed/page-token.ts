@@ -11,7 +11,7 @@ const FILTERS_LENGTH = 16;
  * list_events page tokens: the seq of the last (oldest) event returned — the next page holds the
  * matching events below it — encrypted (as cursors are), bound to the workspace and to the filters (a truncated SHA-256 of
  * their normalized form, in clear so that a token reused with other filters gets its own message;
- * it reveals nothing the caller did not send). Layout and signing in signed-position.ts; the
+ * it reveals nothing the caller did not send). Layout and signing in SignedPositions; the
  * domain keeps a page token and a cursor from ever passing for each other.
  */
 export class PageTokenCodec {
@@ -30,7 +30,7 @@ export class PageTokenCodec {
     );
   }
 
-  /** `filters` is the canonical text of the normalized filters (the caller's job, see list-events.ts). */
+  /** `filters` is the canonical text of the normalized filters (the caller's job, see listEvents). */
   encode(workspaceId: string, seq: number, filters: string): string {
     return this.#positions.encode(workspaceId, seq, filterDigest(filters));
   }

@@ -37,12 +37,12 @@ interface Run {
  * tell alone is whether more came after. A page is served from here only when it is whole:
  * - it covers every seq from the cursor on (a run of consecutive seqs; a gap sends the read to
  *   the database), and
- * - it is full (`limit` events for the key), or the heads (feed/heads.ts) know nothing was
+ * - it is full (`limit` events for the key), or the heads (FeedHeads) know nothing was
  *   committed past the run's last seq (the caller asks them: `wholeIfNothingAfter`).
  * So a page from here is the one a read at that moment would have given: a short page still means
  * nothing else was there (the MCP text and the web view say "à jour" on it). No retention watermark
  * to read either: an event stays here at most MAX_AGE_MS by `now`, the service's clock, by which
- * retention only prunes events at least 30 days old (config.ts), so nothing held here is pruned.
+ * retention only prunes events at least 30 days old (MIN_RETENTION_DAYS), so nothing held here is pruned.
  *
  * Bounded: EVENTS_PER_WORKSPACE per workspace, MAX_CHARS of envelope text in all (the workspace
  * least recently appended to goes first), MAX_AGE_MS each. Forgetting only sends readers to the
@@ -87,7 +87,7 @@ export class RecentEvents {
   /**
    * The page after `afterSeq` if it can be answered whole from here; undefined sends the read to
    * the database. Only the events in `scope`; the page stops at the byte cap like a read does
-   * (store/feed-page.ts).
+   * (the store's pageReader, PAGE_MAX_BYTES).
    */
   page(workspaceId: string, afterSeq: number, limit: number, scope: FeedScope, withFacts = false): RecentPage | undefined {
     const run = this.#runs.get(workspaceId);

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { OperationId, Operations } from '../../generated/operations.ts';
+import type { OperationId, OperationIdWith, Operations } from '../../generated/operations.ts';
 import { routeOf } from '../contract/operations.ts';
 import { bearerToken } from '../edge/bearer.ts';
 import { Call } from '../edge/call.ts';
@@ -9,7 +9,7 @@ import { sendError } from '../edge/send-error.ts';
 import { jsonByteLength, sendJson } from '../edge/send-json.ts';
 import { ApiError } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import type { AppServices } from '../operations/context.ts';
+import type { AppServices } from '../app/services.ts';
 import { preferredWaitSeconds } from '../edge/prefer-wait.ts';
 import { runOperation, type CallOptions } from '../operations/registry.ts';
 import { setRateLimitHeaders } from './rate-limit-headers.ts';
@@ -19,15 +19,15 @@ import { readJsonObjectBody, refuseQueryString } from './json-body.ts';
 
 /**
  * The `/v1` edge, on plain Node request and response objects: open the call (its key
- * authenticated before the body is read: edge/call.ts), route to the contract's operation, check
+ * authenticated before the body is read: Call.open), route to the contract's operation, check
  * its permission, read the JSON body, validate it against the contract (the validator MCP and the
  * library use: same verdicts, same messages), check the key again once the body is in, run the
- * operation, and charge the key for the size of its answer (edge/operation-call.ts: the headers
+ * operation, and charge the key for the size of its answer (OperationCall.settle: the headers
  * then tell what is left after it). What the call holds is released when the response closes.
  *
  * Neither express nor an OpenAPI framework is on this path: on a tailing poll they cost several
  * times the operation. Routes and schemas still come from the contract alone
- * (contract/operations.ts, contract/request-validator.ts).
+ * (routeOf, RequestValidator).
  */
 export function createApiRouter(services: AppServices, log: Logger) {
   return async (req: IncomingMessage, res: EdgeResponse, locals: RequestLocals): Promise<void> => {
@@ -54,11 +54,13 @@ export function createApiRouter(services: AppServices, log: Logger) {
       refuseQueryString(req);
       op.reservePage();
       const request = op.validate(await readJsonObjectBody(req, res));
-      const streams = isFeed(op) && wantsEventStream(req);
-      // event_feed admits its page's memory once it has a page to read (callOptions).
-      await op.ready({ admitLazily: isFeed(op) && !streams });
-      // Narrowed to event_feed, the request is event_feed's.
-      if (streams) return await streamEventFeed(services, op as OperationCall<'event_feed'>, request as Operations['event_feed']['request'], req, res, locals.requestId, log);
+      if (op.mayStream() && wantsEventStream(req)) {
+        await op.ready();
+        // Narrowed to the operation that streams, the request is that operation's.
+        return await streamEventFeed(services, op, request as Operations[OperationIdWith<'mayStream'>]['request'], req, res, locals.requestId, log);
+      }
+      // A read that may be held admits its page's memory once it has a page to read (callOptions).
+      await op.ready({ admitLazily: op.mayBeHeld() });
       const outcome = await runOperation(op.operationId, op.context, request, callOptions(op, req, res));
       const bytes = jsonByteLength(outcome.json);
       const settled = op.settle(bytes);
@@ -79,17 +81,15 @@ export function createApiRouter(services: AppServices, log: Logger) {
   };
 }
 
-const isFeed = (op: OperationCall<OperationId>): op is OperationCall<'event_feed'> => op.operationId === 'event_feed';
-
 /**
- * `Prefer: wait=N` on event_feed (RFC 7240): the read may be held up to N seconds while nothing
- * is new (operations/event-feed.ts), which `Preference-Applied` tells the client; meanwhile the
- * call holds neither tokens nor memory, each read after a wake is paid (OperationCall.hold), the
- * wait ends when the client leaves or the key is revoked (the call's signal), and the idle timeout
- * is off.
+ * `Prefer: wait=N` (RFC 7240) on a read that may be held (the contract's `x-may-be-held`:
+ * event_feed): the read may be held up to N seconds while nothing is new (eventFeed's FeedWait),
+ * which `Preference-Applied` tells the client; meanwhile the call holds neither tokens nor memory,
+ * each read after a wake is paid (OperationCall.hold), the wait ends when the client leaves or the
+ * key is revoked (the call's signal), and the idle timeout is off.
  */
 function callOptions(op: OperationCall<OperationId>, req: IncomingMessage, res: EdgeResponse): CallOptions {
-  if (!isFeed(op)) return {};
+  if (!op.mayBeHeld()) return {};
   const admit = op.admitWhenReading;
   const firstReadMemory = op.firstReadMemory;
   const seconds = preferredWaitSeconds(req.headers.prefer);

@@ -2,7 +2,7 @@ import express, { type Express } from 'express';
 import type { Edge } from '../edge/front-door.ts';
 import { errorHandler, nothingHere, sendError } from '../edge/send-error.ts';
 import type { Logger } from '../log.ts';
-import type { AppServices } from '../operations/context.ts';
+import type { AppServices } from '../app/services.ts';
 import { createApiRouter } from './api-router.ts';
 import { createEventStreamRoute, EVENT_STREAM_PATH } from './event-stream-get.ts';
 import { siteRouter } from './site.ts';
@@ -14,7 +14,7 @@ const isApiPath = (url: string) => /^\/v1(?:[/?]|$)/i.test(url);
 /**
  * What no key pays for is paid by the client's address: the contract, the reference page, the web
  * view, unknown paths. Not the probes: a balancer refused by a limit would take the instance out,
- * and they cost nothing (/readyz answers from one check per 100 ms: site.ts); nor /version, a
+ * and they cost nothing (/readyz answers from one check per 100 ms: siteRouter); nor /version, a
  * constant answer a monitor may poll as often as /healthz. Not `/mcp` (served by the MCP edge, and
  * anything under it answered 404 here): its edge authenticates like `/v1`.
  */
@@ -27,7 +27,7 @@ export interface HttpEdgeSettings {
 
 /**
  * The HTTP service: the `/v1` operations, and event_feed's stream for an EventSource (a GET
- * authenticated by a stream token: event-stream-get.ts); the contract, probes and the web view
+ * authenticated by a stream token: createEventStreamRoute); the contract, probes and the web view
  * through express. It takes every request.
  */
 export function createHttpEdge(services: AppServices, log: Logger, settings: HttpEdgeSettings = { corsAllowedOrigins: [] }): Edge {

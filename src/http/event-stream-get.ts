@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Operations } from '../../generated/operations.ts';
-import { operationById, streamPathOf } from '../contract/operations.ts';
+import { streamRoutes } from '../contract/operations.ts';
 import { Call } from '../edge/call.ts';
 import { OperationCall } from '../edge/operation-call.ts';
 import { normalizedOrigin } from '../edge/origins.ts';
@@ -8,24 +8,31 @@ import type { EdgeResponse, RequestLocals } from '../edge/request-context.ts';
 import { sendError } from '../edge/send-error.ts';
 import { ApiError, invalidArgument, unauthorized } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import type { AppServices } from '../operations/context.ts';
+import type { AppServices } from '../app/services.ts';
 import { streamEventFeed } from './event-stream.ts';
 import { setRateLimitHeaders } from './rate-limit-headers.ts';
 
-/** Where the contract serves event_feed to an EventSource (GET, `x-stream-of: event_feed`). */
-export const EVENT_STREAM_PATH = streamPathOf('event_feed');
+/** The one GET path of the contract that streams an operation to an EventSource (`x-stream-of: event_feed`), and that operation. */
+const [STREAM_ROUTE, ...otherStreamRoutes] = streamRoutes;
+if (!STREAM_ROUTE || otherStreamRoutes.length > 0) throw new Error('the contract must have one GET path with x-stream-of: this route serves one');
+const STREAMED = STREAM_ROUTE.operation;
+type StreamedId = typeof STREAMED.operationId;
 
-/** The query string's parameters: the token, and event_feed's own. */
-const PARAMETERS = new Set(['token', 'after', 'limit']);
+/** Where the contract serves event_feed to an EventSource. */
+export const EVENT_STREAM_PATH = STREAM_ROUTE.path;
+
+/** The query string's parameters, as the contract declares them: the token, and event_feed's own (after, limit). */
+const PARAMETERS: ReadonlySet<string> = new Set(STREAM_ROUTE.queryParameters);
+const PARAMETER_LIST = STREAM_ROUTE.queryParameters.map((name) => `"${name}"`).join(', ').replace(/, ([^,]*)$/, ' and $1');
 
 /**
  * `GET /v1/event_feed/stream?token=…[&after=…][&limit=…]`: event_feed as Server-Sent Events for a
  * browser's EventSource, which sends no header and so cannot carry a key: a stream token
- * (stream_token, auth/stream-tokens.ts) stands for the key. The same call path as every other call
- * (edge/call.ts: the token's key checked again at each page and wake, revocation ending the stream,
- * every read paid and admitted), the same validation of `after` and `limit` as event_feed's, and
- * the same stream (http/event-stream.ts). The token travels in the URL: request lines are logged
- * without their query string (edge/request-context.ts).
+ * (stream_token, StreamTokens) stands for the key. The same call path as every other call
+ * (Call.openWithStreamToken: the token's key checked again at each page and wake, revocation
+ * ending the stream, every read paid and admitted), the same validation of `after` and `limit` as
+ * event_feed's, and the same stream (streamEventFeed). The token travels in the URL: request lines are logged
+ * without their query string (the front door's request log).
  *
  * Pages on other origins read it only when their origin is listed (CORS_ALLOWED_ORIGINS): then the
  * answer carries `Access-Control-Allow-Origin`, and a preflight (OPTIONS) is answered.
@@ -33,14 +40,14 @@ const PARAMETERS = new Set(['token', 'after', 'limit']);
 export function createEventStreamRoute(services: AppServices, log: Logger, corsAllowedOrigins: readonly string[]) {
   const allowed = new Set(corsAllowedOrigins);
   return async (req: IncomingMessage, res: EdgeResponse, locals: RequestLocals): Promise<void> => {
-    locals.operation = 'event_feed';
+    locals.operation = STREAMED.operationId;
     const origin = allowedOrigin(req, allowed);
     if (origin) {
       res.setHeader('Access-Control-Allow-Origin', origin);
       res.setHeader('Vary', 'Origin');
     }
     if (req.method === 'OPTIONS') return preflight(res, origin);
-    let op: OperationCall<'event_feed'> | undefined;
+    let op: OperationCall<StreamedId> | undefined;
     try {
       if (req.method !== 'GET') {
         res.setHeader('Allow', 'GET, OPTIONS');
@@ -54,7 +61,7 @@ export function createEventStreamRoute(services: AppServices, log: Logger, corsA
       res.once('close', () => call.end());
       const rate = call.pay();
       if (rate) setRateLimitHeaders(res, rate);
-      op = new OperationCall(services, call, { ...operationById('event_feed')!, operationId: 'event_feed' });
+      op = new OperationCall(services, call, STREAMED);
       op.reservePage();
       const request = op.validate(feedRequestOf(query));
       await op.ready();
@@ -73,7 +80,7 @@ function queryOf(url: string): Map<string, string> {
   if (search.length > 2048) throw invalidArgument('the query string is too long');
   const query = new Map<string, string>();
   for (const [name, value] of new URLSearchParams(search)) {
-    if (!PARAMETERS.has(name)) throw invalidArgument(`unknown parameter "${name.slice(0, 40)}": the event stream accepts only "token", "after" and "limit"`);
+    if (!PARAMETERS.has(name)) throw invalidArgument(`unknown parameter "${name.slice(0, 40)}": the event stream accepts only ${PARAMETER_LIST}`);
     if (query.has(name)) throw invalidArgument(`parameter "${name}" is given more than once`);
     query.set(name, value);
   }
@@ -87,7 +94,7 @@ function feedRequestOf(query: Map<string, string>): Record<string, unknown> {
   if (after !== undefined) request.after = after;
   const limit = query.get('limit');
   if (limit !== undefined) request.limit = /^-?\d{1,10}$/.test(limit) ? Number(limit) : limit;
-  return request as Operations['event_feed']['request'];
+  return request as Operations[StreamedId]['request'];
 }
 
 /** The request's Origin when it is listed; undefined for same-origin and non-browser requests (no CORS header needed) and unlisted ones. */

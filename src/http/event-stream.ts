@@ -1,11 +1,11 @@
 import type { IncomingMessage } from 'node:http';
-import type { Operations } from '../../generated/operations.ts';
+import type { OperationIdWith, Operations } from '../../generated/operations.ts';
 import type { OperationCall } from '../edge/operation-call.ts';
 import type { EdgeResponse } from '../edge/request-context.ts';
 import { ApiError, invalidArgument, toErrorBody } from '../errors.ts';
 import { envelopeSlices, type FeedPage } from '../feed/page.ts';
 import { safeErrorFields, type Logger } from '../log.ts';
-import type { AppServices } from '../operations/context.ts';
+import type { AppServices } from '../app/services.ts';
 import { eventFeedStream } from '../operations/event-feed-stream.ts';
 import { withDefaults } from '../operations/registry.ts';
 import { withoutIdleTimeout } from './held-socket.ts';
@@ -14,6 +14,12 @@ import { withoutIdleTimeout } from './held-socket.ts';
 const KEEP_ALIVE_MS = 15_000;
 /** What an EventSource waits before reconnecting after a drop. */
 const RETRY_MS = 2000;
+
+/**
+ * The operations the contract lets answer a stream (`x-may-stream`): event_feed, whose stream
+ * eventFeedStream reads. Another would not type-check here until it has a stream of its own.
+ */
+type StreamedId = OperationIdWith<'mayStream'>;
 
 /**
  * Whether the request asks for the feed as Server-Sent Events: `text/event-stream` preferred to
@@ -40,10 +46,10 @@ export function wantsEventStream(req: IncomingMessage): boolean {
 
 /**
  * `POST /v1/event_feed` with `Accept: text/event-stream`: the feed as Server-Sent Events
- * (operations/event-feed-stream.ts gives the pages; this file frames them). The first read is
+ * (eventFeedStream gives the pages; framesOf frames them). The first read is
  * made before anything is sent, so a refused cursor gets the JSON call's status and body; after
  * that, an error is an `error` event and the end of the stream (a revoked key's too: the call
- * watches for it, edge/call.ts).
+ * watches for it, Call.watchRevocation).
  *
  * What a stream costs is its call's to count (OperationCall.beforeRead, hold): each read paid like
  * a poll (the stream pausing while the key is over its rate), its memory admitted at a page's worst
@@ -51,8 +57,8 @@ export function wantsEventStream(req: IncomingMessage): boolean {
  * stream waits. The next read only once the client took the last one (else disconnected after
  * stallMs).
  */
-export async function streamEventFeed(services: AppServices, op: OperationCall<'event_feed'>, request: Operations['event_feed']['request'], req: IncomingMessage, res: EdgeResponse, requestId: string, log: Logger): Promise<void> {
-  const input = withDefaults('event_feed', request);
+export async function streamEventFeed(services: AppServices, op: OperationCall<StreamedId>, request: Operations[StreamedId]['request'], req: IncomingMessage, res: EdgeResponse, requestId: string, log: Logger): Promise<void> {
+  const input = withDefaults(op.operationId, request);
   const lastEventId = req.headers['last-event-id'];
   if (typeof lastEventId === 'string' && lastEventId !== '') {
     if (lastEventId.length > 512) throw invalidArgument('Last-Event-ID must be a cursor (at most 512 characters)');
@@ -87,7 +93,7 @@ export async function streamEventFeed(services: AppServices, op: OperationCall<'
         const frames = framesOf(value.page, (seq) => services.cursors.encode(principal.workspaceId, seq));
         op.settle(frames.bytes);
         if (res.locals) res.locals.bytes = (res.locals.bytes ?? 0) + frames.bytes;
-        services.metrics?.pageServed('event_feed', 'http', frames.bytes);
+        services.metrics?.pageServed(op.operationId, 'http', frames.bytes);
         if (!writeAll(res, frames.chunks) && !(await drained(res, services.heldReads.limits.stallMs, call.signal))) return void res.destroy();
         // Taken by the client: its memory goes back before the next read admits its own.
         call.letGoOfMemory();

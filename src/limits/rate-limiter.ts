@@ -52,7 +52,7 @@ export class RateLimiter {
   readonly workspaces: TokenBuckets;
   readonly addresses: TokenBuckets;
   readonly bytesPerToken: number;
-  /** Bearer tokens that authenticated lately: they skip the address's bucket (auth: authenticate.ts). */
+  /** Bearer tokens that authenticated lately: they skip the address's bucket (remembered by Call once authenticated). */
   readonly knownTokens = new KnownTokens();
 
   constructor(

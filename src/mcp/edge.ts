@@ -13,7 +13,7 @@ import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
 import { operationLabel } from '../metrics/metrics.ts';
 import { challengeParams, mcpResource } from '../oauth/urls.ts';
-import type { AppServices } from '../operations/context.ts';
+import type { AppServices } from '../app/services.ts';
 import { handshakeParamsProblem } from './handshake-params.ts';
 import { errorResponse, INVALID_PARAMS, INVALID_REQUEST, messageProblem, toolCallParams, type JsonRpcId, type JsonRpcMessage } from './json-rpc.ts';
 import { OriginPolicy } from './origin.ts';
@@ -23,14 +23,14 @@ import { STATELESS_RESULT, statelessStep } from './stateless.ts';
 import { callTool, isTool, toolResponse, type ResultFields } from './tools.ts';
 
 export interface McpEdgeSettings {
-  /** Browser origins allowed besides the deployment's own (MCP_ALLOWED_ORIGINS: origin.ts). */
+  /** Browser origins allowed besides the deployment's own (MCP_ALLOWED_ORIGINS: OriginPolicy). */
   allowedOrigins: readonly string[];
 }
 
 /** `/mcp` as express routes it: any case, with or without a trailing slash, whatever the query string. */
 const isMcpPath = (url: string) => /^\/mcp\/?(?:\?|$)/i.test(url);
 
-/** The MCP edge: `/mcp` (mounted by the server next to the HTTP edge, src/server.ts). */
+/** The MCP edge: `/mcp` (mounted by the server next to the HTTP edge, startServer). */
 export function createMcpEdge(services: AppServices, log: Logger, settings: McpEdgeSettings): Edge {
   const app: Express = express();
   app.disable('x-powered-by');
@@ -49,9 +49,9 @@ export function createMcpEdge(services: AppServices, log: Logger, settings: McpE
 
 /**
  * POST /mcp: MCP over Streamable HTTP, stateless, with JSON responses, in both protocol
- * generations (protocol-era.ts): the handshake revisions (2025-06-18, 2025-11-25: `initialize`
+ * generations (speaksStateless, HANDSHAKE_VERSIONS, STATELESS_VERSIONS): the handshake revisions (2025-06-18, 2025-11-25: `initialize`
  * first) and 2026-07-28 (each request names its version in `_meta`). A browser's request from an
- * origin not allowed is refused 403 before anything else (origin.ts); then the bearer key is
+ * origin not allowed is refused 403 before anything else (OriginPolicy); then the bearer key is
  * checked before any JSON-RPC is read; the body is one JSON-RPC message (batches are refused: MCP
  * 2025-06-18 removed them, and a batch multiplied one request's cost by its length), and every
  * message takes one token of the key's rate budget, whatever its method and generation.
@@ -59,7 +59,7 @@ export function createMcpEdge(services: AppServices, log: Logger, settings: McpE
  * tools/call is answered here in both generations: its result embeds the page's stored bytes as
  * `structuredContent`, as the HTTP answer does, instead of going through the SDK, which would need
  * the page parsed into objects and stringified again (the V8 heap then held several copies of
- * every page in flight). 2026-07-28's other messages are answered by stateless.ts; the handshake
+ * every page in flight). 2026-07-28's other messages are answered by statelessStep; the handshake
  * generation's (initialize, tools/list, ping, notifications) by the SDK's server.
  */
 function mcpRouter(services: AppServices, log: Logger, origins: OriginPolicy): Router {
@@ -73,7 +73,7 @@ function mcpRouter(services: AppServices, log: Logger, origins: OriginPolicy): R
 
   /**
    * The bearer key or OAuth access token, before any JSON-RPC is read, as over HTTP (the call
-   * opens: edge/call.ts): a request whose key is missing, malformed or unknown is paid by its
+   * opens: Call.open): a request whose key is missing, malformed or unknown is paid by its
    * address (429 past its budget, no lookup) and refused 401 with the API's error body
    * (`{"error": {"code": "unauthorized", …}}`, as on /v1) and the `WWW-Authenticate: Bearer
    * error="invalid_token"` challenge MCP clients read, with where to get a token
@@ -82,7 +82,7 @@ function mcpRouter(services: AppServices, log: Logger, origins: OriginPolicy): R
    */
   const authenticated = async (req: Request, res: Response, next: NextFunction) => {
     const header = req.headers.authorization;
-    // OAuth access tokens are taken here, for this deployment's MCP resource (oauth/urls.ts), besides API keys.
+    // OAuth access tokens are taken here, for this deployment's MCP resource (mcpResource), besides API keys.
     const origin = services.publicOrigin;
     try {
       const call = await Call.open(services, bearerToken(header), (res.locals as RequestLocals).clientAddress, origin && mcpResource(origin));

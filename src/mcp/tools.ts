@@ -8,7 +8,8 @@ import { ApiError, invalidArgument, toErrorBody } from '../errors.ts';
 import { feedPageJson } from '../feed/page.ts';
 import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
-import type { AppServices, OperationContext } from '../operations/context.ts';
+import type { AppServices } from '../app/services.ts';
+import type { OperationContext } from '../operations/context.ts';
 import { eventFeed } from '../operations/event-feed.ts';
 import { feedCursor } from '../operations/feed-cursor.ts';
 import { listEvents, listPageJson } from '../operations/list-events.ts';
@@ -61,7 +62,7 @@ export type ToolAnswer = { page: ToolPage; answersAPage: boolean } | { error: Ca
  * tools/call: validates the arguments against the contract (same validator and messages as HTTP),
  * runs the same operation function, and answers French text plus the HTTP response body.
  * Failures are tool results with isError (the code leads the text), never protocol errors.
- * A page is paid for and admitted as over HTTP, through the call (edge/call.ts, operation-call.ts),
+ * A page is paid for and admitted as over HTTP, through the call (Call, OperationCall),
  * which holds its memory until the response closes.
  */
 export async function callTool(services: AppServices, call: Call, name: string, args: unknown, requestId: string, log: Logger): Promise<ToolAnswer> {

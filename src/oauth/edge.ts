@@ -9,7 +9,7 @@ import { noteError, noteRefusal } from '../edge/request-context.ts';
 import { nothingHere } from '../edge/send-error.ts';
 import type { Logger } from '../log.ts';
 import { safeErrorFields } from '../log.ts';
-import type { AppServices } from '../operations/context.ts';
+import type { AppServices } from '../app/services.ts';
 import { OAuthAddressLimits } from './address-limits.ts';
 import { ClientMetadataDocuments } from './client-metadata-documents.ts';
 import { OAuthClients } from './clients.ts';
@@ -33,10 +33,10 @@ export interface OAuthEdge extends Edge {
  * OAuth 2.1 for MCP assistants: the service as the protected resource of its MCP endpoint and as
  * its own authorization server, at the root of the public origin (services.publicOrigin):
  * - /.well-known/oauth-protected-resource/mcp, and the same at /.well-known/oauth-protected-resource
- *   (RFC 9728), which /mcp's 401 points to (mcp/edge.ts);
+ *   (RFC 9728), which /mcp's 401 points to (its WWW-Authenticate challenge, challengeParams);
  * - /.well-known/oauth-authorization-server (RFC 8414), /authorize, /token, /register (RFC 7591),
- *   /revoke (RFC 7009): the MCP SDK's mcpAuthRouter over our provider (provider.ts), client store
- *   (clients.ts: registered clients and client metadata documents) and consent (consent.ts).
+ *   /revoke (RFC 7009): the MCP SDK's mcpAuthRouter over our provider (OAuthProvider), client store
+ *   (OAuthClients: registered clients and client metadata documents) and consent (consentHandler).
  *
  * Built on its first request: the public origin is known once the server listens (PORT=0).
  */
@@ -82,7 +82,7 @@ function oauthApp(services: AppServices, documents: ClientMetadataDocuments, log
   app.use('/register', express.json({ limit: BODY_LIMIT }));
   app.use('/authorize', issuerOnRedirects(issuer.href));
 
-  // The SDK's metadata, with what this server does beyond it: every client is public (clients.ts),
+  // The SDK's metadata, with what this server does beyond it: every client is public (OAuthClients),
   // client ids may be metadata documents, and authorization responses carry `iss` (RFC 9207).
   const metadata: OAuthMetadata = {
     ...createOAuthMetadata({ provider, issuerUrl: issuer, scopesSupported: [OAUTH_SCOPE] }),
@@ -109,7 +109,7 @@ function oauthApp(services: AppServices, documents: ClientMetadataDocuments, log
       resourceServerUrl: new URL(mcpResource(origin)),
       scopesSupported: [OAUTH_SCOPE],
       resourceName: resource.resource_name,
-      // The SDK's limiters count by req.ip: replaced by OAuthAddressLimits (address-limits.ts).
+      // The SDK's limiters count by req.ip: replaced by OAuthAddressLimits.
       authorizationOptions: { rateLimit: false },
       tokenOptions: { rateLimit: false },
       clientRegistrationOptions: { rateLimit: false },
@@ -123,7 +123,7 @@ function oauthApp(services: AppServices, documents: ClientMetadataDocuments, log
 
 /**
  * Every authorization response carries the issuer (RFC 9207 §2), which the metadata promises
- * (`authorization_response_iss_parameter_supported`): consent.ts adds it to its own; this adds it to
+ * (`authorization_response_iss_parameter_supported`): consentHandler adds it to its own; this adds it to
  * the error redirects the SDK's authorize handler makes itself (an invalid request after the client
  * and redirect URI were checked).
  */

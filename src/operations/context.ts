@@ -1,21 +1,21 @@
-import type { Principal, Permission } from '../auth/principal.ts';
+import type { Permission } from '../../generated/types.ts';
+import type { Principal } from '../auth/principal.ts';
 import type { ChangeWatch } from '../change-watch.ts';
 import type { Clock } from '../clock.ts';
-import type { RequestValidator } from '../contract/request-validator.ts';
 import { forbidden } from '../errors.ts';
 import type { CursorCodec } from '../feed/cursor.ts';
 import type { StreamTokens } from '../auth/stream-tokens.ts';
 import type { GroupCommit } from '../feed/group-commit.ts';
 import type { HeldReads } from '../feed/held-reads.ts';
-import type { LiveCalls } from '../edge/live-calls.ts';
 import type { FeedReader } from '../feed/reader.ts';
-import type { MemoryBudget } from '../limits/memory-budget.ts';
-import type { Metrics } from '../metrics/metrics.ts';
-import type { RateLimiter } from '../limits/rate-limiter.ts';
 import type { Store } from '../store/port.ts';
 import type { TargetPolicy } from '../webhooks/target-policy.ts';
 
-/** What every operation may use; built once per process. */
+/**
+ * What every operation may use, built once per process (AppServices, the wiring, holds these and
+ * what only the edges use: metrics, rate limits, memory, live calls). Operations count nothing: the
+ * edges do, and the group commit tells an observer it is given.
+ */
 export interface Services {
   store: Store;
   cursors: CursorCodec;
@@ -36,27 +36,6 @@ export interface Services {
   webhookRedeliverMaxPending?: number;
   /** How long a webhook request may take (test_webhook uses the deliveries' timeout; 10 s when absent). */
   webhookTimeoutMs?: number;
-}
-
-/** What the transports hold: the operations' services plus the per-key request budget and the validator they share. */
-export interface AppServices extends Services {
-  rateLimiter: RateLimiter;
-  /** The contract's request schemas, compiled once: both transports validate with it. */
-  requestValidator: RequestValidator;
-  /** What answers in flight may hold: pages are admitted against it (limits/memory-budget.ts). */
-  memory: MemoryBudget;
-  /** Counted at the edges when METRICS_PORT is set (metrics/metrics.ts); absent: nothing is counted. */
-  metrics?: Metrics;
-  /** The calls that live on (held reads, streams), told at once when their key may have been revoked. */
-  calls: LiveCalls;
-  /** Set once the server starts shutting down: /readyz answers 503 from then on, so balancers stop sending. */
-  lifecycle: { draining: boolean };
-  /**
-   * The origin clients reach this service at (PUBLIC_URL, or this process's own address), set by
-   * the server once it listens: the OAuth issuer and MCP resource derive from it (oauth/urls.ts).
-   * Absent (a service that does not listen): OAuth access tokens are refused everywhere.
-   */
-  publicOrigin?: string;
 }
 
 /** One call: the services plus who is calling. */

@@ -6,8 +6,8 @@ import { requirePermission, type OperationContext } from './context.ts';
 /** A key-creation flood stops here: each key is a row kept until revoked, and a secret to keep track of. */
 export const MAX_ACTIVE_KEYS_PER_WORKSPACE = 1000;
 
-/** create_key: a key of the caller's workspace, never with more rights than the caller's. */
-export async function createApiKey(ctx: OperationContext, input: CreateKeyRequest): Promise<CreateKeyResponse> {
+/** create_key: a key of the caller's workspace, never with more rights than the caller's. Uses only the store and the clock: the CLI runs it too (createKeyAsOperator). */
+export async function createApiKey(ctx: Pick<OperationContext, 'store' | 'clock' | 'principal'>, input: CreateKeyRequest): Promise<CreateKeyResponse> {
   const { principal } = ctx;
   requirePermission(principal, 'admin');
   const lacking = input.permissions.filter((permission) => !principal.permissions.has(permission));

@@ -32,7 +32,7 @@ export function listPageJson(page: ListPage): Buffer[] {
  * - occurred_after (inclusive) / occurred_before (exclusive), on the event's occurred_at
  * - page_token: issued by the previous page; bound to the workspace and to the filters (not limit)
  * A page stops at `limit` events, at PAGE_MAX_BYTES of envelopes (always one event at least), or
- * where a bounded scan stopped looking (store/event-search-plans.ts): next_page_token then
+ * where a bounded scan stopped looking (the store's search plans, SCAN_MAX): next_page_token then
  * continues from there, even after a short or empty page; only null says nothing older matches.
  */
 export async function listEvents(ctx: OperationContext, input: OperationInput<'list_events'>): Promise<ListPage> {

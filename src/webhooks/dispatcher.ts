@@ -43,7 +43,7 @@ export interface DispatcherOptions {
  * the order they were emitted. Slots are independent: a slow or hanging endpoint holds only its
  * own, and gives it back after its lease budget (or its first failure), and a slot given back is
  * filled again at once, not at the next interval. Which endpoint gets a free slot is decided
- * fairly across workspaces (store.ts, leaseEndpoints).
+ * fairly across workspaces (Store.webhooks.leaseEndpoints).
  *
  * An attempt is recorded only after it ends: a crash in between leaves the delivery due, and it
  * is sent again once the lease runs out (at least once, never lost).

@@ -1,20 +1,46 @@
-import { ChangeWatch } from './change-watch.ts';
-import type { Config } from './config.ts';
-import { systemClock, type Clock } from './clock.ts';
-import { RequestValidator } from './contract/request-validator.ts';
-import { CursorCodec } from './feed/cursor.ts';
-import { StreamTokens } from './auth/stream-tokens.ts';
-import { GroupCommit } from './feed/group-commit.ts';
-import { HeldReads } from './feed/held-reads.ts';
-import { LiveCalls } from './edge/live-calls.ts';
-import { FeedReader } from './feed/reader.ts';
-import { RecentEvents } from './feed/recent-events.ts';
-import { SealedPages } from './feed/sealed-pages.ts';
-import type { AppServices } from './operations/context.ts';
-import { MemoryBudget } from './limits/memory-budget.ts';
-import { RateLimiter } from './limits/rate-limiter.ts';
-import type { Metrics } from './metrics/metrics.ts';
-import type { Store } from './store/port.ts';
+import { ChangeWatch } from '../change-watch.ts';
+import type { Config } from '../config.ts';
+import { systemClock, type Clock } from '../clock.ts';
+import { RequestValidator } from '../contract/request-validator.ts';
+import { CursorCodec } from '../feed/cursor.ts';
+import { StreamTokens } from '../auth/stream-tokens.ts';
+import { GroupCommit } from '../feed/group-commit.ts';
+import { HeldReads } from '../feed/held-reads.ts';
+import { LiveCalls } from '../edge/live-calls.ts';
+import { FeedReader } from '../feed/reader.ts';
+import { RecentEvents } from '../feed/recent-events.ts';
+import { SealedPages } from '../feed/sealed-pages.ts';
+import { MemoryBudget } from '../limits/memory-budget.ts';
+import { RateLimiter } from '../limits/rate-limiter.ts';
+import type { Metrics } from '../metrics/metrics.ts';
+import type { Services } from '../operations/context.ts';
+import type { Store } from '../store/port.ts';
+
+/**
+ * What the edges hold, built once per process by createServices: the operations' services, plus
+ * what only the edges use (the per-key request budget, the validator they share, the memory budget,
+ * the metrics, the calls that live on). Wiring, above both: the edges import it from here, the
+ * operations see only their OperationContext.
+ */
+export interface AppServices extends Services {
+  rateLimiter: RateLimiter;
+  /** The contract's request schemas, compiled once: both transports validate with it. */
+  requestValidator: RequestValidator;
+  /** What answers in flight may hold: pages are admitted against it (MemoryBudget). */
+  memory: MemoryBudget;
+  /** Counted at the edges when METRICS_PORT is set (Metrics); absent: nothing is counted. */
+  metrics?: Metrics;
+  /** The calls that live on (held reads, streams), told at once when their key may have been revoked. */
+  calls: LiveCalls;
+  /** Set once the server starts shutting down: /readyz answers 503 from then on, so balancers stop sending. */
+  lifecycle: { draining: boolean };
+  /**
+   * The origin clients reach this service at (PUBLIC_URL, or this process's own address), set by
+   * the server once it listens: the OAuth issuer and MCP resource derive from it (issuerUrl, mcpResource).
+   * Absent (a service that does not listen): OAuth access tokens are refused everywhere.
+   */
+  publicOrigin?: string;
+}
 
 const MB = 1024 * 1024;
 /** How long a request waits for room in the memory budget before it is refused (429). */
@@ -96,7 +122,7 @@ function watchCalls(changes: ChangeWatch): LiveCalls {
 
 /**
  * The change watch of a service on this store. With a change channel (Postgres): believes nothing
- * until the channel opens it (server.ts listens). Without (SQLite): believes what it kept while no
+ * until the channel opens it (the server listens: Store.listenForChanges). Without (SQLite): believes what it kept while no
  * other process writes to the file.
  */
 export function watchChanges(store: Store): ChangeWatch {
