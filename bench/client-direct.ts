@@ -14,7 +14,14 @@ import type { Store } from '../src/store/port.ts';
 
 const now = () => performance.now();
 
-async function ceiling(c: { databaseUrl: string; workspaceId: string; limit: number; warmupPages: number; expectEvents: number; runs: number }) {
+async function ceiling(c: {
+  databaseUrl: string;
+  workspaceId: string;
+  limit: number;
+  warmupPages: number;
+  expectEvents: number;
+  runs: number;
+}) {
   const db = openStore(c.databaseUrl);
   const q = { workspaceId: c.workspaceId, limit: c.limit, mailboxes: null };
   let after = 0;
@@ -38,7 +45,13 @@ async function ceiling(c: { databaseUrl: string; workspaceId: string; limit: num
     const seconds = (now() - started) / 1000;
     const cpu = process.cpuUsage(cpu0);
     if (events !== c.expectEvents) throw new Error(`ceiling read ${events} events, expected ${c.expectEvents}`);
-    runs.push({ events, seconds: round(seconds), eventsPerSecond: Math.round(events / seconds), mbPerSecond: round(bytes / 1e6 / seconds, 1), cpuMsPerPage: round((cpu.user + cpu.system) / 1000 / pages) });
+    runs.push({
+      events,
+      seconds: round(seconds),
+      eventsPerSecond: Math.round(events / seconds),
+      mbPerSecond: round(bytes / 1e6 / seconds, 1),
+      cpuMsPerPage: round((cpu.user + cpu.system) / 1000 / pages),
+    });
   }
   // What any client must spend on a page besides reading it: JSON.parse of the page as the server
   // sends it (same splicing), on pages spread over the feed. Not part of the ceiling; it bounds how
@@ -46,7 +59,11 @@ async function ceiling(c: { databaseUrl: string; workspaceId: string; limit: num
   const texts: string[] = [];
   for (let i = 0; i < 40; i++) {
     const page = await db.readPage({ ...q, afterSeq: Math.floor((i / 40) * Math.max(0, c.expectEvents - c.limit)) });
-    texts.push(Buffer.concat(feedPageJson({ events: page, next_cursor: 'AQAAAAAAAAACMDFNN1oyODM2NUFLUzdXNktIU0RNV1RWUlqdZWj85T5IUO3Zdfej4Zb_' })).toString('utf8'));
+    texts.push(
+      Buffer.concat(
+        feedPageJson({ events: page, next_cursor: 'AQAAAAAAAAACMDFNN1oyODM2NUFLUzdXNktIU0RNV1RWUlqdZWj85T5IUO3Zdfej4Zb_' }),
+      ).toString('utf8'),
+    );
   }
   for (const t of texts) JSON.parse(t);
   const t0 = now();
@@ -56,7 +73,13 @@ async function ceiling(c: { databaseUrl: string; workspaceId: string; limit: num
   return { runs, parseMsPerPage };
 }
 
-async function dbprobe(c: { databaseUrl: string; workspaceId: string; probes: Array<{ label: string; afterSeq: number; mailboxes: string[] | null; limit: number }>; rounds: number; warmupRounds: number }) {
+async function dbprobe(c: {
+  databaseUrl: string;
+  workspaceId: string;
+  probes: Array<{ label: string; afterSeq: number; mailboxes: string[] | null; limit: number }>;
+  rounds: number;
+  warmupRounds: number;
+}) {
   const db = openStore(c.databaseUrl);
   const samples = new Map<string, number[]>();
   for (let r = 0; r < c.warmupRounds + c.rounds; r++) {
@@ -103,7 +126,13 @@ async function redis(c: { redisUrl: string; key: string; count: number; warmupPa
     const seconds = (now() - started) / 1000;
     const cpu = process.cpuUsage(cpu0);
     if (events !== c.expectEvents) throw new Error(`redis read ${events} events, expected ${c.expectEvents}`);
-    runs.push({ events, seconds: round(seconds), eventsPerSecond: Math.round(events / seconds), mbPerSecond: round(bytes / 1e6 / seconds, 1), clientCpuMsPerPage: round((cpu.user + cpu.system) / 1000 / pages) });
+    runs.push({
+      events,
+      seconds: round(seconds),
+      eventsPerSecond: Math.round(events / seconds),
+      mbPerSecond: round(bytes / 1e6 / seconds, 1),
+      clientCpuMsPerPage: round((cpu.user + cpu.system) / 1000 / pages),
+    });
   }
   client.disconnect();
   return runs;

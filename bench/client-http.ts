@@ -57,8 +57,15 @@ async function replay(c: { url: string; key: string; limit: number; warmupPages:
   await client.close();
   if (events !== c.expectEvents) throw new Error(`replay read ${events} events, expected ${c.expectEvents}`);
   return {
-    events, pages, bytes, seconds: round(seconds), eventsPerSecond: Math.round(events / seconds), mbPerSecond: round(bytes / 1e6 / seconds, 1), pageMs: latency(pageMs),
-    clientCpuMsPerPage: round((cpu.user + cpu.system) / 1000 / pages), lastId,
+    events,
+    pages,
+    bytes,
+    seconds: round(seconds),
+    eventsPerSecond: Math.round(events / seconds),
+    mbPerSecond: round(bytes / 1e6 / seconds, 1),
+    pageMs: latency(pageMs),
+    clientCpuMsPerPage: round((cpu.user + cpu.system) / 1000 / pages),
+    lastId,
   };
 }
 
@@ -81,7 +88,12 @@ async function fanout(c: { url: string; key: string; starts: string[]; seconds: 
       let after: string | undefined = start;
       while (now() < end) {
         const t0 = now();
-        const { statusCode, body } = await client.request({ method: 'POST', path: '/v1/event_feed', headers: jsonHeaders(c.key), body: JSON.stringify(after === undefined ? { limit: c.limit } : { after, limit: c.limit }) });
+        const { statusCode, body } = await client.request({
+          method: 'POST',
+          path: '/v1/event_feed',
+          headers: jsonHeaders(c.key),
+          body: JSON.stringify(after === undefined ? { limit: c.limit } : { after, limit: c.limit }),
+        });
         const text = await body.text();
         if (statusCode !== 200) throw new Error(`event_feed answered ${statusCode}: ${text.slice(0, 200)}`);
         const page = JSON.parse(text) as { events: Array<{ id: string }>; next_cursor: string };
@@ -96,7 +108,15 @@ async function fanout(c: { url: string; key: string; starts: string[]; seconds: 
     }),
   );
   const cpu = process.cpuUsage(cpu0);
-  return { readers: c.starts.length, events, pages, seconds: c.seconds, eventsPerSecond: Math.round(events / c.seconds), pageMs: latency(pageMs), clientCpuMsPerPage: round((cpu.user + cpu.system) / 1000 / Math.max(1, pages)) };
+  return {
+    readers: c.starts.length,
+    events,
+    pages,
+    seconds: c.seconds,
+    eventsPerSecond: Math.round(events / c.seconds),
+    pageMs: latency(pageMs),
+    clientCpuMsPerPage: round((cpu.user + cpu.system) / 1000 / Math.max(1, pages)),
+  };
 }
 
 interface Probe {
@@ -115,7 +135,12 @@ async function probe(c: { url: string; probes: Probe[]; rounds: number; warmupRo
     const t0 = now();
     let events: unknown[];
     if (p.via === 'http') {
-      const { statusCode, body } = await client.request({ method: 'POST', path: '/v1/event_feed', headers: jsonHeaders(p.key), body: JSON.stringify(p.args) });
+      const { statusCode, body } = await client.request({
+        method: 'POST',
+        path: '/v1/event_feed',
+        headers: jsonHeaders(p.key),
+        body: JSON.stringify(p.args),
+      });
       const text = await body.text();
       if (statusCode !== 200) throw new Error(`${p.label}: HTTP ${statusCode} ${text.slice(0, 200)}`);
       events = (JSON.parse(text) as { events: unknown[] }).events;
@@ -128,7 +153,8 @@ async function probe(c: { url: string; probes: Probe[]; rounds: number; warmupRo
       });
       const text = await body.text();
       const parsed = JSON.parse(text) as { result?: { isError?: boolean; structuredContent?: { events: unknown[] } } };
-      if (statusCode !== 200 || !parsed.result || parsed.result.isError) throw new Error(`${p.label}: MCP ${statusCode} ${text.slice(0, 200)}`);
+      if (statusCode !== 200 || !parsed.result || parsed.result.isError)
+        throw new Error(`${p.label}: MCP ${statusCode} ${text.slice(0, 200)}`);
       events = parsed.result.structuredContent!.events;
     }
     return { ms: now() - t0, events: events.length };
@@ -150,8 +176,16 @@ async function probe(c: { url: string; probes: Probe[]; rounds: number; warmupRo
   );
 }
 
-
-async function tail(c: { url: string; clients: Array<{ key: string; cursor: string }>; pollMs: number; seconds: number; warmupSeconds: number; limit: number; drainSeconds: number; drainOnStdin?: boolean }) {
+async function tail(c: {
+  url: string;
+  clients: Array<{ key: string; cursor: string }>;
+  pollMs: number;
+  seconds: number;
+  warmupSeconds: number;
+  limit: number;
+  drainSeconds: number;
+  drainOnStdin?: boolean;
+}) {
   // With drainOnStdin, clients finish only once the writer (another process) has stopped: every
   // emit is answered then, so a client's first empty poll after it means it has every event.
   const writerStopped = c.drainOnStdin ? drainSaid() : undefined;
@@ -175,8 +209,12 @@ async function tail(c: { url: string; clients: Array<{ key: string; cursor: stri
       let full = false;
       try {
         const { statusCode, body } = await pool.request({
-          method: 'POST', path: '/v1/event_feed', headers: jsonHeaders(c.clients[i]!.key),
-          body: JSON.stringify({ after: cursor, limit: c.limit }), headersTimeout: 10_000, bodyTimeout: 10_000,
+          method: 'POST',
+          path: '/v1/event_feed',
+          headers: jsonHeaders(c.clients[i]!.key),
+          body: JSON.stringify({ after: cursor, limit: c.limit }),
+          headersTimeout: 10_000,
+          bodyTimeout: 10_000,
         });
         const text = await body.text();
         if (statusCode !== 200) throw new Error(`HTTP ${statusCode} ${text.slice(0, 120)}`);
@@ -242,7 +280,17 @@ async function writer(c: { url: string; keys: string[]; rate: number; seconds: n
     } else errors++;
     ms.push(answer.answeredAt - answer.sentAt);
   });
-  return { rate: c.rate, sent, ok, errors, skipped, seconds: round(seconds), eventsPerSecond: Math.round(ok / seconds), latency: latency(ms), okPerKey };
+  return {
+    rate: c.rate,
+    sent,
+    ok,
+    errors,
+    skipped,
+    seconds: round(seconds),
+    eventsPerSecond: Math.round(ok / seconds),
+    latency: latency(ms),
+    okPerKey,
+  };
 }
 
 async function ingest(c: { url: string; keys: string[]; concurrency: number; seconds: number; warmupSeconds: number; seedChunk: number }) {
@@ -261,8 +309,12 @@ async function ingest(c: { url: string; keys: string[]; concurrency: number; sec
       const t0 = now();
       try {
         const { statusCode, body } = await pool.request({
-          method: 'POST', path: '/v1/emit_event', headers: jsonHeaders(c.keys[i % c.keys.length]!), body: bodies[i % bodies.length]!,
-          headersTimeout: 15_000, bodyTimeout: 15_000,
+          method: 'POST',
+          path: '/v1/emit_event',
+          headers: jsonHeaders(c.keys[i % c.keys.length]!),
+          body: bodies[i % bodies.length]!,
+          headersTimeout: 15_000,
+          bodyTimeout: 15_000,
         });
         const text = await body.text();
         if (statusCode !== 201) throw new Error(`HTTP ${statusCode} ${text.slice(0, 160)}`);
@@ -286,7 +338,16 @@ async function ingest(c: { url: string; keys: string[]; concurrency: number; sec
   stop = true;
   await Promise.all(workers);
   await pool.close();
-  return { workspaces: c.keys.length, concurrency: c.concurrency, seconds: round(seconds), events: ok, eventsPerSecond: Math.round(ok / seconds), errors, errorSamples, latency: latency(ms) };
+  return {
+    workspaces: c.keys.length,
+    concurrency: c.concurrency,
+    seconds: round(seconds),
+    events: ok,
+    eventsPerSecond: Math.round(ok / seconds),
+    errors,
+    errorSamples,
+    latency: latency(ms),
+  };
 }
 
 await clientMain({ replay, probe, tail, writer, ingest, fanout });

@@ -18,7 +18,6 @@ import { clientMain, drainSaid, latency, round, sleep } from './stats.ts';
 const at = () => performance.timeOrigin + performance.now();
 const r3 = (t: number) => Math.round(t * 1000) / 1000;
 
-
 export interface PollRecord {
   /** [event id, answer arrival time] for every event this poll was given, in order. */
   events: Array<[string, number]>;
@@ -28,13 +27,27 @@ export interface PollRecord {
   errors: number;
 }
 
-async function polls(c: { url: string; polls: number; workspaces: Array<{ key: string; cursor: string }>; waitSeconds: number; limit: number; settleMs: number }) {
+async function polls(c: {
+  url: string;
+  polls: number;
+  workspaces: Array<{ key: string; cursor: string }>;
+  waitSeconds: number;
+  limit: number;
+  settleMs: number;
+}) {
   // Poll i tails workspace i % W, with its key, from its cursor (one per workspace: the config stays within argv's bounds).
   const of = (i: number) => c.workspaces[i % c.workspaces.length]!;
   const drained = drainSaid();
   const timeoutMs = (c.waitSeconds + 15) * 1000;
   // One connection per poll: each held request has its own, as a real consumer's would.
-  const pool = new Pool(c.url, { connections: c.polls, pipelining: 1, keepAliveTimeout: 120_000, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: 30_000 });
+  const pool = new Pool(c.url, {
+    connections: c.polls,
+    pipelining: 1,
+    keepAliveTimeout: 120_000,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    connectTimeout: 30_000,
+  });
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
   const records: PollRecord[] = Array.from({ length: c.polls }, () => ({ events: [], empties: [], requests: 0, errors: 0 }));
   const errorSamples: string[] = [];
@@ -47,8 +60,11 @@ async function polls(c: { url: string; polls: number; workspaces: Array<{ key: s
     while (!stopping) {
       try {
         const { statusCode, headers, body } = await pool.request({
-          method: 'POST', path: '/v1/event_feed', headers: { ...jsonHeaders(of(i).key), prefer: `wait=${c.waitSeconds}` },
-          body: JSON.stringify({ after: cursor, limit: c.limit }), signal: stop.signal,
+          method: 'POST',
+          path: '/v1/event_feed',
+          headers: { ...jsonHeaders(of(i).key), prefer: `wait=${c.waitSeconds}` },
+          body: JSON.stringify({ after: cursor, limit: c.limit }),
+          signal: stop.signal,
         });
         const text = await body.text();
         const t = at();
@@ -75,7 +91,7 @@ async function polls(c: { url: string; polls: number; workspaces: Array<{ key: s
   const started = at();
   const all = Array.from({ length: c.polls }, (_, i) => poll(i));
   // Ready once every poll's request is on a connection of its own (then a moment for the server to hold them all).
-  for (const deadline = Date.now() + 30_000; ; ) {
+  for (const deadline = Date.now() + 30_000; ;) {
     const s = pool.stats;
     if (s.connected >= c.polls && s.running >= c.polls && s.pending === 0) break;
     if (Date.now() > deadline) throw new Error(`polls: only ${s.connected} connected, ${s.running} running after 30 s`);
@@ -122,10 +138,26 @@ async function emitter(c: { url: string; keys: string[]; rate: number; seconds: 
       if (errorSamples.length < 5) errorSamples.push(`${statusCode ? `HTTP ${statusCode} ` : ''}${text.slice(0, 160)}`);
       return;
     }
-    emits.push([keyIndex, (JSON.parse(text) as { event: { id: string } }).event.id, r3(performance.timeOrigin + sentAt), r3(performance.timeOrigin + answeredAt)]);
+    emits.push([
+      keyIndex,
+      (JSON.parse(text) as { event: { id: string } }).event.id,
+      r3(performance.timeOrigin + sentAt),
+      r3(performance.timeOrigin + answeredAt),
+    ]);
     ms.push(answeredAt - sentAt);
   });
-  return { rate: c.rate, sent, ok: emits.length, errors, skipped, errorSamples, startedAt: r3(startedAt), seconds: round(seconds), latency: latency(ms), emits };
+  return {
+    rate: c.rate,
+    sent,
+    ok: emits.length,
+    errors,
+    skipped,
+    errorSamples,
+    startedAt: r3(startedAt),
+    seconds: round(seconds),
+    latency: latency(ms),
+    emits,
+  };
 }
 
 await clientMain({ polls, emitter });

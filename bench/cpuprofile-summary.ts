@@ -46,13 +46,14 @@ for (const [id, us] of selfUs) {
   const seen = new Set<string>();
   for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
     const l = label(byId.get(cur)!);
-    if (!seen.has(l)) inclusive.set(l, (inclusive.get(l) ?? 0) + us), seen.add(l);
+    if (!seen.has(l)) (inclusive.set(l, (inclusive.get(l) ?? 0) + us), seen.add(l));
   }
 }
 const busy = totalUs - [...idle].reduce((a, k) => a + (selfByPkg.get(k) ?? 0), 0);
 const show = (title: string, m: Map<string, number>) => {
   console.log(`\n${title}`);
-  for (const [k, us] of [...m].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${pct(us)}  ${(us / 1000).toFixed(0).padStart(7)} ms  ${k}`);
+  for (const [k, us] of [...m].sort((a, b) => b[1] - a[1]).slice(0, top))
+    console.log(`${pct(us)}  ${(us / 1000).toFixed(0).padStart(7)} ms  ${k}`);
 };
 console.log(`${file}: ${(totalUs / 1e6).toFixed(1)} s sampled, ${(busy / 1e6).toFixed(1)} s busy (not idle/program/GC: ${pct(busy)})`);
 show('self time by package', selfByPkg);

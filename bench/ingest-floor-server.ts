@@ -64,7 +64,9 @@ async function insert(batch: Pending[]): Promise<void> {
   for (const { workspaceId, event } of sorted) {
     const seq = (lastSeq.get(workspaceId) ?? 0) + 1;
     lastSeq.set(workspaceId, seq);
-    [workspaceId, seq, event.id, event.type, event.mailboxId, event.occurredAtMs, event.envelope].forEach((value, i) => columns[i]!.push(value));
+    [workspaceId, seq, event.id, event.type, event.mailboxId, event.occurredAtMs, event.envelope].forEach((value, i) =>
+      columns[i]!.push(value),
+    );
   }
   try {
     await pool.query({ name: 'ingest_floor_insert', text: INSERT, values: [Date.now(), ...columns] });
@@ -95,10 +97,11 @@ const server = createServer((req, res) => {
 server.keepAliveTimeout = 60_000;
 server.listen(0, '127.0.0.1', () => process.stdout.write(`${(server.address() as { port: number }).port}\n`));
 process.on('SIGTERM', () =>
-  server.close(() =>
-    void pool
-      .query('DROP TABLE ingest_floor_events')
-      .then(() => pool.end())
-      .then(() => process.exit(0)),
+  server.close(
+    () =>
+      void pool
+        .query('DROP TABLE ingest_floor_events')
+        .then(() => pool.end())
+        .then(() => process.exit(0)),
   ),
 );

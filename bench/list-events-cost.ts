@@ -77,11 +77,13 @@ if (info.rareWorkspaceId === undefined) {
   let done = 0;
   let complained = 0;
   for (let k = 0; done < events; k++) {
-    const batch = benchTraffic(10_000, 5_000_000 + k, baseMs).filter((e) => {
-      if (e.type === 'mail.bounced' || e.type === 'mail.rejected') return false;
-      if (e.type === 'mail.complained') return complained++ % 200 === 0;
-      return true;
-    }).slice(0, events - done);
+    const batch = benchTraffic(10_000, 5_000_000 + k, baseMs)
+      .filter((e) => {
+        if (e.type === 'mail.bounced' || e.type === 'mail.rejected') return false;
+        if (e.type === 'mail.complained') return complained++ % 200 === 0;
+        return true;
+      })
+      .slice(0, events - done);
     await db.knex.transaction((trx) => publish(trx, ws.id, batch));
     done += batch.length;
   }
@@ -89,13 +91,22 @@ if (info.rareWorkspaceId === undefined) {
   info.rareLastSeq = done;
   writeFileSync(infoFile, JSON.stringify(info));
 }
-const services = await createServices(db, { cursorSecret: 'x'.repeat(64), rateLimitPerSecond: 0, rateLimitBurst: 0, webhooksAllowInsecure: true } as never);
-
+const services = await createServices(db, {
+  cursorSecret: 'x'.repeat(64),
+  rateLimitPerSecond: 0,
+  rateLimitBurst: 0,
+  webhooksAllowInsecure: true,
+} as never);
 
 const principal = (workspaceId: string, mailboxes: string[] | null): Principal =>
   ({ keyId: 'bench', workspaceId, permissions: new Set(['read']), mailboxes }) as unknown as Principal;
 
-const { min, max } = ((await db.knex('events').min({ min: 'occurred_at_ms' }).max({ max: 'occurred_at_ms' }).where('workspace_id', info.workspaceId)) as Array<{ min: number; max: number }>)[0]!;
+const { min, max } = (
+  (await db.knex('events').min({ min: 'occurred_at_ms' }).max({ max: 'occurred_at_ms' }).where('workspace_id', info.workspaceId)) as Array<{
+    min: number;
+    max: number;
+  }>
+)[0]!;
 const iso = (ms: number) => new Date(ms).toISOString();
 const unknown = (n: number) => Array.from({ length: n }, (_, i) => `mbx_unknown${i}`);
 // The fourth member: true for the rare-types workspace.
@@ -119,8 +130,16 @@ const cases: Array<[string, Record<string, unknown>, string[] | null, boolean?]>
   ['time: one hour in the middle', { occurred_after: iso((min + max) / 2), occurred_before: iso((min + max) / 2 + 3_600_000) }, null],
   ['time: a week in the middle', { occurred_after: iso((min + max) / 2), occurred_before: iso((min + max) / 2 + 7 * DAY) }, null],
   ['time: before the first event', { occurred_before: iso(min) }, null],
-  ['time: 1h window + rare type', { occurred_after: iso((min + max) / 2), occurred_before: iso((min + max) / 2 + 3_600_000), types: ['mail.complained'] }, null],
-  ['time: after + rare type + mailbox', { occurred_after: iso(min + 5 * DAY), types: ['mail.complained'], mailbox_ids: [MAILBOXES[3]] }, null],
+  [
+    'time: 1h window + rare type',
+    { occurred_after: iso((min + max) / 2), occurred_before: iso((min + max) / 2 + 3_600_000), types: ['mail.complained'] },
+    null,
+  ],
+  [
+    'time: after + rare type + mailbox',
+    { occurred_after: iso(min + 5 * DAY), types: ['mail.complained'], mailbox_ids: [MAILBOXES[3]] },
+    null,
+  ],
   ['key: 1 sparse mailbox', {}, [SPARSE_MAILBOXES[0]!]],
   ['key: 33 mailboxes (2 sparse + 31 unknown)', {}, [...SPARSE_MAILBOXES, ...unknown(31)]],
   ['key: 100 mailboxes (2 sparse + 98 unknown)', {}, [...SPARSE_MAILBOXES, ...unknown(98)]],
@@ -140,7 +159,9 @@ const run = async (workspaceId: string, input: Record<string, unknown>, scope: s
 
 const fmt = (x: number) => (x < 10 ? x.toFixed(2) : x.toFixed(1));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-console.log(`\n${values.db}, ${events} events, limit 100 (ms per call: first page median of 5; walk from the middle: median, max, calls, events)`);
+console.log(
+  `\n${values.db}, ${events} events, limit 100 (ms per call: first page median of 5; walk from the middle: median, max, calls, events)`,
+);
 for (const [label, input, s, rare] of cases) {
   if (values.only && !label.includes(values.only)) continue;
   if (values.skip && values.skip.split('|').some((s) => label.includes(s))) continue;

@@ -58,8 +58,18 @@ export async function longPollPhase(o: {
   const seconds = o.quick ? 8 : 30;
   const warmupSeconds = o.quick ? 1 : 3;
   const workspaces = o.workspaces.slice(0, Math.ceil(polls / POLLS_PER_WORKSPACE));
-  if (workspaces.length * POLLS_PER_WORKSPACE < polls) throw new Error(`long-poll: ${polls} polls need ${polls / POLLS_PER_WORKSPACE} workspaces, the seed made ${o.workspaces.length}`);
-  const shape = { polls, workspaces: workspaces.length, pollsPerWorkspace: POLLS_PER_WORKSPACE, waitSeconds: WAIT_SECONDS, writerRate: WRITER_RATE, seconds, warmupSeconds, limit: LIMIT };
+  if (workspaces.length * POLLS_PER_WORKSPACE < polls)
+    throw new Error(`long-poll: ${polls} polls need ${polls / POLLS_PER_WORKSPACE} workspaces, the seed made ${o.workspaces.length}`);
+  const shape = {
+    polls,
+    workspaces: workspaces.length,
+    pollsPerWorkspace: POLLS_PER_WORKSPACE,
+    waitSeconds: WAIT_SECONDS,
+    writerRate: WRITER_RATE,
+    seconds,
+    warmupSeconds,
+    limit: LIMIT,
+  };
   const result: Record<string, unknown> = { ...shape };
   // Poll i tails workspace i % W with that workspace's first read key.
   const pollKeys = workspaces.map((w) => w.readKeys[0]!);
@@ -67,9 +77,14 @@ export async function longPollPhase(o: {
   const run = (label: string, polled: Endpoint, written: Endpoint, cursors: string[], seedChunk: number) =>
     measure({ label, polls, polled, written, keys: pollKeys, cursors, writeKeys, seconds, warmupSeconds, seedChunk, log: o.log });
 
-  const serverOptions = (name: string) => ({ env: SERVER_ENV, ...(o.profileDir ? { cpuProfileDir: `${o.profileDir}/longpoll-${name}` } : {}) });
+  const serverOptions = (name: string) => ({
+    env: SERVER_ENV,
+    ...(o.profileDir ? { cpuProfileDir: `${o.profileDir}/longpoll-${name}` } : {}),
+  });
   // Fresh servers for each run: nothing one run leaves behind (its closed polls) weighs on the next.
-  o.log(`[${o.kind}] long-poll: ${polls} polls held (wait=${WAIT_SECONDS}) on ${workspaces.length} workspaces, writer ${WRITER_RATE}/s, ${seconds} s…`);
+  o.log(
+    `[${o.kind}] long-poll: ${polls} polls held (wait=${WAIT_SECONDS}) on ${workspaces.length} workspaces, writer ${WRITER_RATE}/s, ${seconds} s…`,
+  );
   const a = await startServer(o.databaseUrl, serverOptions('one'));
   try {
     result.oneInstance = await run('one instance', a, a, await headCursors(o.databaseUrl, o.codec, workspaces), 7_013_001);
@@ -90,7 +105,13 @@ export async function longPollPhase(o: {
   const floor = await startFloorServer('long-poll-floor-server.ts', { workspaceOfKey });
   try {
     const endpoint = { url: floor.url, pid: floor.pid };
-    result.floor = await run('floor', endpoint, endpoint, pollKeys.map(() => '0'), 7_013_003);
+    result.floor = await run(
+      'floor',
+      endpoint,
+      endpoint,
+      pollKeys.map(() => '0'),
+      7_013_003,
+    );
   } finally {
     await floor.stop();
   }
@@ -116,9 +137,27 @@ async function oneWorkspace(o: Parameters<typeof longPollPhase>[0], seconds: num
   const out: Record<string, unknown> = {};
   for (const polls of o.quick ? [200] : ONE_WORKSPACE_POLLS) {
     const run = (label: string, endpoint: Endpoint, cursor: string, seedChunk: number) =>
-      measure({ label, polls, writerRate: ONE_WORKSPACE_WRITER_RATE, polled: endpoint, written: endpoint, keys: [w.readKeys[0]!], cursors: [cursor], writeKeys: [w.writeKey], seconds, warmupSeconds, seedChunk, log: o.log });
-    o.log(`[${o.kind}] long-poll, one workspace: ${polls} polls of one key, woken together by each emit (${ONE_WORKSPACE_WRITER_RATE}/s), ${seconds} s…`);
-    const server = await startServer(o.databaseUrl, { env: ONE_WORKSPACE_ENV, ...(o.profileDir ? { cpuProfileDir: `${o.profileDir}/longpoll-one-workspace-${polls}` } : {}) });
+      measure({
+        label,
+        polls,
+        writerRate: ONE_WORKSPACE_WRITER_RATE,
+        polled: endpoint,
+        written: endpoint,
+        keys: [w.readKeys[0]!],
+        cursors: [cursor],
+        writeKeys: [w.writeKey],
+        seconds,
+        warmupSeconds,
+        seedChunk,
+        log: o.log,
+      });
+    o.log(
+      `[${o.kind}] long-poll, one workspace: ${polls} polls of one key, woken together by each emit (${ONE_WORKSPACE_WRITER_RATE}/s), ${seconds} s…`,
+    );
+    const server = await startServer(o.databaseUrl, {
+      env: ONE_WORKSPACE_ENV,
+      ...(o.profileDir ? { cpuProfileDir: `${o.profileDir}/longpoll-one-workspace-${polls}` } : {}),
+    });
     let service: unknown;
     try {
       service = await run(`${polls} polls, one workspace`, server, (await headCursors(o.databaseUrl, o.codec, [w]))[0]!, 7_014_000 + polls);
@@ -141,7 +180,13 @@ async function oneWorkspace(o: Parameters<typeof longPollPhase>[0], seconds: num
 async function headCursors(url: string, codec: CursorCodec, workspaces: LongPollWorkspace[]): Promise<string[]> {
   const db = openStore(url);
   try {
-    const rows = await db.knex('feed_counters').select('workspace_id', 'last_seq').whereIn('workspace_id', workspaces.map((w) => w.workspaceId));
+    const rows = await db
+      .knex('feed_counters')
+      .select('workspace_id', 'last_seq')
+      .whereIn(
+        'workspace_id',
+        workspaces.map((w) => w.workspaceId),
+      );
     const head = new Map(rows.map((r: { workspace_id: string; last_seq: number }) => [r.workspace_id, Number(r.last_seq)]));
     return workspaces.map((w) => codec.encode(w.workspaceId, head.get(w.workspaceId) ?? 0));
   } finally {
@@ -149,8 +194,26 @@ async function headCursors(url: string, codec: CursorCodec, workspaces: LongPoll
   }
 }
 
-type EmitterResult = { sent: number; ok: number; errors: number; skipped: number; errorSamples: string[]; startedAt: number; seconds: number; latency: Record<string, number>; emits: Array<[number, string, number, number]> };
-type PollsResult = { polls: number; readySeconds: number; notApplied: number; errorSamples: string[]; clientCpuShare: number; clientLoopDelayMs: Record<string, number>; records: PollRecord[] };
+type EmitterResult = {
+  sent: number;
+  ok: number;
+  errors: number;
+  skipped: number;
+  errorSamples: string[];
+  startedAt: number;
+  seconds: number;
+  latency: Record<string, number>;
+  emits: Array<[number, string, number, number]>;
+};
+type PollsResult = {
+  polls: number;
+  readySeconds: number;
+  notApplied: number;
+  errorSamples: string[];
+  clientCpuShare: number;
+  clientLoopDelayMs: Record<string, number>;
+  records: PollRecord[];
+};
 
 async function measure(m: {
   label: string;
@@ -171,7 +234,19 @@ async function measure(m: {
   const pids = [...new Set([m.polled.pid, m.written.pid])];
   const memory = pids.map((pid) => sampleMemory(pid));
   let child: ChildProcess | undefined;
-  const pollsDone = runClient<PollsResult>('client-longpoll.ts', { mode: 'polls', url: m.polled.url, polls: m.polls, workspaces: m.keys.map((key, i) => ({ key, cursor: m.cursors[i] })), waitSeconds: WAIT_SECONDS, limit: LIMIT, settleMs: SETTLE_MS }, { onStart: (c) => (child = c) });
+  const pollsDone = runClient<PollsResult>(
+    'client-longpoll.ts',
+    {
+      mode: 'polls',
+      url: m.polled.url,
+      polls: m.polls,
+      workspaces: m.keys.map((key, i) => ({ key, cursor: m.cursors[i] })),
+      waitSeconds: WAIT_SECONDS,
+      limit: LIMIT,
+      settleMs: SETTLE_MS,
+    },
+    { onStart: (c) => (child = c) },
+  );
   await new Promise<void>((resolve, reject) => {
     let out = '';
     child!.stdout!.on('data', (c: Buffer) => {
@@ -182,7 +257,14 @@ async function measure(m: {
   });
   const cpu0 = pids.map(cpuSecondsOf);
   const t0 = performance.now();
-  const writer = await runClient<EmitterResult>('client-longpoll.ts', { mode: 'emitter', url: m.written.url, keys: m.writeKeys, rate: m.writerRate ?? WRITER_RATE, seconds: m.warmupSeconds + m.seconds, seedChunk: m.seedChunk });
+  const writer = await runClient<EmitterResult>('client-longpoll.ts', {
+    mode: 'emitter',
+    url: m.written.url,
+    keys: m.writeKeys,
+    rate: m.writerRate ?? WRITER_RATE,
+    seconds: m.warmupSeconds + m.seconds,
+    seedChunk: m.seedChunk,
+  });
   child!.stdin!.write('drain\n');
   const pollsResult = await pollsDone;
   const wall = (performance.now() - t0) / 1000;
@@ -194,7 +276,14 @@ async function measure(m: {
   const out = {
     ...analysed,
     errors: analysed.pollErrors + writer.errors,
-    writer: { sent: writer.sent, ok: writer.ok, errors: writer.errors, skipped: writer.skipped, emitMs: writer.latency, errorSamples: writer.errorSamples },
+    writer: {
+      sent: writer.sent,
+      ok: writer.ok,
+      errors: writer.errors,
+      skipped: writer.skipped,
+      emitMs: writer.latency,
+      errorSamples: writer.errorSamples,
+    },
     pollsReadySeconds: pollsResult.readySeconds,
     preferenceNotApplied: pollsResult.notApplied,
     pollErrorSamples: pollsResult.errorSamples,
@@ -206,7 +295,9 @@ async function measure(m: {
     ...(pids.length > 1 ? { writeServerCpuShare: cpu[1], writeServerRss: rss[1] as MemoryPhase } : {}),
     machineLoad,
   };
-  m.log(`  ${m.label}: wake-up p50 ${out.latencyMs.p50} / p99 ${out.latencyMs.p99} / max ${out.latencyMs.max} ms over ${out.wakeUps} wake-ups, ${out.errors} errors, ${out.misses} misses, ${out.allDeliveredOnce ? 'every poll got every event once' : 'NOT every event once'}; server CPU ${Math.round(cpu[0]! * 100)}%, RSS peak ${out.serverRss.peakMb} MB; CPU pressure ${machineLoad.cpuPressureMean}%`);
+  m.log(
+    `  ${m.label}: wake-up p50 ${out.latencyMs.p50} / p99 ${out.latencyMs.p99} / max ${out.latencyMs.max} ms over ${out.wakeUps} wake-ups, ${out.errors} errors, ${out.misses} misses, ${out.allDeliveredOnce ? 'every poll got every event once' : 'NOT every event once'}; server CPU ${Math.round(cpu[0]! * 100)}%, RSS peak ${out.serverRss.peakMb} MB; CPU pressure ${machineLoad.cpuPressureMean}%`,
+  );
   return out;
 }
 
@@ -214,11 +305,25 @@ function percentiles(xs: number[]) {
   if (xs.length === 0) return { n: 0, min: NaN, p50: NaN, p90: NaN, p99: NaN, max: NaN, mean: NaN };
   const s = Float64Array.from(xs).sort();
   const at = (q: number) => round(s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!, 2);
-  return { n: s.length, min: round(s[0]!, 2), p50: at(0.5), p90: at(0.9), p99: at(0.99), max: round(s.at(-1)!, 2), mean: round(s.reduce((a, b) => a + b, 0) / s.length, 2) };
+  return {
+    n: s.length,
+    min: round(s[0]!, 2),
+    p50: at(0.5),
+    p90: at(0.9),
+    p99: at(0.99),
+    max: round(s.at(-1)!, 2),
+    mean: round(s.reduce((a, b) => a + b, 0) / s.length, 2),
+  };
 }
 
 /** Latency per (poll, event) of the measured emits, and whether every poll got every event of its workspace once. */
-export function analyse(writer: Pick<EmitterResult, 'emits' | 'startedAt'>, records: PollRecord[], workspaces: number, warmupSeconds: number, seconds: number) {
+export function analyse(
+  writer: Pick<EmitterResult, 'emits' | 'startedAt'>,
+  records: PollRecord[],
+  workspaces: number,
+  warmupSeconds: number,
+  seconds: number,
+) {
   const from = writer.startedAt + warmupSeconds * 1000;
   const to = from + seconds * 1000;
   const emitted = new Map<string, { w: number; sent: number; answered: number }>();
@@ -309,9 +414,15 @@ export function analyse(writer: Pick<EmitterResult, 'emits' | 'startedAt'>, reco
 /** The phase's targets (issue 22, part 1), judged per run: [name, goal, measured, met]. */
 export function longPollTargets(r: any): Array<{ name: string; target: string; value: string; met: boolean | null }> {
   const out: Array<{ name: string; target: string; value: string; met: boolean | null }> = [];
-  for (const [label, d] of [['SQLite', r.sqlite], ['Postgres', r.postgres]] as const) {
+  for (const [label, d] of [
+    ['SQLite', r.sqlite],
+    ['Postgres', r.postgres],
+  ] as const) {
     const lp = d?.longpoll;
-    for (const [which, run] of [['', lp?.oneInstance], [', two instances', lp?.twoInstances]] as const) {
+    for (const [which, run] of [
+      ['', lp?.oneInstance],
+      [', two instances', lp?.twoInstances],
+    ] as const) {
       if (which && label === 'SQLite') continue;
       const name = `${label}${which} long-poll wake-up (${lp?.polls ?? 1000} held polls, writer ${WRITER_RATE}/s)`;
       const target = `p50 ≤ 10 ms, p99 ≤ 50 ms, 0 errors, RSS < ${RSS_BOUND_MB} MB`;
@@ -338,7 +449,12 @@ export function longPollTargets(r: any): Array<{ name: string; target: string; v
       }
       const ratio = (q: 'p50' | 'p99') => round(pair.service.latencyMs[q] / Math.max(pair.floor.latencyMs[q], 0.01), 2);
       const clean = pair.service.errors + pair.service.misses === 0 && pair.service.allDeliveredOnce;
-      out.push({ name, target, value: `${ratio('p50')}, ${ratio('p99')} (${pair.service.latencyMs.p50} / ${pair.service.latencyMs.p99} ms vs ${pair.floor.latencyMs.p50} / ${pair.floor.latencyMs.p99} ms)${clean ? '' : ', errors'}`, met: ratio('p50') <= 1.5 && ratio('p99') <= 1.5 && clean });
+      out.push({
+        name,
+        target,
+        value: `${ratio('p50')}, ${ratio('p99')} (${pair.service.latencyMs.p50} / ${pair.service.latencyMs.p99} ms vs ${pair.floor.latencyMs.p50} / ${pair.floor.latencyMs.p99} ms)${clean ? '' : ', errors'}`,
+        met: ratio('p50') <= 1.5 && ratio('p99') <= 1.5 && clean,
+      });
     }
   }
   return out;
@@ -357,8 +473,10 @@ export function longPollTable(r: any): string {
     }
   };
   const both = (name: string, f: (lp: any) => string) => rows.push([name, cell(r.sqlite, f), cell(r.postgres, f)]);
-  const wake = (run: any) => `p50 ${run.latencyMs.p50} / p90 ${run.latencyMs.p90} / p99 ${run.latencyMs.p99} / max ${run.latencyMs.max} ms, ${run.wakeUps} wake-ups, ${run.errors + run.misses} err, ${run.allDeliveredOnce ? 'all once' : 'NOT all once'}`;
-  const cost = (run: any) => `server ${Math.round(run.serverCpuShare * 100)}%${run.writeServerCpuShare !== undefined ? ` + B ${Math.round(run.writeServerCpuShare * 100)}%` : ''} / client ${Math.round(run.clientCpuShare * 100)}% of a core; RSS ${run.serverRss.startMb} → ${run.serverRss.peakMb} MB`;
+  const wake = (run: any) =>
+    `p50 ${run.latencyMs.p50} / p90 ${run.latencyMs.p90} / p99 ${run.latencyMs.p99} / max ${run.latencyMs.max} ms, ${run.wakeUps} wake-ups, ${run.errors + run.misses} err, ${run.allDeliveredOnce ? 'all once' : 'NOT all once'}`;
+  const cost = (run: any) =>
+    `server ${Math.round(run.serverCpuShare * 100)}%${run.writeServerCpuShare !== undefined ? ` + B ${Math.round(run.writeServerCpuShare * 100)}%` : ''} / client ${Math.round(run.clientCpuShare * 100)}% of a core; RSS ${run.serverRss.startMb} → ${run.serverRss.peakMb} MB`;
   both('long-poll: held polls, wake-up latency', (lp) => wake(lp.oneInstance));
   both('  CPU, RSS', (lp) => cost(lp.oneInstance));
   both('  two instances (held on A, emits through B)', (lp) => (lp.twoInstances ? wake(lp.twoInstances) : 'n/a'));
@@ -366,14 +484,24 @@ export function longPollTable(r: any): string {
   both('  floor (bare node:http, no database)', (lp) => wake(lp.floor));
   both('  floor: CPU', (lp) => cost(lp.floor));
   const spread = (run: any) => (run ? `${run.spreadMs.p50} / ${run.spreadMs.p90}` : 'n/a');
-  both('  last − first poll of an event, p50 / p90 ms', (lp) => `${spread(lp.oneInstance)}${lp.twoInstances ? `; two: ${spread(lp.twoInstances)}` : ''}; floor ${spread(lp.floor)}`);
-  both('  CPU pressure (service run / floor run)', (lp) => `${lp.oneInstance.machineLoad.cpuPressureMean}% / ${lp.floor.machineLoad.cpuPressureMean}%`);
+  both(
+    '  last − first poll of an event, p50 / p90 ms',
+    (lp) => `${spread(lp.oneInstance)}${lp.twoInstances ? `; two: ${spread(lp.twoInstances)}` : ''}; floor ${spread(lp.floor)}`,
+  );
+  both(
+    '  CPU pressure (service run / floor run)',
+    (lp) => `${lp.oneInstance.machineLoad.cpuPressureMean}% / ${lp.floor.machineLoad.cpuPressureMean}%`,
+  );
   for (const polls of ONE_WORKSPACE_POLLS) {
     const of = (lp: any) => lp.oneWorkspace?.[`polls${polls}`];
     const ratio = (lp: any, q: 'p50' | 'p99') => round(of(lp).service.latencyMs[q] / Math.max(of(lp).floor.latencyMs[q], 0.01), 2);
     both(`one workspace, ${polls} polls woken together`, (lp) => `${wake(of(lp).service)}`);
     both(`  floor`, (lp) => `${wake(of(lp).floor)}`);
-    both(`  ÷ floor p50, p99; server CPU`, (lp) => `${ratio(lp, 'p50')}, ${ratio(lp, 'p99')}; ${Math.round(of(lp).service.serverCpuShare * 100)}% (floor ${Math.round(of(lp).floor.serverCpuShare * 100)}%) of a core`);
+    both(
+      `  ÷ floor p50, p99; server CPU`,
+      (lp) =>
+        `${ratio(lp, 'p50')}, ${ratio(lp, 'p99')}; ${Math.round(of(lp).service.serverCpuShare * 100)}% (floor ${Math.round(of(lp).floor.serverCpuShare * 100)}%) of a core`,
+    );
   }
   const cols = ['long-poll (phase 13)', 'SQLite', 'Postgres'];
   const widths = cols.map((c, i) => Math.max(c.length, ...rows.map((row) => row[i]!.length)));

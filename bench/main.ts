@@ -26,7 +26,22 @@ import { clustersAvailable } from './pg-cluster.ts';
 import { longPollPhase, longPollTable, longPollTargets } from './long-poll-phase.ts';
 import { partitionsPhase } from './partitions-phase.ts';
 import { replicasPhase } from './replicas-phase.ts';
-import { cpuSecondsOf, cpuSecondsOfAll, machineLoad, memoryOf, processTree, ROOT, runClient, sampleLoad, sampleMemory, startFloorServer, startServer, treeCpuSecondsOf, treeRssMbOf, type MemoryPhase } from './processes.ts';
+import {
+  cpuSecondsOf,
+  cpuSecondsOfAll,
+  machineLoad,
+  memoryOf,
+  processTree,
+  ROOT,
+  runClient,
+  sampleLoad,
+  sampleMemory,
+  startFloorServer,
+  startServer,
+  treeCpuSecondsOf,
+  treeRssMbOf,
+  type MemoryPhase,
+} from './processes.ts';
 import { seed, SPARSE_MAILBOXES, type Seeded } from './seed.ts';
 import { median, round, type Latency } from './stats.ts';
 import { evaluateTargets, printTable } from './report.ts';
@@ -47,7 +62,21 @@ const { values } = parseArgs({
     phases: { type: 'string', default: 'all' },
   },
 });
-const PHASES = ['ceiling', 'redis', 'replay', 'depth', 'sparse', 'mcp', 'tail', 'ingest', 'workers', 'webhooks', 'replicas', 'partitions', 'longpoll'] as const;
+const PHASES = [
+  'ceiling',
+  'redis',
+  'replay',
+  'depth',
+  'sparse',
+  'mcp',
+  'tail',
+  'ingest',
+  'workers',
+  'webhooks',
+  'replicas',
+  'partitions',
+  'longpoll',
+] as const;
 const wanted = new Set(values.phases === 'all' ? PHASES : values.phases!.split(','));
 const want = (phase: (typeof PHASES)[number]) => wanted.has(phase);
 
@@ -61,8 +90,32 @@ const runId = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
 
 // Phase sizes: the full run takes 7-11 minutes at 1M events here; --quick under a minute (bench/README.md).
 const P = quick
-  ? { replayRuns: 1, warmupPages: 3, depthRounds: 40, sparseRounds: 20, mcpRounds: 40, tailSeconds: 1, tailDrain: 1, ingestSeconds: 1, ingestWarmup: 0.5, fanoutSeconds: 1, fanoutWarmup: 0.5 }
-  : { replayRuns: 3, warmupPages: 20, depthRounds: 300, sparseRounds: 60, mcpRounds: 300, tailSeconds: 30, tailDrain: 2, ingestSeconds: 10, ingestWarmup: 2, fanoutSeconds: 15, fanoutWarmup: 2 };
+  ? {
+      replayRuns: 1,
+      warmupPages: 3,
+      depthRounds: 40,
+      sparseRounds: 20,
+      mcpRounds: 40,
+      tailSeconds: 1,
+      tailDrain: 1,
+      ingestSeconds: 1,
+      ingestWarmup: 0.5,
+      fanoutSeconds: 1,
+      fanoutWarmup: 0.5,
+    }
+  : {
+      replayRuns: 3,
+      warmupPages: 20,
+      depthRounds: 300,
+      sparseRounds: 60,
+      mcpRounds: 300,
+      tailSeconds: 30,
+      tailDrain: 2,
+      ingestSeconds: 10,
+      ingestWarmup: 2,
+      fanoutSeconds: 15,
+      fanoutWarmup: 2,
+    };
 const TAIL_CLIENTS = 200;
 // Each tailing client polls again this long after an answer that was not a full page. At 100 ms
 // about half the answers are "nothing new" (the writer's 500 events/s are spread over 100 feeds):
@@ -169,8 +222,16 @@ async function lastSeqs(url: string, workspaceIds: string[]): Promise<Map<string
   }
 }
 
-type Run = { events: number; seconds: number; eventsPerSecond: number; mbPerSecond: number; cpuMsPerPage?: number; clientCpuMsPerPage?: number };
-const medianOf = (runs: Run[], field: keyof Run) => (runs.every((r) => typeof r[field] === 'number') ? round(median(runs.map((r) => r[field] as number))) : undefined);
+type Run = {
+  events: number;
+  seconds: number;
+  eventsPerSecond: number;
+  mbPerSecond: number;
+  cpuMsPerPage?: number;
+  clientCpuMsPerPage?: number;
+};
+const medianOf = (runs: Run[], field: keyof Run) =>
+  runs.every((r) => typeof r[field] === 'number') ? round(median(runs.map((r) => r[field] as number))) : undefined;
 const medianRun = (runs: Run[]) => ({
   eventsPerSecond: Math.round(median(runs.map((r) => r.eventsPerSecond))),
   mbPerSecond: round(median(runs.map((r) => r.mbPerSecond)), 1),
@@ -207,7 +268,15 @@ async function redisPeer(db: Store, seeded: Seeded) {
     // The Redis server's own CPU per page, when it runs on this machine (its pid is then readable).
     const redisPid = Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]);
     const cpu0 = cpuSecondsOf(redisPid);
-    const runs = await runClient<Run[]>('client-direct.ts', { mode: 'redis', redisUrl: REDIS_URL, key, count: 500, warmupPages: P.warmupPages, expectEvents: loaded, runs: P.replayRuns });
+    const runs = await runClient<Run[]>('client-direct.ts', {
+      mode: 'redis',
+      redisUrl: REDIS_URL,
+      key,
+      count: 500,
+      warmupPages: P.warmupPages,
+      expectEvents: loaded,
+      runs: P.replayRuns,
+    });
     const pages = runs.reduce((n, r) => n + Math.ceil(r.events / 500) + 1, P.warmupPages);
     const serverCpuMsPerPage = Number.isFinite(cpu0) ? round(((cpuSecondsOf(redisPid) - cpu0) * 1000) / pages) : undefined;
     return { key, loaded, loadSeconds: round(loadSeconds, 1), streamMb: round(memory / 1e6, 1), ...medianRun(runs), serverCpuMsPerPage };
@@ -233,13 +302,39 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
       await db.migrate();
       codec = new CursorCodec(await db.sharedCursorSecret());
       log(`[${kind}] seeding ${events.toLocaleString('en')} events (+20% in neighbour workspaces)…`);
-      seeded = await seed(db, { events, ingestWorkspaces: INGEST_WORKSPACES, readKeysPerWorkspace: Math.ceil(TAIL_CLIENTS / INGEST_WORKSPACES), log });
+      seeded = await seed(db, {
+        events,
+        ingestWorkspaces: INGEST_WORKSPACES,
+        readKeysPerWorkspace: Math.ceil(TAIL_CLIENTS / INGEST_WORKSPACES),
+        log,
+      });
       if (kind === 'postgres') await db.knex.raw('analyze');
-      result.seed = { events: seeded.events, otherEvents: seeded.otherEvents, sparseEvents: seeded.sparseEvents, seconds: round(seeded.seconds, 1), eventsPerSecond: Math.round(seeded.eventsPerSecond), envelopeBytesMean: Math.round(seeded.envelopeBytes.mean) };
+      result.seed = {
+        events: seeded.events,
+        otherEvents: seeded.otherEvents,
+        sparseEvents: seeded.sparseEvents,
+        seconds: round(seeded.seconds, 1),
+        eventsPerSecond: Math.round(seeded.eventsPerSecond),
+        envelopeBytesMean: Math.round(seeded.envelopeBytes.mean),
+      };
       log(`[${kind}] seeded in ${seeded.seconds.toFixed(1)} s (${Math.round(seeded.eventsPerSecond)} events/s)`);
-      sparseSeqs = (await db.knex('events').select('seq').where('workspace_id', seeded.workspaceId).whereIn('mailbox_id', SPARSE_MAILBOXES).orderBy('seq')).map((r: { seq: number }) => Number(r.seq));
+      sparseSeqs = (
+        await db
+          .knex('events')
+          .select('seq')
+          .where('workspace_id', seeded.workspaceId)
+          .whereIn('mailbox_id', SPARSE_MAILBOXES)
+          .orderBy('seq')
+      ).map((r: { seq: number }) => Number(r.seq));
       for (const scope of seeded.scopes) {
-        const seqs = (await db.knex('events').select('seq').where('workspace_id', seeded.workspaceId).whereIn('mailbox_id', scope.mailboxes).orderBy('seq')).map((r: { seq: number }) => Number(r.seq));
+        const seqs = (
+          await db
+            .knex('events')
+            .select('seq')
+            .where('workspace_id', seeded.workspaceId)
+            .whereIn('mailbox_id', scope.mailboxes)
+            .orderBy('seq')
+        ).map((r: { seq: number }) => Number(r.seq));
         scopeBoundaries.set(scope.label, [0, ...seqs.filter((_, i) => (i + 1) % 100 === 0)]);
       }
       if (withRedis && want('redis')) {
@@ -252,7 +347,15 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
 
     if (want('ceiling')) {
       log(`[${kind}] ceiling (in-process readPage)…`);
-      const ceiling = await runClient<{ runs: Run[]; parseMsPerPage: number }>('client-direct.ts', { mode: 'ceiling', databaseUrl: database.url, workspaceId: seeded.workspaceId, limit: 500, warmupPages: P.warmupPages, expectEvents: seeded.events, runs: P.replayRuns });
+      const ceiling = await runClient<{ runs: Run[]; parseMsPerPage: number }>('client-direct.ts', {
+        mode: 'ceiling',
+        databaseUrl: database.url,
+        workspaceId: seeded.workspaceId,
+        limit: 500,
+        warmupPages: P.warmupPages,
+        expectEvents: seeded.events,
+        runs: P.replayRuns,
+      });
       result.ceiling = { ...medianRun(ceiling.runs), parseMsPerPage: ceiling.parseMsPerPage };
     }
 
@@ -262,18 +365,45 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
      * every client must end with exactly the events written to its workspace.
      */
     const tailing = async (url: string, pollMs: number, seedChunk: number) => {
-      const heads = await lastSeqs(database.url, seeded.ingest.map((w) => w.workspaceId));
+      const heads = await lastSeqs(
+        database.url,
+        seeded.ingest.map((w) => w.workspaceId),
+      );
       const tailClients = Array.from({ length: TAIL_CLIENTS }, (_, i) => {
         const ws = seeded.ingest[i % seeded.ingest.length]!;
-        return { key: ws.readKeys[Math.floor(i / seeded.ingest.length)]!, cursor: codec.encode(ws.workspaceId, heads.get(ws.workspaceId) ?? 0) };
+        return {
+          key: ws.readKeys[Math.floor(i / seeded.ingest.length)]!,
+          cursor: codec.encode(ws.workspaceId, heads.get(ws.workspaceId) ?? 0),
+        };
       });
       const tailWarmup = Math.min(3, P.tailSeconds * 0.2);
       // The tailing clients finish once the writer has stopped (they are told on stdin): a writer
       // process that started late would otherwise still emit while the clients finish.
       let tailProcess: ChildProcess | undefined;
       const [tail, tailWriter] = await Promise.all([
-        runClient<Record<string, any>>('client-http.ts', { mode: 'tail', url, clients: tailClients, pollMs, seconds: P.tailSeconds, warmupSeconds: tailWarmup, limit: 100, drainSeconds: P.tailDrain, drainOnStdin: true }, { onStart: (child) => (tailProcess = child) }),
-        runClient<Record<string, any>>('client-http.ts', { mode: 'writer', url, keys: seeded.ingest.map((w) => w.writeKey), rate: WRITER_RATE, seconds: P.tailSeconds + tailWarmup + 0.5, seedChunk }).finally(() => tailProcess?.stdin?.end('drain\n')),
+        runClient<Record<string, any>>(
+          'client-http.ts',
+          {
+            mode: 'tail',
+            url,
+            clients: tailClients,
+            pollMs,
+            seconds: P.tailSeconds,
+            warmupSeconds: tailWarmup,
+            limit: 100,
+            drainSeconds: P.tailDrain,
+            drainOnStdin: true,
+          },
+          { onStart: (child) => (tailProcess = child) },
+        ),
+        runClient<Record<string, any>>('client-http.ts', {
+          mode: 'writer',
+          url,
+          keys: seeded.ingest.map((w) => w.writeKey),
+          rate: WRITER_RATE,
+          seconds: P.tailSeconds + tailWarmup + 0.5,
+          seedChunk,
+        }).finally(() => tailProcess?.stdin?.end('drain\n')),
       ]);
       const undelivered = tailClients.filter((_, i) => tail.received[i] !== tailWriter.okPerKey[i % seeded.ingest.length]).length;
       delete tail.received;
@@ -289,25 +419,46 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
     const workersPhase = async () => {
       const runs: Record<string, unknown> = {};
       const N = seeded.lastSeq;
-      const starts = Array.from({ length: FANOUT_READERS }, (_, i) => codec.encode(seeded.workspaceId, Math.floor((i * N) / FANOUT_READERS)));
+      const starts = Array.from({ length: FANOUT_READERS }, (_, i) =>
+        codec.encode(seeded.workspaceId, Math.floor((i * N) / FANOUT_READERS)),
+      );
       for (const workers of WORKER_COUNTS) {
-        log(`[${kind}] ${workers} worker(s): fan-out replay by ${FANOUT_READERS} readers for ${P.fanoutSeconds} s, then tailing at 100 ms…`);
+        log(
+          `[${kind}] ${workers} worker(s): fan-out replay by ${FANOUT_READERS} readers for ${P.fanoutSeconds} s, then tailing at 100 ms…`,
+        );
         const served = await startServer(database.url, { env: { WORKERS: String(workers) } });
         try {
           // /healthz answers once one worker listens: wait for the others to be up.
           const deadline = Date.now() + 30_000;
-          while (processTree(served.pid).length < workers + (workers > 1 ? 1 : 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+          while (processTree(served.pid).length < workers + (workers > 1 ? 1 : 0) && Date.now() < deadline)
+            await new Promise((r) => setTimeout(r, 100));
           await new Promise((r) => setTimeout(r, workers > 1 ? 2000 : 0));
           const cpu0 = treeCpuSecondsOf(served.pid);
-          const fan = await runClient<Record<string, any>>('client-http.ts', { mode: 'fanout', url: served.url, key: seeded.keys.read, starts, seconds: P.fanoutSeconds, warmupSeconds: P.fanoutWarmup, limit: 500 });
+          const fan = await runClient<Record<string, any>>('client-http.ts', {
+            mode: 'fanout',
+            url: served.url,
+            key: seeded.keys.read,
+            starts,
+            seconds: P.fanoutSeconds,
+            warmupSeconds: P.fanoutWarmup,
+            limit: 500,
+          });
           // Warm-up included: the CPU of every page served.
           const fanCpu = treeCpuSecondsOf(served.pid) - cpu0;
           const fanRss = treeRssMbOf(served.pid);
           const tailCpu0 = treeCpuSecondsOf(served.pid);
           const tail = await tailing(served.url, 100, 7_000_011 + workers);
           runs[String(workers)] = {
-            fanout: { ...fan, serverCpuSecondsPerSecond: round(fanCpu / (P.fanoutSeconds + P.fanoutWarmup), 2), rssMbAfter: round(fanRss, 1) },
-            tail: { ...tail, serverCpuSeconds: round(treeCpuSecondsOf(served.pid) - tailCpu0, 2), rssMbAfter: round(treeRssMbOf(served.pid), 1) },
+            fanout: {
+              ...fan,
+              serverCpuSecondsPerSecond: round(fanCpu / (P.fanoutSeconds + P.fanoutWarmup), 2),
+              rssMbAfter: round(fanRss, 1),
+            },
+            tail: {
+              ...tail,
+              serverCpuSeconds: round(treeCpuSecondsOf(served.pid) - tailCpu0, 2),
+              rssMbAfter: round(treeRssMbOf(served.pid), 1),
+            },
           };
         } finally {
           await served.stop();
@@ -319,7 +470,15 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
       const floor = await startFloorServer('floor-server.ts', { pageFile, pages: Number.MAX_SAFE_INTEGER });
       try {
         const cpu0 = cpuSecondsOf(floor.pid);
-        const fan = await runClient<Record<string, any>>('client-http.ts', { mode: 'fanout', url: floor.url, key: seeded.keys.read, starts, seconds: P.fanoutSeconds, warmupSeconds: P.fanoutWarmup, limit: 500 });
+        const fan = await runClient<Record<string, any>>('client-http.ts', {
+          mode: 'fanout',
+          url: floor.url,
+          key: seeded.keys.read,
+          starts,
+          seconds: P.fanoutSeconds,
+          warmupSeconds: P.fanoutWarmup,
+          limit: 500,
+        });
         const cpu = cpuSecondsOf(floor.pid) - cpu0;
         runs.floor = { fanout: { ...fan, serverCpuSecondsPerSecond: round(cpu / (P.fanoutSeconds + P.fanoutWarmup), 2) } };
       } finally {
@@ -336,9 +495,22 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
       try {
         // The rows, not readPage: its read-ahead of the next page would still be waiting for a
         // connection when readDb is destroyed (knex then warns "Acquire connection error" 5 s later).
-        const rows = await readDb.readPageRows({ workspaceId: seeded.workspaceId, afterSeq: Math.floor(seeded.lastSeq / 2), limit: 500, mailboxes: null });
-        const page = { bytes: Buffer.from(rows.map((row) => row.envelope).join(',')), count: rows.length, lastSeq: rows.at(-1)!.seq, cutAtByteCap: false };
-        writeFileSync(pageFile, Buffer.concat(feedPageJson({ events: page, next_cursor: codec.encode(seeded.workspaceId, Number(page.lastSeq)) })));
+        const rows = await readDb.readPageRows({
+          workspaceId: seeded.workspaceId,
+          afterSeq: Math.floor(seeded.lastSeq / 2),
+          limit: 500,
+          mailboxes: null,
+        });
+        const page = {
+          bytes: Buffer.from(rows.map((row) => row.envelope).join(',')),
+          count: rows.length,
+          lastSeq: rows.at(-1)!.seq,
+          cutAtByteCap: false,
+        };
+        writeFileSync(
+          pageFile,
+          Buffer.concat(feedPageJson({ events: page, next_cursor: codec.encode(seeded.workspaceId, Number(page.lastSeq)) })),
+        );
       } finally {
         await readDb.close();
       }
@@ -358,7 +530,14 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
         const replays = [];
         for (let r = 0; r < P.replayRuns; r++) {
           const cpu0 = cpuSecondsOf(server.pid);
-          const run = await runClient<Run & { pageMs: Latency; pages: number }>('client-http.ts', { mode: 'replay', url: server.url, key: seeded.keys.read, limit: 500, warmupPages: P.warmupPages, expectEvents: seeded.events });
+          const run = await runClient<Run & { pageMs: Latency; pages: number }>('client-http.ts', {
+            mode: 'replay',
+            url: server.url,
+            key: seeded.keys.read,
+            limit: 500,
+            warmupPages: P.warmupPages,
+            expectEvents: seeded.events,
+          });
           replays.push({ ...run, serverCpuMsPerPage: round(((cpuSecondsOf(server.pid) - cpu0) * 1000) / (run.pages + P.warmupPages)) });
         }
         memory.replay = replayMemory.stop();
@@ -371,8 +550,18 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
         const floor = await startFloorServer('floor-server.ts', { pageFile, pages: floorPages });
         try {
           const cpu0 = cpuSecondsOf(floor.pid);
-          const run = await runClient<Run & { pages: number }>('client-http.ts', { mode: 'replay', url: floor.url, key: seeded.keys.read, limit: 500, warmupPages: P.warmupPages, expectEvents: floorPages * 500 });
-          result.replayFloor = { ...run, serverCpuMsPerPage: round(((cpuSecondsOf(floor.pid) - cpu0) * 1000) / (run.pages + P.warmupPages)) };
+          const run = await runClient<Run & { pages: number }>('client-http.ts', {
+            mode: 'replay',
+            url: floor.url,
+            key: seeded.keys.read,
+            limit: 500,
+            warmupPages: P.warmupPages,
+            expectEvents: floorPages * 500,
+          });
+          result.replayFloor = {
+            ...run,
+            serverCpuMsPerPage: round(((cpuSecondsOf(floor.pid) - cpu0) * 1000) / (run.pages + P.warmupPages)),
+          };
         } finally {
           await floor.stop();
           rmSync(dirname(pageFile), { recursive: true, force: true });
@@ -382,13 +571,33 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
       if (want('depth')) {
         log(`[${kind}] depth…`);
         const depthCursors = { start: 0, middle: Math.floor(N / 2), end: N - 100 };
-        const depthProbes = Object.entries(depthCursors).map(([label, afterSeq]) => ({ label, via: 'http', key: seeded.keys.read, args: { after: codec.encode(seeded.workspaceId, afterSeq), limit: 100 } }));
-        const depthHttp = await runClient<Record<string, Latency>>('client-http.ts', { mode: 'probe', url: server.url, probes: depthProbes, rounds: P.depthRounds, warmupRounds: 20 });
+        const depthProbes = Object.entries(depthCursors).map(([label, afterSeq]) => ({
+          label,
+          via: 'http',
+          key: seeded.keys.read,
+          args: { after: codec.encode(seeded.workspaceId, afterSeq), limit: 100 },
+        }));
+        const depthHttp = await runClient<Record<string, Latency>>('client-http.ts', {
+          mode: 'probe',
+          url: server.url,
+          probes: depthProbes,
+          rounds: P.depthRounds,
+          warmupRounds: 20,
+        });
         const depthDb = await runClient<Record<string, Latency>>('client-direct.ts', {
-          mode: 'dbprobe', databaseUrl: database.url, workspaceId: seeded.workspaceId, rounds: P.depthRounds, warmupRounds: 20,
+          mode: 'dbprobe',
+          databaseUrl: database.url,
+          workspaceId: seeded.workspaceId,
+          rounds: P.depthRounds,
+          warmupRounds: 20,
           probes: Object.entries(depthCursors).map(([label, afterSeq]) => ({ label, afterSeq, mailboxes: null, limit: 100 })),
         });
-        result.depth = { positions: depthCursors, http: depthHttp, db: depthDb, endOverStart: round(depthHttp.end!.p50 / depthHttp.start!.p50, 2) };
+        result.depth = {
+          positions: depthCursors,
+          http: depthHttp,
+          db: depthDb,
+          endOverStart: round(depthHttp.end!.p50 / depthHttp.start!.p50, 2),
+        };
       }
 
       if (want('sparse')) {
@@ -397,10 +606,26 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
         const boundaries = [0, ...sparseSeqs.filter((_, i) => (i + 1) % 100 === 0)];
         const pick = boundaries.filter((_, i) => i % Math.max(1, Math.ceil(boundaries.length / 6)) === 0).slice(0, 6);
         const sparseProbes = pick.flatMap((afterSeq) => [
-          { label: 'sparse', via: 'http', key: seeded.keys.sparse, args: { after: codec.encode(seeded.workspaceId, afterSeq), limit: 100 } },
-          { label: 'unrestricted', via: 'http', key: seeded.keys.read, args: { after: codec.encode(seeded.workspaceId, afterSeq), limit: 100 } },
+          {
+            label: 'sparse',
+            via: 'http',
+            key: seeded.keys.sparse,
+            args: { after: codec.encode(seeded.workspaceId, afterSeq), limit: 100 },
+          },
+          {
+            label: 'unrestricted',
+            via: 'http',
+            key: seeded.keys.read,
+            args: { after: codec.encode(seeded.workspaceId, afterSeq), limit: 100 },
+          },
         ]);
-        const sparseHttp = await runClient<Record<string, Latency & { eventsPerPage: number }>>('client-http.ts', { mode: 'probe', url: server.url, probes: sparseProbes, rounds: P.sparseRounds, warmupRounds: 5 });
+        const sparseHttp = await runClient<Record<string, Latency & { eventsPerPage: number }>>('client-http.ts', {
+          mode: 'probe',
+          url: server.url,
+          probes: sparseProbes,
+          rounds: P.sparseRounds,
+          warmupRounds: 5,
+        });
         // Keys restricted to 1, 10 and 50 mailboxes, each against the unrestricted page at its own positions.
         const scopes: Record<string, { http: Record<string, Latency & { eventsPerPage: number }>; ratio: number }> = {};
         for (const scope of seeded.scopes) {
@@ -408,12 +633,30 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
           const at = bounds.filter((_, i) => i % Math.max(1, Math.ceil(bounds.length / 6)) === 0).slice(0, 6);
           const probes = at.flatMap((afterSeq) => [
             { label: 'scoped', via: 'http', key: scope.key, args: { after: codec.encode(seeded.workspaceId, afterSeq), limit: 100 } },
-            { label: 'unrestricted', via: 'http', key: seeded.keys.read, args: { after: codec.encode(seeded.workspaceId, afterSeq), limit: 100 } },
+            {
+              label: 'unrestricted',
+              via: 'http',
+              key: seeded.keys.read,
+              args: { after: codec.encode(seeded.workspaceId, afterSeq), limit: 100 },
+            },
           ]);
-          const http = await runClient<Record<string, Latency & { eventsPerPage: number }>>('client-http.ts', { mode: 'probe', url: server.url, probes, rounds: P.sparseRounds, warmupRounds: 5 });
+          const http = await runClient<Record<string, Latency & { eventsPerPage: number }>>('client-http.ts', {
+            mode: 'probe',
+            url: server.url,
+            probes,
+            rounds: P.sparseRounds,
+            warmupRounds: 5,
+          });
           scopes[scope.label] = { http, ratio: round(http.scoped!.p50 / http.unrestricted!.p50, 2) };
         }
-        result.sparse = { sparseEvents: sparseSeqs.length, share: round(sparseSeqs.length / seeded.events, 5), positions: pick, http: sparseHttp, ratio: round(sparseHttp.sparse!.p50 / sparseHttp.unrestricted!.p50, 2), scopes };
+        result.sparse = {
+          sparseEvents: sparseSeqs.length,
+          share: round(sparseSeqs.length / seeded.events, 5),
+          positions: pick,
+          http: sparseHttp,
+          ratio: round(sparseHttp.sparse!.p50 / sparseHttp.unrestricted!.p50, 2),
+          scopes,
+        };
       }
 
       if (want('mcp')) {
@@ -422,13 +665,21 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
           { label: 'http', via: 'http', key: seeded.keys.read, args: { limit: 100 } },
           { label: 'mcp', via: 'mcp', key: seeded.keys.read, args: { limit: 100 } },
         ];
-        const mcp = await runClient<Record<string, Latency>>('client-http.ts', { mode: 'probe', url: server.url, probes: mcpProbes, rounds: P.mcpRounds, warmupRounds: 20 });
+        const mcp = await runClient<Record<string, Latency>>('client-http.ts', {
+          mode: 'probe',
+          url: server.url,
+          probes: mcpProbes,
+          rounds: P.mcpRounds,
+          warmupRounds: 20,
+        });
         result.mcp = { ...mcp, overheadMs: round(mcp.mcp!.p50 - mcp.http!.p50, 3), ratio: round(mcp.mcp!.p50 / mcp.http!.p50, 2) };
       }
 
       if (want('tail')) {
         for (const pollMs of TAIL_POLLS_MS) {
-          log(`[${kind}] tailing: ${TAIL_CLIENTS} clients on ${INGEST_WORKSPACES} feeds polling every ${pollMs} ms, writer ${WRITER_RATE} events/s over them, ${P.tailSeconds} s…`);
+          log(
+            `[${kind}] tailing: ${TAIL_CLIENTS} clients on ${INGEST_WORKSPACES} feeds polling every ${pollMs} ms, writer ${WRITER_RATE} events/s over them, ${P.tailSeconds} s…`,
+          );
           const tailMemory = sampleMemory(server.pid);
           const tailCpu0 = cpuSecondsOf(server.pid);
           const tail = await tailing(server.url, pollMs, 7_000_001 + pollMs);
@@ -443,7 +694,10 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
           // the second, which has all the floor's code, to stay short.
           const tailFloor: Record<string, unknown> = {};
           result.tailFloor = tailFloor;
-          const floors = [['answerOnly', false], ['roundTrip', true]] as const;
+          const floors = [
+            ['answerOnly', false],
+            ['roundTrip', true],
+          ] as const;
           for (const [label, roundTrip] of quick ? floors.slice(1) : floors) {
             log(`[${kind}] tailing floor (${roundTrip ? 'a bare answer after the round trip' : 'a bare answer'}), ${P.tailSeconds} s…`);
             const floor = await startFloorServer('tail-floor-server.ts', { databaseUrl: database.url, roundTrip });
@@ -453,11 +707,31 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
               const cpu0 = cpuSecondsOf(floor.pid);
               const serviceCpu0 = cpuSecondsOf(server.pid);
               const [tail] = await Promise.all([
-                runClient<Record<string, any>>('client-http.ts', { mode: 'tail', url: floor.url, clients: clients.slice(0, TAIL_CLIENTS), pollMs: 100, seconds: P.tailSeconds, warmupSeconds: tailWarmup, limit: 100, drainSeconds: 0 }),
-                runClient<Record<string, any>>('client-http.ts', { mode: 'writer', url: server.url, keys: seeded.ingest.map((w) => w.writeKey), rate: WRITER_RATE, seconds: P.tailSeconds + tailWarmup + 0.5, seedChunk: 7_002_001 + Number(roundTrip) }),
+                runClient<Record<string, any>>('client-http.ts', {
+                  mode: 'tail',
+                  url: floor.url,
+                  clients: clients.slice(0, TAIL_CLIENTS),
+                  pollMs: 100,
+                  seconds: P.tailSeconds,
+                  warmupSeconds: tailWarmup,
+                  limit: 100,
+                  drainSeconds: 0,
+                }),
+                runClient<Record<string, any>>('client-http.ts', {
+                  mode: 'writer',
+                  url: server.url,
+                  keys: seeded.ingest.map((w) => w.writeKey),
+                  rate: WRITER_RATE,
+                  seconds: P.tailSeconds + tailWarmup + 0.5,
+                  seedChunk: 7_002_001 + Number(roundTrip),
+                }),
               ]);
               delete tail.received;
-              tailFloor[label] = { ...tail, serverCpuSeconds: round(cpuSecondsOf(floor.pid) - cpu0, 2), serviceCpuSeconds: round(cpuSecondsOf(server.pid) - serviceCpu0, 2) };
+              tailFloor[label] = {
+                ...tail,
+                serverCpuSeconds: round(cpuSecondsOf(floor.pid) - cpu0, 2),
+                serviceCpuSeconds: round(cpuSecondsOf(server.pid) - serviceCpu0, 2),
+              };
             } finally {
               await floor.stop();
             }
@@ -477,7 +751,15 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
           const wal0 = kind === 'postgres' ? await walStats(database.url) : undefined;
           const dbCpu0 = kind === 'postgres' ? cpuSecondsOfAll('postgres') : NaN;
           const cpu0 = cpuSecondsOf(server.pid);
-          const run = await runClient<Record<string, any>>('client-http.ts', { mode: 'ingest', url: server.url, keys, concurrency: INGEST_CONCURRENCY, seconds: P.ingestSeconds, warmupSeconds: P.ingestWarmup, seedChunk });
+          const run = await runClient<Record<string, any>>('client-http.ts', {
+            mode: 'ingest',
+            url: server.url,
+            keys,
+            concurrency: INGEST_CONCURRENCY,
+            seconds: P.ingestSeconds,
+            warmupSeconds: P.ingestWarmup,
+            seedChunk,
+          });
           const serverCpu = cpuSecondsOf(server.pid) - cpu0;
           const dbCpu = cpuSecondsOfAll('postgres') - dbCpu0;
           const appended = [...(await lastSeqs(database.url, workspaceIds)).values()].reduce((a, b) => a + b, 0) - before;
@@ -486,22 +768,49 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
           return {
             ...run,
             serverCpuMsPerEvent: perEvent(serverCpu * 1000),
-            ...(kind === 'postgres' ? { databaseCpuMsPerEvent: perEvent(dbCpu * 1000), walBytesPerEvent: perEvent(wal!.bytes, 0), fullPageImagesPerEvent: perEvent(wal!.fpi, 3) } : {}),
+            ...(kind === 'postgres'
+              ? {
+                  databaseCpuMsPerEvent: perEvent(dbCpu * 1000),
+                  walBytesPerEvent: perEvent(wal!.bytes, 0),
+                  fullPageImagesPerEvent: perEvent(wal!.fpi, 3),
+                }
+              : {}),
           };
         };
         const ingestOne = await ingestRun([seeded.keys.write], [seeded.workspaceId], 7_000_002);
-        const ingestMany = await ingestRun(seeded.ingest.map((w) => w.writeKey), seeded.ingest.map((w) => w.workspaceId), 7_000_003);
+        const ingestMany = await ingestRun(
+          seeded.ingest.map((w) => w.writeKey),
+          seeded.ingest.map((w) => w.workspaceId),
+          7_000_003,
+        );
         result.ingest = { oneWorkspace: ingestOne, manyWorkspaces: ingestMany };
         if (kind === 'postgres') {
           // The floor: the same clients against a bare server that only inserts the events
           // (bench/ingest-floor-server.ts): what the insert alone allows into 1 and into 100.
           log(`[${kind}] ingestion floor (a bare insert): 1 workspace, then ${INGEST_WORKSPACES}…`);
-          const workspaceOfKey = Object.fromEntries([[seeded.keys.write, seeded.workspaceId], ...seeded.ingest.map((w) => [w.writeKey, w.workspaceId])]);
+          const workspaceOfKey = Object.fromEntries([
+            [seeded.keys.write, seeded.workspaceId],
+            ...seeded.ingest.map((w) => [w.writeKey, w.workspaceId]),
+          ]);
           const floor = await startFloorServer('ingest-floor-server.ts', { databaseUrl: database.url, workspaceOfKey });
           try {
             const floorRun = (keys: string[], seedChunk: number) =>
-              runClient<Record<string, any>>('client-http.ts', { mode: 'ingest', url: floor.url, keys, concurrency: INGEST_CONCURRENCY, seconds: P.ingestSeconds, warmupSeconds: P.ingestWarmup, seedChunk });
-            result.ingestFloor = { oneWorkspace: await floorRun([seeded.keys.write], 7_000_004), manyWorkspaces: await floorRun(seeded.ingest.map((w) => w.writeKey), 7_000_005) };
+              runClient<Record<string, any>>('client-http.ts', {
+                mode: 'ingest',
+                url: floor.url,
+                keys,
+                concurrency: INGEST_CONCURRENCY,
+                seconds: P.ingestSeconds,
+                warmupSeconds: P.ingestWarmup,
+                seedChunk,
+              });
+            result.ingestFloor = {
+              oneWorkspace: await floorRun([seeded.keys.write], 7_000_004),
+              manyWorkspaces: await floorRun(
+                seeded.ingest.map((w) => w.writeKey),
+                7_000_005,
+              ),
+            };
           } finally {
             await floor.stop();
           }
@@ -515,7 +824,11 @@ async function benchDatabase(kind: 'sqlite' | 'postgres', withRedis: boolean) {
     if (want('workers')) result.workers = await workersPhase();
     if (want('longpoll')) {
       result.longpoll = await longPollPhase({
-        kind, databaseUrl: database.url, codec, quick, log,
+        kind,
+        databaseUrl: database.url,
+        codec,
+        quick,
+        log,
         workspaces: seeded.ingest,
         profileDir: values.profile ? join(values.profile, `${kind}-${runId}`) : undefined,
       });
@@ -549,7 +862,9 @@ const machine = {
   kernel: release(),
   loadavgAtStart: loadavg().map((x) => round(x, 2)),
 };
-log(`event-feed bench ${runId}: ${events.toLocaleString('en')} events${quick ? ' (quick)' : ''} on ${machine.cores} cores (${machine.cpu}), load ${machine.loadavgAtStart.join(' ')}`);
+log(
+  `event-feed bench ${runId}: ${events.toLocaleString('en')} events${quick ? ' (quick)' : ''} on ${machine.cores} cores (${machine.cpu}), load ${machine.loadavgAtStart.join(' ')}`,
+);
 if (values['wait-quiet'] !== undefined) {
   // On a shared machine: wait (up to this many seconds) for the other work to calm down.
   const deadline = Date.now() + Number(values['wait-quiet']) * 1000;
@@ -563,9 +878,21 @@ const wantPostgres = (values.db === 'both' || values.db === 'postgres') && !valu
 const redisSkip = values['no-redis'] ? 'skipped by --no-redis' : await reachable('redis');
 const postgresSkip = !wantPostgres ? 'not requested' : await reachable('postgres');
 
-const results: Record<string, any> = { runId, date: new Date().toISOString(), quick, events, machine, phases: P, tail: { clients: TAIL_CLIENTS, pollsMs: TAIL_POLLS_MS, writerRate: WRITER_RATE }, ingest: { concurrency: INGEST_CONCURRENCY, workspaces: INGEST_WORKSPACES } };
+const results: Record<string, any> = {
+  runId,
+  date: new Date().toISOString(),
+  quick,
+  events,
+  machine,
+  phases: P,
+  tail: { clients: TAIL_CLIENTS, pollsMs: TAIL_POLLS_MS, writerRate: WRITER_RATE },
+  ingest: { concurrency: INGEST_CONCURRENCY, workspaces: INGEST_WORKSPACES },
+};
 results.sqlite = wantSqlite ? await benchDatabase('sqlite', redisSkip === undefined) : { skipped: 'not requested' };
-results.redis = redisSkip !== undefined ? { skipped: redisSkip } : (results.sqlite.redis ?? { skipped: 'SQLite not run (the peer holds the SQLite run’s envelopes)' });
+results.redis =
+  redisSkip !== undefined
+    ? { skipped: redisSkip }
+    : (results.sqlite.redis ?? { skipped: 'SQLite not run (the peer holds the SQLite run’s envelopes)' });
 delete results.sqlite.redis;
 results.postgres = postgresSkip !== undefined ? { skipped: postgresSkip } : await benchDatabase('postgres', false);
 results.machine.loadavgAtEnd = loadavg().map((x) => round(x, 2));

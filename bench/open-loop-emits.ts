@@ -21,7 +21,10 @@ export interface EmitAnswer {
  * `onAnswer`; the phases keep what they need of it (tailing: counts per key; long-poll: each event's
  * id and answer time).
  */
-export async function openLoopEmits(c: { url: string; keys: string[]; rate: number; seconds: number; seedChunk: number }, onAnswer: (answer: EmitAnswer) => void) {
+export async function openLoopEmits(
+  c: { url: string; keys: string[]; rate: number; seconds: number; seedChunk: number },
+  onAnswer: (answer: EmitAnswer) => void,
+) {
   const pool = new Pool(c.url, { connections: 16, pipelining: 1, keepAliveTimeout: 60_000 });
   const bodies = benchTraffic(2000, c.seedChunk, Date.now() - 3_600_000).map((e) => JSON.stringify({ ...e, occurred_at: undefined }));
   let sent = 0;
@@ -43,7 +46,14 @@ export async function openLoopEmits(c: { url: string; keys: string[]; rate: numb
       inFlight++;
       const sentAt = performance.now();
       const p: Promise<void> = pool
-        .request({ method: 'POST', path: '/v1/emit_event', headers: jsonHeaders(c.keys[keyIndex]!), body, headersTimeout: 10_000, bodyTimeout: 10_000 })
+        .request({
+          method: 'POST',
+          path: '/v1/emit_event',
+          headers: jsonHeaders(c.keys[keyIndex]!),
+          body,
+          headersTimeout: 10_000,
+          bodyTimeout: 10_000,
+        })
         .then(async ({ statusCode, body: answer }) => {
           const text = await answer.text();
           onAnswer({ keyIndex, statusCode, text, sentAt, answeredAt: performance.now() });

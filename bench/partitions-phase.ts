@@ -32,7 +32,13 @@ export async function partitionsPhase(o: { adminUrl: string; runId: string; even
     try {
       await store.migrate();
       o.log(`[partitions] seeding ${o.events.toLocaleString('en')} events stored over ${RETENTION_DAYS} days…`);
-      seeded = await seed(store, { events: o.events, ingestWorkspaces: 0, readKeysPerWorkspace: 0, storedOverDays: RETENTION_DAYS, log: o.log });
+      seeded = await seed(store, {
+        events: o.events,
+        ingestWorkspaces: 0,
+        readKeysPerWorkspace: 0,
+        storedOverDays: RETENTION_DAYS,
+        log: o.log,
+      });
       await store.knex.raw('ANALYZE');
     } finally {
       await store.close();
@@ -53,7 +59,14 @@ export async function partitionsPhase(o: { adminUrl: string; runId: string; even
         try {
           for (const reader of readers) {
             o.log(`[partitions] ${layout}: replay by ${reader.label} (${reader.events.toLocaleString('en')} events), round ${round + 1}…`);
-            const run = await runClient<{ pageMs: { p50: number; mean: number } }>('client-http.ts', { mode: 'replay', url: server.url, key: reader.key, limit: 500, warmupPages: 20, expectEvents: reader.events });
+            const run = await runClient<{ pageMs: { p50: number; mean: number } }>('client-http.ts', {
+              mode: 'replay',
+              url: server.url,
+              key: reader.key,
+              limit: 500,
+              warmupPages: 20,
+              expectEvents: reader.events,
+            });
             (pageMs[layout]![reader.label] ??= []).push(run.pageMs.mean);
           }
         } finally {
@@ -66,7 +79,15 @@ export async function partitionsPhase(o: { adminUrl: string; runId: string; even
       readers.map((r) => {
         const plain = median(pageMs.plain![r.label]!);
         const partitioned = median(pageMs.partitioned![r.label]!);
-        return [r.label, { events: r.events, plainPageMs: round(plain, 2), partitionedPageMs: round(partitioned, 2), ratio: round(partitioned / plain, 2) }];
+        return [
+          r.label,
+          {
+            events: r.events,
+            plainPageMs: round(plain, 2),
+            partitionedPageMs: round(partitioned, 2),
+            ratio: round(partitioned / plain, 2),
+          },
+        ];
       }),
     );
 
@@ -110,7 +131,11 @@ async function mailboxCounts(url: string, workspaceId: string, scopes: Array<{ l
   return withKnex(url, async (knex) => {
     const counts = new Map<string, number>();
     for (const scope of scopes) {
-      const row = await knex('events').where({ workspace_id: workspaceId }).whereIn('mailbox_id', scope.mailboxes).count({ n: '*' }).first();
+      const row = await knex('events')
+        .where({ workspace_id: workspaceId })
+        .whereIn('mailbox_id', scope.mailboxes)
+        .count({ n: '*' })
+        .first();
       counts.set(scope.label, Number(row!.n));
     }
     return counts;

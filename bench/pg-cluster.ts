@@ -17,7 +17,8 @@ const BIN = '/usr/lib/postgresql/15/bin';
 /** Whether this machine can start clusters of its own (the binaries and the `postgres` user). */
 export const clustersAvailable = (): boolean => existsSync(join(BIN, 'initdb')) && existsSync(join(BIN, 'pg_basebackup'));
 
-const asPostgres = (command: string, args: string[]) => run('runuser', ['-u', 'postgres', '--', join(BIN, command), ...args], { timeout: 60_000 });
+const asPostgres = (command: string, args: string[]) =>
+  run('runuser', ['-u', 'postgres', '--', join(BIN, command), ...args], { timeout: 60_000 });
 
 export interface Cluster {
   port: number;
@@ -70,11 +71,37 @@ export async function startPrimaryAndReplicas(options: { database: string; repli
     const primary = cluster(primaryDir, await freePort(), ['wal_level=replica', 'max_wal_senders=10']);
     started.push(primary);
     await primary.start();
-    await run('psql', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'root', '-d', 'postgres', '-c', `CREATE DATABASE ${options.database}`]);
+    await run('psql', [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(primary.port),
+      '-U',
+      'root',
+      '-d',
+      'postgres',
+      '-c',
+      `CREATE DATABASE ${options.database}`,
+    ]);
     const replicas: Cluster[] = [];
     for (const settings of options.replicas) {
       const dir = folder('event-feed-replica-');
-      await asPostgres('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'root', '-D', join(dir, 'data'), '-R', '-X', 'stream', '-c', 'fast', '--no-sync']);
+      await asPostgres('pg_basebackup', [
+        '-h',
+        '127.0.0.1',
+        '-p',
+        String(primary.port),
+        '-U',
+        'root',
+        '-D',
+        join(dir, 'data'),
+        '-R',
+        '-X',
+        'stream',
+        '-c',
+        'fast',
+        '--no-sync',
+      ]);
       const replica = cluster(dir, await freePort(), ['hot_standby=on', ...settings]);
       started.push(replica);
       await replica.start();

@@ -16,7 +16,11 @@ let compiled: boolean | undefined;
  * else the source through tsx, whose start-up costs ~1 s more per process (a dozen per database).
  */
 function scriptArgs(file: string): string[] {
-  compiled ??= freshBuild(ROOT) && readdirSync(join(ROOT, 'bench')).every((name) => !name.endsWith('.ts') || statSync(join(ROOT, 'bench', name)).mtimeMs <= statSync(join(ROOT, 'dist', 'BUILT')).mtimeMs);
+  compiled ??=
+    freshBuild(ROOT) &&
+    readdirSync(join(ROOT, 'bench')).every(
+      (name) => !name.endsWith('.ts') || statSync(join(ROOT, 'bench', name)).mtimeMs <= statSync(join(ROOT, 'dist', 'BUILT')).mtimeMs,
+    );
   return compiled ? [join(ROOT, 'dist', 'bench', file.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', join(ROOT, 'bench', file)];
 }
 
@@ -97,7 +101,9 @@ export interface ServerProcess {
 
 /** The Node flags and environment of bin/event-feed.js's `#!` line: the service is measured as it ships. */
 export function shippedLaunch(root: string = ROOT): { nodeFlags: string[]; env: Record<string, string> } {
-  const words = readFileSync(join(root, 'bin', 'event-feed.js'), 'utf8').split('\n', 1)[0]!.split(/\s+/);
+  const words = readFileSync(join(root, 'bin', 'event-feed.js'), 'utf8')
+    .split('\n', 1)[0]!
+    .split(/\s+/);
   const assignments = words.filter((word) => /^[A-Z_]+=/.test(word)).map((word) => word.split('=', 2) as [string, string]);
   return { nodeFlags: words.filter((word) => word.startsWith('--')), env: Object.fromEntries(assignments) };
 }
@@ -108,15 +114,33 @@ export function shippedLaunch(root: string = ROOT): { nodeFlags: string[]; env: 
  * (space-separated) replaces the bin's flags, to try others; the caller's environment wins, and
  * `options.env` over it.
  */
-export async function startServer(databaseUrl: string, options: { cpuProfileDir?: string; root?: string; env?: Record<string, string> } = {}): Promise<ServerProcess> {
+export async function startServer(
+  databaseUrl: string,
+  options: { cpuProfileDir?: string; root?: string; env?: Record<string, string> } = {},
+): Promise<ServerProcess> {
   const port = await freePort();
   const root = options.root ?? ROOT;
   const shipped = shippedLaunch(root);
-  const nodeFlags = process.env.SERVER_NODE_ARGS !== undefined ? process.env.SERVER_NODE_ARGS.split(' ').filter(Boolean) : shipped.nodeFlags;
-  const args = [...nodeFlags, ...(options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : []), 'bin/event-feed.js', 'serve'];
+  const nodeFlags =
+    process.env.SERVER_NODE_ARGS !== undefined ? process.env.SERVER_NODE_ARGS.split(' ').filter(Boolean) : shipped.nodeFlags;
+  const args = [
+    ...nodeFlags,
+    ...(options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : []),
+    'bin/event-feed.js',
+    'serve',
+  ];
   const child = spawn(process.execPath, args, {
     cwd: root,
-    env: { ...shipped.env, ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0', ...options.env },
+    env: {
+      ...shipped.env,
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PER_SECOND: '0',
+      ...options.env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';
@@ -161,8 +185,15 @@ export async function startServer(databaseUrl: string, options: { cpuProfileDir?
 }
 
 /** Runs a load process (`bench/<file>` with its config as JSON) and returns the JSON line it prints. */
-export async function runClient<T>(file: string, config: Record<string, unknown>, options: { onStart?: (child: ChildProcess) => void } = {}): Promise<T> {
-  const child = spawn(process.execPath, [...scriptArgs(file), JSON.stringify(config)], { cwd: ROOT, stdio: [options.onStart ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+export async function runClient<T>(
+  file: string,
+  config: Record<string, unknown>,
+  options: { onStart?: (child: ChildProcess) => void } = {},
+): Promise<T> {
+  const child = spawn(process.execPath, [...scriptArgs(file), JSON.stringify(config)], {
+    cwd: ROOT,
+    stdio: [options.onStart ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+  });
   options.onStart?.(child);
   let out = '';
   let err = '';
@@ -179,7 +210,11 @@ function statOf(pid: number | string): { name: string; user: number; sys: number
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // fields[11] and fields[12] are utime and stime (the 14th and 15th of the whole line), in clock ticks.
-  return { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), user: Number(fields[11]) / CLOCK_TICKS, sys: Number(fields[12]) / CLOCK_TICKS };
+  return {
+    name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+    user: Number(fields[11]) / CLOCK_TICKS,
+    sys: Number(fields[12]) / CLOCK_TICKS,
+  };
 }
 const CLOCK_TICKS = 100;
 
@@ -187,10 +222,7 @@ const CLOCK_TICKS = 100;
 function childrenOf(pid: number): number[] {
   try {
     return readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
-      readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8')
-        .split(' ')
-        .filter(Boolean)
-        .map(Number),
+      readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
     );
   } catch {
     return [];
@@ -267,8 +299,13 @@ export function sampleLoad(everyMs = 2000) {
     stop() {
       clearInterval(timer);
       samples.push(machineLoad());
-      const mean = (f: (s: (typeof samples)[number]) => number) => Math.round((samples.reduce((a, s) => a + f(s), 0) / samples.length) * 10) / 10;
-      return { cpuPressureMean: mean((s) => s.cpuPressure), loadavg1Mean: mean((s) => s.loadavg1), cpuPressureMax: Math.max(...samples.map((s) => s.cpuPressure)) };
+      const mean = (f: (s: (typeof samples)[number]) => number) =>
+        Math.round((samples.reduce((a, s) => a + f(s), 0) / samples.length) * 10) / 10;
+      return {
+        cpuPressureMean: mean((s) => s.cpuPressure),
+        loadavg1Mean: mean((s) => s.loadavg1),
+        cpuPressureMax: Math.max(...samples.map((s) => s.cpuPressure)),
+      };
     },
   };
 }
@@ -278,7 +315,10 @@ export function sampleLoad(everyMs = 2000) {
  * defaults (a floor owes the service's heap bounds nothing); resolves with its URL and a stop function.
  */
 export async function startFloorServer(script: string, config: object): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [...scriptArgs(script), JSON.stringify(config)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...scriptArgs(script), JSON.stringify(config)], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`floor server exited with ${code}`)));
     child.stdout!.once('data', (c: Buffer) => resolve(Number(c.toString('utf8').trim())));

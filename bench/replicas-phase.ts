@@ -43,7 +43,7 @@ export async function replicasPhase(o: { events: number; seconds: number; warmup
     // The replica has everything before the measurement starts.
     const replicaStore = openStore(replicaUrl);
     try {
-      for (const deadline = Date.now() + 120_000; ; ) {
+      for (const deadline = Date.now() + 120_000; ;) {
         if ((await replicaStore.feedHead(seeded.workspaceId)) >= seeded.lastSeq) break;
         if (Date.now() > deadline) throw new Error('the replica did not catch up with the seed in 2 minutes');
         await new Promise((resolve) => setTimeout(resolve, 200));
@@ -59,18 +59,26 @@ export async function replicasPhase(o: { events: number; seconds: number; warmup
       const db = openStore(replicaUrl);
       try {
         await new Promise((resolve) => setTimeout(resolve, 1500));
-        return Number((await db.knex.raw("SELECT coalesce(sum(idx_scan + seq_scan), 0) AS n FROM pg_stat_user_tables WHERE relid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass)")).rows[0].n);
+        return Number(
+          (
+            await db.knex.raw(
+              "SELECT coalesce(sum(idx_scan + seq_scan), 0) AS n FROM pg_stat_user_tables WHERE relid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass)",
+            )
+          ).rows[0].n,
+        );
       } finally {
         await db.close();
       }
     };
     const runs: Record<string, unknown> = {};
     for (const withReplica of [false, true]) {
-      o.log(`[replicas] ${READERS} catch-up readers while ${WRITERS} writers emit, ${withReplica ? 'with the replica' : 'primary alone'}, ${o.seconds} s…`);
+      o.log(
+        `[replicas] ${READERS} catch-up readers while ${WRITERS} writers emit, ${withReplica ? 'with the replica' : 'primary alone'}, ${o.seconds} s…`,
+      );
       const server = await startServer(primaryUrl, { env: withReplica ? { DATABASE_READ_URLS: replicaUrl } : {} });
       try {
         if (withReplica) {
-          for (const deadline = Date.now() + 15_000; ; ) {
+          for (const deadline = Date.now() + 15_000; ;) {
             const body = (await (await fetch(`${server.url}/readyz`)).json()) as { replicas?: Array<{ serving: boolean }> };
             if (body.replicas?.[0]?.serving) break;
             if (Date.now() > deadline) throw new Error('the replica never served');
@@ -81,8 +89,24 @@ export async function replicasPhase(o: { events: number; seconds: number; warmup
         const cpu0 = { primary: treeCpuSecondsOf(primaryPid), replica: treeCpuSecondsOf(replicaPid), service: cpuSecondsOf(server.pid) };
         const t0 = performance.now();
         const [readers, writers] = await Promise.all([
-          runClient<Record<string, any>>('client-http.ts', { mode: 'fanout', url: server.url, key: seeded.keys.read, starts, seconds: o.seconds, warmupSeconds: o.warmupSeconds, limit: 500 }),
-          runClient<Record<string, any>>('client-http.ts', { mode: 'ingest', url: server.url, keys: seeded.ingest.map((w) => w.writeKey), concurrency: WRITERS, seconds: o.seconds, warmupSeconds: o.warmupSeconds, seedChunk: 7_000_021 + Number(withReplica) }),
+          runClient<Record<string, any>>('client-http.ts', {
+            mode: 'fanout',
+            url: server.url,
+            key: seeded.keys.read,
+            starts,
+            seconds: o.seconds,
+            warmupSeconds: o.warmupSeconds,
+            limit: 500,
+          }),
+          runClient<Record<string, any>>('client-http.ts', {
+            mode: 'ingest',
+            url: server.url,
+            keys: seeded.ingest.map((w) => w.writeKey),
+            concurrency: WRITERS,
+            seconds: o.seconds,
+            warmupSeconds: o.warmupSeconds,
+            seedChunk: 7_000_021 + Number(withReplica),
+          }),
         ]);
         const wall = (performance.now() - t0) / 1000;
         const primaryCpu = treeCpuSecondsOf(primaryPid) - cpu0.primary;

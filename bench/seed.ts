@@ -57,7 +57,12 @@ function random(seed: number) {
 
 // Busy mailboxes get a skewed share (a few big shared inboxes, many personal ones).
 const weights = BUSY_MAILBOXES.map((_, i) => 1 / (i + 1) ** 0.8);
-const cumulative = weights.map(((sum) => (w: number) => (sum += w))(0));
+const cumulative = weights.map(
+  (
+    (sum) => (w: number) =>
+      (sum += w)
+  )(0),
+);
 const totalWeight = cumulative.at(-1)!;
 
 /**
@@ -130,20 +135,36 @@ export async function seed(store: OpenedStore, options: SeedOptions): Promise<Se
     otherEvents += otherN * others.length;
     if (performance.now() - lastLog > 10_000) {
       lastLog = performance.now();
-      log(`  seeded ${done.toLocaleString('en')} / ${options.events.toLocaleString('en')} (${Math.round(done / ((lastLog - started) / 1000)).toLocaleString('en')} events/s)`);
+      log(
+        `  seeded ${done.toLocaleString('en')} / ${options.events.toLocaleString('en')} (${Math.round(done / ((lastLog - started) / 1000)).toLocaleString('en')} events/s)`,
+      );
     }
   }
 
   const read = await createKey(store, { workspaceId: main.id, permissions: ['read'], mailboxes: null, label: 'bench read' }, nowMs);
-  const sparse = await createKey(store, { workspaceId: main.id, permissions: ['read'], mailboxes: SPARSE_MAILBOXES, label: 'bench sparse' }, nowMs);
-  const write = await createKey(store, { workspaceId: main.id, permissions: ['read', 'write'], mailboxes: null, label: 'bench write' }, nowMs);
+  const sparse = await createKey(
+    store,
+    { workspaceId: main.id, permissions: ['read'], mailboxes: SPARSE_MAILBOXES, label: 'bench sparse' },
+    nowMs,
+  );
+  const write = await createKey(
+    store,
+    { workspaceId: main.id, permissions: ['read', 'write'], mailboxes: null, label: 'bench write' },
+    nowMs,
+  );
   const scopes: Seeded['scopes'] = [];
   for (const [label, mailboxes] of [
     ['1 mailbox', [SPARSE_MAILBOXES[0]!]],
     ['10 mailboxes', MAILBOXES.slice(0, 10)],
     ['50 mailboxes', MAILBOXES],
   ] as const) {
-    scopes.push({ label, mailboxes: [...mailboxes], key: (await createKey(store, { workspaceId: main.id, permissions: ['read'], mailboxes: [...mailboxes], label: `bench ${label}` }, nowMs)).key });
+    scopes.push({
+      label,
+      mailboxes: [...mailboxes],
+      key: (
+        await createKey(store, { workspaceId: main.id, permissions: ['read'], mailboxes: [...mailboxes], label: `bench ${label}` }, nowMs)
+      ).key,
+    });
   }
   const ingest: Seeded['ingest'] = [];
   for (let i = 0; i < options.ingestWorkspaces; i++) {

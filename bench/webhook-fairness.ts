@@ -79,13 +79,21 @@ async function startReceivers() {
   };
 }
 
-export async function webhookFairness(databaseUrl: string, options: { seconds: number; env?: Record<string, string>; log: (line: string) => void }): Promise<WebhookFairnessResult> {
+export async function webhookFairness(
+  databaseUrl: string,
+  options: { seconds: number; env?: Record<string, string>; log: (line: string) => void },
+): Promise<WebhookFairnessResult> {
   const serverEnv = { WEBHOOKS_ALLOW_INSECURE: '1', ...options.env };
   const receivers = await startReceivers();
   const server = await startServer(databaseUrl, { env: serverEnv });
   const pool = new Pool(server.url, { connections: 8 });
   const post = async (path: string, key: string, body: unknown) => {
-    const { statusCode, body: answer } = await pool.request({ method: 'POST', path, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const { statusCode, body: answer } = await pool.request({
+      method: 'POST',
+      path,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     const text = await answer.text();
     if (statusCode >= 300) throw new Error(`${path} answered ${statusCode}: ${text.slice(0, 200)}`);
     return JSON.parse(text) as { event?: { id: string } };
@@ -96,7 +104,10 @@ export async function webhookFairness(databaseUrl: string, options: { seconds: n
     try {
       for (const name of ['bench noisy webhooks', 'bench victim webhooks']) {
         const ws = await db.createWorkspace(name, false, Date.now());
-        tenants.push({ admin: (await createKey(db, { workspaceId: ws.id, permissions: ['admin'], mailboxes: null }, Date.now())).key, write: (await createKey(db, { workspaceId: ws.id, permissions: ['write'], mailboxes: null }, Date.now())).key });
+        tenants.push({
+          admin: (await createKey(db, { workspaceId: ws.id, permissions: ['admin'], mailboxes: null }, Date.now())).key,
+          write: (await createKey(db, { workspaceId: ws.id, permissions: ['write'], mailboxes: null }, Date.now())).key,
+        });
       }
     } finally {
       await db.close();
@@ -112,7 +123,9 @@ export async function webhookFairness(databaseUrl: string, options: { seconds: n
     for (let i = 0; i < NOISY_BACKLOG; i++) await post('/v1/emit_event', noisy.write, body());
     let noisyEmitted = NOISY_BACKLOG;
     await sleep(1000); // the noisy endpoints take their slots
-    options.log(`  noisy workspace: ${NOISY_ENDPOINTS} endpoints answering after ${NOISY_ANSWER_MS} ms, a tarpit answering after ${TARPIT_ANSWER_MS} ms; victim emitting ${VICTIM_EVENTS_PER_SECOND}/s for ${options.seconds} s`);
+    options.log(
+      `  noisy workspace: ${NOISY_ENDPOINTS} endpoints answering after ${NOISY_ANSWER_MS} ms, a tarpit answering after ${TARPIT_ANSWER_MS} ms; victim emitting ${VICTIM_EVENTS_PER_SECOND}/s for ${options.seconds} s`,
+    );
 
     // Open loops at fixed rates: a slow answer delays no later emit.
     const emittedAt = new Map<string, number>();
@@ -149,7 +162,13 @@ export async function webhookFairness(databaseUrl: string, options: { seconds: n
     return {
       seconds: options.seconds,
       serverEnv,
-      victim: { emitted: emittedAt.size, delivered, allDelivered: delivered === emittedAt.size, latencyMs: latency(waits), emitMs: latency(emitMs) },
+      victim: {
+        emitted: emittedAt.size,
+        delivered,
+        allDelivered: delivered === emittedAt.size,
+        latencyMs: latency(waits),
+        emitMs: latency(emitMs),
+      },
       noisy: { emitted: noisyEmitted, delivered: receivers.counts().noisyDelivered, tarpitRequests: receivers.counts().tarpitRequests },
     };
   } finally {
@@ -169,7 +188,11 @@ export async function webhooksPhase(databaseUrl: string, options: { quick: boole
   const result: Record<string, WebhookFairnessResult> = { defaults: await webhookFairness(databaseUrl, { seconds, log: options.log }) };
   if (!options.quick) {
     options.log('  again, the noisy workspace allowed every slot (WEBHOOK_SLOTS_PER_WORKSPACE=16)');
-    result.noisyMayTakeEverySlot = await webhookFairness(databaseUrl, { seconds, env: { WEBHOOK_SLOTS_PER_WORKSPACE: '16' }, log: options.log });
+    result.noisyMayTakeEverySlot = await webhookFairness(databaseUrl, {
+      seconds,
+      env: { WEBHOOK_SLOTS_PER_WORKSPACE: '16' },
+      log: options.log,
+    });
   }
   return result;
 }

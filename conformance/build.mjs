@@ -20,7 +20,14 @@ const specs = (dir) =>
 rmSync(out, { recursive: true, force: true });
 await build({
   absWorkingDir: here,
-  entryPoints: ['playwright.config.ts', 'support/conformance-reporter.ts', 'support/global-setup.ts', 'support/global-teardown.ts', ...specs('api'), ...specs('view')],
+  entryPoints: [
+    'playwright.config.ts',
+    'support/conformance-reporter.ts',
+    'support/global-setup.ts',
+    'support/global-teardown.ts',
+    ...specs('api'),
+    ...specs('view'),
+  ],
   outdir: out,
   outbase: '.',
   platform: 'node',

@@ -45,7 +45,9 @@ export default defineConfig({
     ['list'],
     ['html', { outputFolder: process.env.EVENT_FEED_REPORT_DIR ?? join(process.cwd(), 'playwright-report'), open: 'never' }],
     [`./support/conformance-reporter.${ext}`],
-    ...(process.env.EVENT_FEED_JSON_REPORT ? [['json', { outputFile: process.env.EVENT_FEED_JSON_REPORT }] as ['json', { outputFile: string }]] : []),
+    ...(process.env.EVENT_FEED_JSON_REPORT
+      ? [['json', { outputFile: process.env.EVENT_FEED_JSON_REPORT }] as ['json', { outputFile: string }]]
+      : []),
   ],
   outputDir,
   use: { baseURL, extraHTTPHeaders: {} },
@@ -59,7 +61,14 @@ export default defineConfig({
         // Debian's Chromium: Playwright never downloads a browser here.
         launchOptions: {
           executablePath: chromiumPath(),
-          args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+          args: [
+            '--no-sandbox',
+            '--disable-gpu',
+            '--disable-background-networking',
+            '--disable-component-update',
+            '--disable-sync',
+            '--no-first-run',
+          ],
         },
       },
     },

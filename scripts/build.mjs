@@ -49,7 +49,9 @@ await build({
     {
       name: 'relative-imports-stay-imports',
       setup(b) {
-        b.onResolve({ filter: /^\.\.?\// }, (args) => (args.kind === 'entry-point' ? undefined : { path: args.path.replace(/\.ts$/, '.js'), external: true }));
+        b.onResolve({ filter: /^\.\.?\// }, (args) =>
+          args.kind === 'entry-point' ? undefined : { path: args.path.replace(/\.ts$/, '.js'), external: true },
+        );
       },
     },
   ],

@@ -21,11 +21,16 @@ const isObject = (value: unknown): value is JsonObject => typeof value === 'obje
 const SCHEMA_REF = '#/components/schemas/';
 const PLACEHOLDER = '{Type}';
 
-const pascalOf = (type: string) => type.split(/[._]/).map((part) => part[0]!.toUpperCase() + part.slice(1)).join('');
+const pascalOf = (type: string) =>
+  type
+    .split(/[._]/)
+    .map((part) => part[0]!.toUpperCase() + part.slice(1))
+    .join('');
 
 /** `value` with the placeholders filled for one type. */
 function fill(value: Json, t: EventTypeEntry): Json {
-  if (typeof value === 'string') return value.replaceAll(PLACEHOLDER, pascalOf(t.type)).replaceAll('{type}', t.type).replaceAll('{description}', t.description);
+  if (typeof value === 'string')
+    return value.replaceAll(PLACEHOLDER, pascalOf(t.type)).replaceAll('{type}', t.type).replaceAll('{description}', t.description);
   if (Array.isArray(value)) return value.map((item) => fill(item, t));
   if (!isObject(value)) return value;
   return Object.fromEntries(Object.entries(value).map(([key, child]) => [fill(key, t) as string, fill(child, t)]));
@@ -35,7 +40,8 @@ const holdsPlaceholder = (value: Json) => JSON.stringify(value).includes(PLACEHO
 
 /** Repeats each key and list item that holds `{Type}` once per type, in the list's order. */
 function expand(value: Json, types: EventTypeEntry[]): Json {
-  if (Array.isArray(value)) return value.flatMap((item) => (holdsPlaceholder(item) ? types.map((t) => expand(fill(item, t), types)) : [expand(item, types)]));
+  if (Array.isArray(value))
+    return value.flatMap((item) => (holdsPlaceholder(item) ? types.map((t) => expand(fill(item, t), types)) : [expand(item, types)]));
   if (!isObject(value)) return value;
   const out: JsonObject = {};
   for (const [key, child] of Object.entries(value)) {
@@ -53,7 +59,8 @@ function asAsyncApiSchema(value: Json): Json {
   for (const [key, child] of Object.entries(value)) {
     if (key === '$schema' || key.startsWith('x-')) continue;
     if (key === 'discriminator' && isObject(child)) out[key] = child.propertyName!;
-    else if (key === 'properties' && isObject(child)) out[key] = Object.fromEntries(Object.entries(child).map(([name, schema]) => [name, asAsyncApiSchema(schema)]));
+    else if (key === 'properties' && isObject(child))
+      out[key] = Object.fromEntries(Object.entries(child).map(([name, schema]) => [name, asAsyncApiSchema(schema)]));
     else out[key] = asAsyncApiSchema(child);
   }
   return out;

@@ -42,7 +42,8 @@ export function readEventTypes(root: string): EventTypeEntry[] {
       throw new Error(`schemas/event-types.json: ${entry.type} needs label_fr.heading and label_fr.inline`);
     }
     // The filter pattern and the `mail.*` prefix filter (matchingTypes, matchesTypes) assume one namespace.
-    if (!/^mail\.[a-z][a-z_]*$/.test(entry.type)) throw new Error(`schemas/event-types.json: "${entry.type}" is not of the form mail.<lowercase word>`);
+    if (!/^mail\.[a-z][a-z_]*$/.test(entry.type))
+      throw new Error(`schemas/event-types.json: "${entry.type}" is not of the form mail.<lowercase word>`);
     if (seen.has(entry.type)) throw new Error(`schemas/event-types.json: ${entry.type} is listed twice`);
     seen.add(entry.type);
     dataComponentName(root, entry); // the data schema must exist and be named
@@ -52,7 +53,11 @@ export function readEventTypes(root: string): EventTypeEntry[] {
 
 /** `mail.sent` → `mail-sent` (file names) and `MailSent` (component names). */
 const slugOf = (type: string) => type.replace(/\./g, '-');
-const pascalOf = (type: string) => type.split(/[._]/).map((part) => part[0]!.toUpperCase() + part.slice(1)).join('');
+const pascalOf = (type: string) =>
+  type
+    .split(/[._]/)
+    .map((part) => part[0]!.toUpperCase() + part.slice(1))
+    .join('');
 
 function dataComponentName(root: string, entry: EventTypeEntry): string {
   let schema: { title?: unknown };
@@ -95,19 +100,34 @@ const isObject = (value: unknown): value is JsonObject => typeof value === 'obje
 function fromEventsFolder(value: Json): Json {
   if (Array.isArray(value)) return value.map(fromEventsFolder);
   if (!isObject(value)) return value;
-  return Object.fromEntries(Object.entries(value).map(([key, child]) => [key, key === '$ref' && typeof child === 'string' && !child.startsWith('#') ? `../${child}` : fromEventsFolder(child)]));
+  return Object.fromEntries(
+    Object.entries(value).map(([key, child]) => [
+      key,
+      key === '$ref' && typeof child === 'string' && !child.startsWith('#') ? `../${child}` : fromEventsFolder(child),
+    ]),
+  );
 }
 
 const fill = (text: Json | undefined, t: EventTypeEntry): string | undefined =>
   typeof text === 'string'
-    ? text.replaceAll('{Type}', pascalOf(t.type)).replaceAll('{type}', t.type).replaceAll('{description}', t.description).replaceAll('{description_fr}', t.description_fr)
+    ? text
+        .replaceAll('{Type}', pascalOf(t.type))
+        .replaceAll('{type}', t.type)
+        .replaceAll('{description}', t.description)
+        .replaceAll('{description_fr}', t.description_fr)
     : undefined;
 
 function readTemplate(root: string, union: UnionTemplate): JsonObject {
   const template = JSON.parse(readFileSync(join(root, 'schemas', union.file), 'utf8')) as JsonObject;
   const properties = template.properties;
   const branch = template['x-branch'];
-  if (!isObject(properties) || !isObject(properties.type) || !isObject(properties.data) || !isObject(branch) || typeof branch.title !== 'string') {
+  if (
+    !isObject(properties) ||
+    !isObject(properties.type) ||
+    !isObject(properties.data) ||
+    !isObject(branch) ||
+    typeof branch.title !== 'string'
+  ) {
     throw new Error(`schemas/${union.file}: needs properties.type, properties.data and x-branch.title`);
   }
   for (const key of ['type', 'data']) {
@@ -121,7 +141,10 @@ function readTemplate(root: string, union: UnionTemplate): JsonObject {
 export function eventTypeSchemaFiles(root: string, types: EventTypeEntry[]): Map<string, string> {
   const files = new Map<string, string>();
   const write = (path: string, schema: object, from = '') =>
-    files.set(path, `${JSON.stringify({ $schema: SCHEMA_DIALECT, $comment: GENERATED_SCHEMA.replace('schemas/event-types.json', `schemas/event-types.json${from}`), ...schema }, null, 2)}\n`);
+    files.set(
+      path,
+      `${JSON.stringify({ $schema: SCHEMA_DIALECT, $comment: GENERATED_SCHEMA.replace('schemas/event-types.json', `schemas/event-types.json${from}`), ...schema }, null, 2)}\n`,
+    );
 
   const names = types.map((t) => t.type.slice(PREFIX.length).replace(/\./g, '\\.'));
   write('schemas/event-type-filter.schema.json', {
@@ -146,13 +169,17 @@ export function eventTypeSchemaFiles(root: string, types: EventTypeEntry[]): Map
       const texts = Object.fromEntries(Object.entries(branchTexts).map(([key, text]) => [key, fill(text, t)]));
       write(`schemas/${branchPath(t)}`, { title: fill(branchTitle, t), ...texts, ...shape, properties: own }, ` and schemas/${union.file}`);
     }
-    write(`schemas/${union.file.replace(/\.template\.json$/, '.schema.json')}`, {
-      title,
-      description,
-      oneOf: types.map((t) => ({ $ref: branchPath(t) })),
-      discriminator: { propertyName: 'type', mapping: Object.fromEntries(types.map((t) => [t.type, branchPath(t)])) },
-      ...(examples === undefined ? {} : { examples }),
-    }, ` and schemas/${union.file}`);
+    write(
+      `schemas/${union.file.replace(/\.template\.json$/, '.schema.json')}`,
+      {
+        title,
+        description,
+        oneOf: types.map((t) => ({ $ref: branchPath(t) })),
+        discriminator: { propertyName: 'type', mapping: Object.fromEntries(types.map((t) => [t.type, branchPath(t)])) },
+        ...(examples === undefined ? {} : { examples }),
+      },
+      ` and schemas/${union.file}`,
+    );
   }
   return files;
 }

@@ -40,7 +40,9 @@ function componentName(schema: Json | undefined, where: string): string {
 }
 
 const jsonBodySchema = (holder: Json | undefined): Json | undefined =>
-  isObject(holder) && isObject(holder.content) && isObject(holder.content['application/json']) ? holder.content['application/json'].schema : undefined;
+  isObject(holder) && isObject(holder.content) && isObject(holder.content['application/json'])
+    ? holder.content['application/json'].schema
+    : undefined;
 
 /**
  * The top-level `default`s of a request schema: a property's own, or the one of the component it
@@ -67,7 +69,10 @@ function declaresDefault(value: Json): boolean {
   if (Array.isArray(value)) return value.some(declaresDefault);
   if (!isObject(value)) return false;
   // Under `properties` the keys are names: a property called "default" is not a default.
-  return Object.entries(value).some(([key, child]) => key === 'default' || (key === 'properties' && isObject(child) ? Object.values(child).some(declaresDefault) : declaresDefault(child)));
+  return Object.entries(value).some(
+    ([key, child]) =>
+      key === 'default' || (key === 'properties' && isObject(child) ? Object.values(child).some(declaresDefault) : declaresDefault(child)),
+  );
 }
 
 /**
@@ -85,7 +90,8 @@ function traitsOf(id: string, operation: JsonObject): Traits {
   if (traits.mayBeHeld && !(Number.isSafeInteger(operation['x-wait-max-seconds']) && (operation['x-wait-max-seconds'] as number) >= 1)) {
     throw new Error(`${id}: x-may-be-held needs x-wait-max-seconds, a whole number of seconds of at least 1`);
   }
-  if ((traits.mayBeHeld || traits.mayStream) && !traits.answersPage) throw new Error(`${id}: a read that may be held or streamed answers pages (x-answers-page: true)`);
+  if ((traits.mayBeHeld || traits.mayStream) && !traits.answersPage)
+    throw new Error(`${id}: a read that may be held or streamed answers pages (x-answers-page: true)`);
   return traits;
 }
 
@@ -94,7 +100,8 @@ function checkStreamPaths(doc: JsonObject, operations: OperationFacts[]): void {
   for (const [path, pathItem] of Object.entries(doc.paths as JsonObject)) {
     const streamOf = isObject(pathItem) && isObject(pathItem.get) ? pathItem.get['x-stream-of'] : undefined;
     if (streamOf === undefined) continue;
-    if (!operations.some((op) => op.id === streamOf && op.traits.mayStream)) throw new Error(`${path}: x-stream-of must name an operation with x-may-stream: true`);
+    if (!operations.some((op) => op.id === streamOf && op.traits.mayStream))
+      throw new Error(`${path}: x-stream-of must name an operation with x-may-stream: true`);
   }
 }
 
@@ -112,7 +119,13 @@ function operationsOf(doc: JsonObject): OperationFacts[] {
       const responseNames = new Set(success.map((status) => componentName(jsonBodySchema(responses[status]), `${id} ${status}`)));
       if (responseNames.size !== 1) throw new Error(`${id}: its success responses must share one body schema`);
       const request = componentName(requestSchema, `${id} request`);
-      facts.push({ id, request, response: [...responseNames][0]!, defaults: defaultsOf(components, request), traits: traitsOf(id, operation) });
+      facts.push({
+        id,
+        request,
+        response: [...responseNames][0]!,
+        defaults: defaultsOf(components, request),
+        traits: traitsOf(id, operation),
+      });
     }
   }
   checkStreamPaths(doc, facts);
@@ -122,10 +135,20 @@ function operationsOf(doc: JsonObject): OperationFacts[] {
 export function operationsModule(doc: JsonObject): string {
   const operations = operationsOf(doc);
   const entries = operations
-    .map((op) => `  ${op.id}: {\n    request: Schemas['${op.request}'];\n    response: Schemas['${op.response}'];\n    defaults: ${JSON.stringify(op.defaults)};\n  };`)
+    .map(
+      (op) =>
+        `  ${op.id}: {\n    request: Schemas['${op.request}'];\n    response: Schemas['${op.response}'];\n    defaults: ${JSON.stringify(op.defaults)};\n  };`,
+    )
     .join('\n');
   const table = operations.map((op) => `  ${op.id}: ${JSON.stringify(op.defaults)},`).join('\n');
-  const traits = operations.map((op) => `  ${op.id}: { ${Object.entries(op.traits).map(([trait, value]) => `${trait}: ${value}`).join(', ')} },`).join('\n');
+  const traits = operations
+    .map(
+      (op) =>
+        `  ${op.id}: { ${Object.entries(op.traits)
+          .map(([trait, value]) => `${trait}: ${value}`)
+          .join(', ')} },`,
+    )
+    .join('\n');
   return `${BANNER}import type { components } from './types.ts';
 
 type Schemas = components['schemas'];

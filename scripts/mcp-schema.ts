@@ -65,7 +65,10 @@ export function mcpSchema(components: JsonObject, root: Json, options: { refs: b
     }
     for (const [key, child] of Object.entries(value)) {
       if (key === '$ref' || DROPPED.has(key) || key.startsWith('x-')) continue;
-      out[key] = key === 'properties' && isObject(child) ? Object.fromEntries(Object.entries(child).map(([name, schema]) => [name, convert(schema)])) : convert(child);
+      out[key] =
+        key === 'properties' && isObject(child)
+          ? Object.fromEntries(Object.entries(child).map(([name, schema]) => [name, convert(schema)]))
+          : convert(child);
     }
     // The most specific French text wins: the one next to a $ref over the component's own.
     if (typeof value['x-description-fr'] === 'string') out.description = value['x-description-fr'];
@@ -95,10 +98,18 @@ const same = (a: Json | undefined, b: Json | undefined) => JSON.stringify(a) ===
 function factorUnion(schema: Json, lookup: (ref: string) => Json): Json {
   if (!isObject(schema) || !Array.isArray(schema.oneOf) || schema.oneOf.length < 2) return schema;
   const branches = schema.oneOf.map((branch) => (isObject(branch) && typeof branch.$ref === 'string' ? lookup(branch.$ref) : undefined));
-  const shape = (branch: JsonObject): Json => [branch.type ?? null, branch.additionalProperties ?? null, branch.required ?? null, Object.keys(branch.properties as JsonObject)];
+  const shape = (branch: JsonObject): Json => [
+    branch.type ?? null,
+    branch.additionalProperties ?? null,
+    branch.required ?? null,
+    Object.keys(branch.properties as JsonObject),
+  ];
   const [first] = branches;
   if (!isObject(first) || first.type !== 'object' || first.additionalProperties !== false || !isObject(first.properties)) return schema;
-  if (!branches.every((branch): branch is JsonObject => isObject(branch) && isObject(branch.properties) && same(shape(branch), shape(first)))) return schema;
+  if (
+    !branches.every((branch): branch is JsonObject => isObject(branch) && isObject(branch.properties) && same(shape(branch), shape(first)))
+  )
+    return schema;
   const propertiesOf = (branch: JsonObject) => branch.properties as JsonObject;
   const properties: JsonObject = {};
   const differing: string[] = [];
@@ -136,9 +147,12 @@ function nullableAsAnyOf(schema: JsonObject): JsonObject {
   const types = schema.type as Json[];
   const others = types.filter((type) => type !== 'null');
   if (types.length !== 2 || others.length !== 1 || typeof others[0] !== 'string') {
-    throw new Error(`type ${JSON.stringify(types)}: only a nullable single type ([T, "null"]) has a portable MCP form; write the others as oneOf in the contract`);
+    throw new Error(
+      `type ${JSON.stringify(types)}: only a nullable single type ([T, "null"]) has a portable MCP form; write the others as oneOf in the contract`,
+    );
   }
   const { description, type: _type, ...constraints } = schema;
-  if ('enum' in constraints || 'const' in constraints) throw new Error('a nullable enum or const has no portable form here: write it as oneOf in the contract');
+  if ('enum' in constraints || 'const' in constraints)
+    throw new Error('a nullable enum or const has no portable form here: write it as oneOf in the contract');
   return { ...(description === undefined ? {} : { description }), anyOf: [{ type: others[0], ...constraints }, { type: 'null' }] };
 }

@@ -108,7 +108,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const retentionDays = number(env, 'RETENTION_DAYS', 30);
   if (retentionDays < MIN_RETENTION_DAYS) {
-    throw new ConfigError(`RETENTION_DAYS must be at least ${MIN_RETENTION_DAYS}: the feed promises clients ${MIN_RETENTION_DAYS} days of events (got ${retentionDays})`);
+    throw new ConfigError(
+      `RETENTION_DAYS must be at least ${MIN_RETENTION_DAYS}: the feed promises clients ${MIN_RETENTION_DAYS} days of events (got ${retentionDays})`,
+    );
   }
   const rateLimitPerSecond = number(env, 'RATE_LIMIT_PER_SECOND', 100);
   const rateLimitBurst = positive(env, 'RATE_LIMIT_BURST', Math.max(1, Math.ceil(rateLimitPerSecond * 2)));
@@ -134,7 +136,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookLeaseBudgetMs: positive(env, 'WEBHOOK_LEASE_BUDGET_MS', 2000),
     webhookRedeliverMaxPending: integer(env, 'WEBHOOK_REDELIVER_MAX_PENDING', 10_000, 1),
     rateLimitBurst,
-    rateLimitWorkspacePerSecond: positive(env, 'RATE_LIMIT_WORKSPACE_PER_SECOND', rateLimitPerSecond > 0 ? rateLimitPerSecond * WORKSPACE_SHARE : 1),
+    rateLimitWorkspacePerSecond: positive(
+      env,
+      'RATE_LIMIT_WORKSPACE_PER_SECOND',
+      rateLimitPerSecond > 0 ? rateLimitPerSecond * WORKSPACE_SHARE : 1,
+    ),
     rateLimitWorkspaceBurst: positive(env, 'RATE_LIMIT_WORKSPACE_BURST', rateLimitBurst * WORKSPACE_SHARE),
     rateLimitPerAddressPerSecond,
     rateLimitPerAddressBurst: positive(env, 'RATE_LIMIT_PER_ADDRESS_BURST', Math.max(1, Math.ceil(rateLimitPerAddressPerSecond * 2))),
@@ -167,10 +173,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
 /** MCP_ALLOWED_ORIGINS, CORS_ALLOWED_ORIGINS: origins as browsers send them (`https://app.example.com`, `http://localhost:6274`), comma-separated. */
 function allowedOrigins(env: NodeJS.ProcessEnv, name: 'MCP_ALLOWED_ORIGINS' | 'CORS_ALLOWED_ORIGINS'): string[] {
-  const entries = (env[name] ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
+  const entries = (env[name] ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
   return entries.map((entry, i) => {
     const origin = normalizedOrigin(entry);
-    if (origin === undefined) throw new ConfigError(`${name}: entry ${i + 1} ("${entry.slice(0, 60)}") is not an http(s) origin such as https://app.example.com (scheme, host and port only)`);
+    if (origin === undefined)
+      throw new ConfigError(
+        `${name}: entry ${i + 1} ("${entry.slice(0, 60)}") is not an http(s) origin such as https://app.example.com (scheme, host and port only)`,
+      );
     return origin;
   });
 }
@@ -193,18 +205,24 @@ function publicUrl(env: NodeJS.ProcessEnv): string | undefined {
     throw new ConfigError('PUBLIC_URL must use https (http only for localhost or 127.0.0.1): it is the OAuth issuer assistants check');
   }
   if (url.username || url.password || url.search || url.hash || url.pathname !== '/') {
-    throw new ConfigError('PUBLIC_URL must be an origin only (scheme, host and port: no path, query, fragment or credentials), e.g. https://feed.example.com');
+    throw new ConfigError(
+      'PUBLIC_URL must be an origin only (scheme, host and port: no path, query, fragment or credentials), e.g. https://feed.example.com',
+    );
   }
   return url.origin;
 }
 
 /** DATABASE_READ_URLS: Postgres URLs, comma-separated (never echoed: they may hold passwords). */
 function readUrls(env: NodeJS.ProcessEnv): string[] {
-  const urls = (env.DATABASE_READ_URLS ?? '').split(',').map((url) => url.trim()).filter(Boolean);
+  const urls = (env.DATABASE_READ_URLS ?? '')
+    .split(',')
+    .map((url) => url.trim())
+    .filter(Boolean);
   urls.forEach((url, i) => {
     if (!servesReadReplicas(url)) throw new ConfigError(`DATABASE_READ_URLS: entry ${i + 1} is not a postgres:// URL`);
   });
-  if (urls.length > 0 && !servesReadReplicas(env.DATABASE_URL ?? '')) throw new ConfigError('DATABASE_READ_URLS names replicas of a Postgres database: set DATABASE_URL to its primary (postgres://…)');
+  if (urls.length > 0 && !servesReadReplicas(env.DATABASE_URL ?? ''))
+    throw new ConfigError('DATABASE_READ_URLS names replicas of a Postgres database: set DATABASE_URL to its primary (postgres://…)');
   return urls;
 }
 
@@ -215,7 +233,8 @@ export const MAX_WORKERS = 64;
 export function parseWorkerCount(raw: string, name: string): number {
   if (raw === 'auto') return availableParallelism();
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1 || value > MAX_WORKERS) throw new ConfigError(`${name} must be auto or an integer from 1 to ${MAX_WORKERS} (got "${raw.slice(0, 20)}")`);
+  if (!Number.isInteger(value) || value < 1 || value > MAX_WORKERS)
+    throw new ConfigError(`${name} must be auto or an integer from 1 to ${MAX_WORKERS} (got "${raw.slice(0, 20)}")`);
   return value;
 }
 
@@ -243,8 +262,10 @@ function positive(env: NodeJS.ProcessEnv, name: string, fallback: number): numbe
 function metricsPort(env: NodeJS.ProcessEnv, apiPort: number): number | undefined {
   if (env.METRICS_PORT === undefined || env.METRICS_PORT === '') return undefined;
   const value = Number(env.METRICS_PORT);
-  if (!Number.isInteger(value) || value < 0 || value > 65535) throw new ConfigError(`METRICS_PORT must be an integer between 0 and 65535 (got "${env.METRICS_PORT.slice(0, 20)}")`);
-  if (value !== 0 && value === apiPort) throw new ConfigError(`METRICS_PORT must differ from PORT (${apiPort}): the metrics have a listener of their own`);
+  if (!Number.isInteger(value) || value < 0 || value > 65535)
+    throw new ConfigError(`METRICS_PORT must be an integer between 0 and 65535 (got "${env.METRICS_PORT.slice(0, 20)}")`);
+  if (value !== 0 && value === apiPort)
+    throw new ConfigError(`METRICS_PORT must differ from PORT (${apiPort}): the metrics have a listener of their own`);
   return value;
 }
 
@@ -254,4 +275,3 @@ function memoryBudget(env: NodeJS.ProcessEnv): number {
   if (value < 8) throw new ConfigError(`MEMORY_BUDGET_MB must be at least 8 (got ${value})`);
   return value;
 }
-

@@ -59,12 +59,19 @@ export async function startServer(config: Config, log: Logger, options: StartOpt
     demo = options.seedDemo ? await demoAtStart(store, services.clock, config.databaseUrl) : undefined;
     // MCP at /mcp, OAuth for assistants (its metadata, /authorize, /token…), the HTTP API and its site for everything else.
     oauth = createOAuthEdge(services, log);
-    const edges = [createMcpEdge(services, log, { allowedOrigins: config.mcpAllowedOrigins }), oauth, createHttpEdge(services, log, { corsAllowedOrigins: config.corsAllowedOrigins })];
+    const edges = [
+      createMcpEdge(services, log, { allowedOrigins: config.mcpAllowedOrigins }),
+      oauth,
+      createHttpEdge(services, log, { corsAllowedOrigins: config.corsAllowedOrigins }),
+    ];
     const s = createServer(httpServerOptions(config), frontDoor(log, { trustProxyHops: config.trustProxyHops, metrics }, edges));
     // A client that stops reading its answer holds the answer's buffers: nothing moving for this long closes it.
     s.timeout = config.socketTimeoutMs;
     // Behind proxies every connection is theirs: a per-address cap would be a cap on the proxy.
-    connections = new ConnectionGate(s, { maxConnections: config.maxConnections, maxPerAddress: config.trustProxyHops > 0 ? 0 : config.maxConnectionsPerAddress });
+    connections = new ConnectionGate(s, {
+      maxConnections: config.maxConnections,
+      maxPerAddress: config.trustProxyHops > 0 ? 0 : config.maxConnectionsPerAddress,
+    });
     server = await new Promise<Server>((resolve, reject) => {
       s.once('error', reject);
       s.listen(config.port, config.host, () => resolve(s));
@@ -74,7 +81,12 @@ export async function startServer(config: Config, log: Logger, options: StartOpt
     if (metrics) {
       const held = services.heldReads;
       const clock = services.clock;
-      metrics.observe({ heldReads: (kind) => held.heldOf(kind), pool: () => store.poolUse(), webhookBacklog: (cap) => store.webhookBacklog(cap), now: () => clock.now().getTime() });
+      metrics.observe({
+        heldReads: (kind) => held.heldOf(kind),
+        pool: () => store.poolUse(),
+        webhookBacklog: (cap) => store.webhookBacklog(cap),
+        now: () => clock.now().getTime(),
+      });
       if (options.metrics === 'primary') reportToPrimary(metrics.registry);
       else scrapes = await listenForScrapes(config.metricsHost, config.metricsPort!, metrics, log);
     }
@@ -92,14 +104,20 @@ export async function startServer(config: Config, log: Logger, options: StartOpt
   if (demo) process.stdout.write(demoBanner(url, demo));
 
   const pruning = schedulePruning(services, config, log);
-  const webhooks = new WebhookDispatcher(metrics ? countingAttempts(store, metrics) : store, new WebhookSender(services.webhookPolicy!, config.webhookTimeoutMs), services.clock, log, {
-    intervalMs: config.webhookDispatchIntervalMs,
-    leaseMs: Math.max(60_000, config.webhookTimeoutMs * 3),
-    slots: config.webhookSlots,
-    slotsPerWorkspace: config.webhookSlotsPerWorkspace,
-    leaseBudgetMs: config.webhookLeaseBudgetMs,
-    deliveriesPerLease: 100,
-  });
+  const webhooks = new WebhookDispatcher(
+    metrics ? countingAttempts(store, metrics) : store,
+    new WebhookSender(services.webhookPolicy!, config.webhookTimeoutMs),
+    services.clock,
+    log,
+    {
+      intervalMs: config.webhookDispatchIntervalMs,
+      leaseMs: Math.max(60_000, config.webhookTimeoutMs * 3),
+      slots: config.webhookSlots,
+      slotsPerWorkspace: config.webhookSlotsPerWorkspace,
+      leaseBudgetMs: config.webhookLeaseBudgetMs,
+      deliveriesPerLease: 100,
+    },
+  );
   webhooks.start();
   // Where a change channel exists (Postgres), every instance hears each commit and key change.
   const changes = store.listenForChanges?.(services.changes, log);
@@ -146,7 +164,10 @@ function publicOrigin(config: Config, server: Server, log: Logger): string {
   if (config.publicUrl) return config.publicUrl;
   const { port, family } = server.address() as AddressInfo;
   if (!['127.0.0.1', '::1', 'localhost'].includes(config.host)) {
-    log.warn({ host: config.host }, 'PUBLIC_URL is not set: the OAuth metadata names a loopback address, which assistants on other machines cannot use; set PUBLIC_URL to the https origin they reach');
+    log.warn(
+      { host: config.host },
+      'PUBLIC_URL is not set: the OAuth metadata names a loopback address, which assistants on other machines cannot use; set PUBLIC_URL to the https origin they reach',
+    );
   }
   return `http://${family === 'IPv6' && config.host !== '::' ? 'localhost' : '127.0.0.1'}:${port}`;
 }
@@ -165,4 +186,3 @@ function httpServerOptions(config: Config): ServerOptions {
     connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
   };
 }
-

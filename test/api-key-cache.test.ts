@@ -101,16 +101,20 @@ for (const { kind, create, skip } of await databaseKinds()) {
       assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 1);
     });
 
-    it('SQLite: while a transaction of this process holds a snapshot, the key is read: a revocation elsewhere is refused at once', sqliteOnly, async () => {
-      const { id, key } = await newKey();
-      assert.equal((await authenticate(here, key))?.keyId, id);
-      await here.knex.transaction(async (trx) => {
-        await trx('workspaces').count({ n: '*' }); // the writing connection now reads a snapshot
-        await elsewhere.knex('api_keys').where({ id }).update({ revoked_at: Date.now() });
+    it(
+      'SQLite: while a transaction of this process holds a snapshot, the key is read: a revocation elsewhere is refused at once',
+      sqliteOnly,
+      async () => {
+        const { id, key } = await newKey();
+        assert.equal((await authenticate(here, key))?.keyId, id);
+        await here.knex.transaction(async (trx) => {
+          await trx('workspaces').count({ n: '*' }); // the writing connection now reads a snapshot
+          await elsewhere.knex('api_keys').where({ id }).update({ revoked_at: Date.now() });
+          assert.equal(await authenticate(here, key), undefined);
+        });
         assert.equal(await authenticate(here, key), undefined);
-      });
-      assert.equal(await authenticate(here, key), undefined);
-    });
+      },
+    );
   });
 }
 
@@ -179,78 +183,85 @@ describe('VerifiedKeys: how long a verified key may be believed', () => {
   });
 });
 
-describe('API keys with the key channel (postgres)', { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' }, () => {
-  let database: TestDatabase;
-  let here: OpenedStore;
-  let elsewhere: OpenedStore;
-  let listener: HeadListener;
-  let changes: ChangeWatch;
-  let workspaceId: string;
-  let lookups = 0;
-  const authenticate = (db: OpenedStore, key: string) => authenticateKey(db, key, changes.keys);
+describe(
+  'API keys with the key channel (postgres)',
+  { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' },
+  () => {
+    let database: TestDatabase;
+    let here: OpenedStore;
+    let elsewhere: OpenedStore;
+    let listener: HeadListener;
+    let changes: ChangeWatch;
+    let workspaceId: string;
+    let lookups = 0;
+    const authenticate = (db: OpenedStore, key: string) => authenticateKey(db, key, changes.keys);
 
-  before(async () => {
-    database = await postgresDatabase();
-    here = openStore(database.url);
-    elsewhere = openStore(database.url);
-    await here.migrate();
-    workspaceId = (await here.createWorkspace('Keys', true, Date.now())).id;
-    here.knex.on('query', (query: { sql: string }) => {
-      if (/FROM api_keys WHERE id/.test(query.sql)) lookups++;
+    before(async () => {
+      database = await postgresDatabase();
+      here = openStore(database.url);
+      elsewhere = openStore(database.url);
+      await here.migrate();
+      workspaceId = (await here.createWorkspace('Keys', true, Date.now())).id;
+      here.knex.on('query', (query: { sql: string }) => {
+        if (/FROM api_keys WHERE id/.test(query.sql)) lookups++;
+      });
+      changes = watchChanges(here);
+      listener = listenForChanges(database.url, changes, createLogger('silent'));
+      await until('the channel opens', () => changes.live);
     });
-    changes = watchChanges(here);
-    listener = listenForChanges(database.url, changes, createLogger('silent'));
-    await until('the channel opens', () => changes.live);
-  });
-  after(async () => {
-    await listener?.stop();
-    await here?.close();
-    await elsewhere?.close();
-    await database?.drop();
-  });
+    after(async () => {
+      await listener?.stop();
+      await here?.close();
+      await elsewhere?.close();
+      await database?.drop();
+    });
 
-  const newKey = () => createKey(here, { workspaceId, permissions: ['read'], mailboxes: null }, Date.now());
-  const lookupsDuring = async (work: () => Promise<unknown>) => {
-    const before = lookups;
-    await work();
-    return lookups - before;
-  };
+    const newKey = () => createKey(here, { workspaceId, permissions: ['read'], mailboxes: null }, Date.now());
+    const lookupsDuring = async (work: () => Promise<unknown>) => {
+      const before = lookups;
+      await work();
+      return lookups - before;
+    };
 
-  it('keeps a verified key past VERIFIED_KEY_TTL_MS while the channel is up: no lookup', async () => {
-    const { id, key } = await newKey();
-    assert.equal(await lookupsDuring(() => authenticate(here, key)), 1);
-    await sleep(VERIFIED_KEY_TTL_MS + 200);
-    assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 0);
-  });
-
-  for (const [how, change] of [
-    ['revoked by SQL', (id: string) => elsewhere.knex('api_keys').where({ id }).update({ revoked_at: Date.now() })],
-    ['revoked by another process', (id: string) => revokeKey(elsewhere, id, Date.now())],
-    ['deleted', (id: string) => elsewhere.knex('api_keys').where({ id }).delete()],
-  ] as const) {
-    it(`a key ${how} elsewhere is refused as soon as that is heard, long before any expiry`, async () => {
+    it('keeps a verified key past VERIFIED_KEY_TTL_MS while the channel is up: no lookup', async () => {
       const { id, key } = await newKey();
-      assert.equal((await authenticate(here, key))?.keyId, id);
-      assert.equal(await lookupsDuring(() => authenticate(here, key)), 0, 'kept');
-      const changedAt = performance.now();
-      await change(id);
-      await until('refused', async () => (await authenticate(here, key)) === undefined, 2000);
-      assert.ok(performance.now() - changedAt < VERIFIED_KEY_TTL_MS / 2, `heard after ${performance.now() - changedAt} ms`);
+      assert.equal(await lookupsDuring(() => authenticate(here, key)), 1);
+      await sleep(VERIFIED_KEY_TTL_MS + 200);
+      assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 0);
     });
-  }
 
-  it('a lost channel brings back the short expiry, and then the long one once it is back', async () => {
-    const { id, key } = await newKey();
-    await authenticate(here, key);
-    await sleep(VERIFIED_KEY_TTL_MS + 200);
-    assert.equal(await lookupsDuring(() => authenticate(here, key)), 0, 'kept while the channel was up');
-    await here.knex.raw('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ? AND datname = current_database()', [HEAD_LISTENER_NAME]);
-    await until('lost', () => !changes.live);
-    assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 1, 'looked up again');
-    await until('back', () => changes.live, 15_000);
-    await sleep(VERIFIED_KEY_TTL_MS + 50); // what was kept while it was down expires as it was kept
-    assert.equal(await lookupsDuring(() => authenticate(here, key)), 1);
-    await sleep(VERIFIED_KEY_TTL_MS + 200);
-    assert.equal(await lookupsDuring(() => authenticate(here, key)), 0, 'kept long again');
-  });
-});
+    for (const [how, change] of [
+      ['revoked by SQL', (id: string) => elsewhere.knex('api_keys').where({ id }).update({ revoked_at: Date.now() })],
+      ['revoked by another process', (id: string) => revokeKey(elsewhere, id, Date.now())],
+      ['deleted', (id: string) => elsewhere.knex('api_keys').where({ id }).delete()],
+    ] as const) {
+      it(`a key ${how} elsewhere is refused as soon as that is heard, long before any expiry`, async () => {
+        const { id, key } = await newKey();
+        assert.equal((await authenticate(here, key))?.keyId, id);
+        assert.equal(await lookupsDuring(() => authenticate(here, key)), 0, 'kept');
+        const changedAt = performance.now();
+        await change(id);
+        await until('refused', async () => (await authenticate(here, key)) === undefined, 2000);
+        assert.ok(performance.now() - changedAt < VERIFIED_KEY_TTL_MS / 2, `heard after ${performance.now() - changedAt} ms`);
+      });
+    }
+
+    it('a lost channel brings back the short expiry, and then the long one once it is back', async () => {
+      const { id, key } = await newKey();
+      await authenticate(here, key);
+      await sleep(VERIFIED_KEY_TTL_MS + 200);
+      assert.equal(await lookupsDuring(() => authenticate(here, key)), 0, 'kept while the channel was up');
+      await here.knex.raw(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ? AND datname = current_database()',
+        [HEAD_LISTENER_NAME],
+      );
+      await until('lost', () => !changes.live);
+      assert.equal(await lookupsDuring(async () => assert.equal((await authenticate(here, key))?.keyId, id)), 1, 'looked up again');
+      await until('back', () => changes.live, 15_000);
+      await sleep(VERIFIED_KEY_TTL_MS + 50); // what was kept while it was down expires as it was kept
+      assert.equal(await lookupsDuring(() => authenticate(here, key)), 1);
+      await sleep(VERIFIED_KEY_TTL_MS + 200);
+      assert.equal(await lookupsDuring(() => authenticate(here, key)), 0, 'kept long again');
+    });
+  },
+);

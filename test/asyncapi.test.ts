@@ -19,8 +19,14 @@ import { outsideTools, type OutsideTools } from './support/outside-tools.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { startReceiver, waitFor } from './support/webhook-receiver.ts';
 
-const TYPES: Array<{ type: string; data: string }> = JSON.parse(readFileSync(new URL('../schemas/event-types.json', import.meta.url), 'utf8')).types;
-const pascalOf = (type: string) => type.split(/[._]/).map((part) => part[0]!.toUpperCase() + part.slice(1)).join('');
+const TYPES: Array<{ type: string; data: string }> = JSON.parse(
+  readFileSync(new URL('../schemas/event-types.json', import.meta.url), 'utf8'),
+).types;
+const pascalOf = (type: string) =>
+  type
+    .split(/[._]/)
+    .map((part) => part[0]!.toUpperCase() + part.slice(1))
+    .join('');
 
 /** Parses with @asyncapi/parser under Node 22 and prints what it said, and what it read. */
 const PARSE = `import { Parser } from '@asyncapi/parser';
@@ -44,7 +50,11 @@ describe('the AsyncAPI document (/asyncapi.json, /asyncapi.yaml)', () => {
 
   before(async () => {
     tools = await outsideTools();
-    server = await startTestServer(await sqliteDatabase(), { WEBHOOKS_ALLOW_INSECURE: '1', WEBHOOK_DISPATCH_INTERVAL_MS: '40', WEBHOOK_TIMEOUT_MS: '1000' });
+    server = await startTestServer(await sqliteDatabase(), {
+      WEBHOOKS_ALLOW_INSECURE: '1',
+      WEBHOOK_DISPATCH_INTERVAL_MS: '40',
+      WEBHOOK_TIMEOUT_MS: '1000',
+    });
     dir = mkdtempSync(join(tmpdir(), 'asyncapi-'));
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ private: true, type: 'module' }));
     symlinkSync(join(tools.dir, 'node_modules'), join(dir, 'node_modules'), 'dir');
@@ -68,7 +78,12 @@ describe('the AsyncAPI document (/asyncapi.json, /asyncapi.yaml)', () => {
       assert.match(response.headers.get('content-type') ?? '', path.endsWith('.json') ? /^application\/json/ : /yaml/);
       writeFileSync(join(dir, 'document'), await response.text());
       const parsed = await new Promise<string>((resolve, reject) =>
-        execFile(tools.node22, ['parse.mjs', 'document'], { cwd: dir, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => (error ? reject(new Error(stderr || String(error))) : resolve(stdout))),
+        execFile(
+          tools.node22,
+          ['parse.mjs', 'document'],
+          { cwd: dir, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 },
+          (error, stdout, stderr) => (error ? reject(new Error(stderr || String(error))) : resolve(stdout)),
+        ),
       );
       const { version, diagnostics, messages, operations } = JSON.parse(parsed);
       assert.match(version, /^3\./);
@@ -78,7 +93,12 @@ describe('the AsyncAPI document (/asyncapi.json, /asyncapi.yaml)', () => {
       const byId = Object.fromEntries(operations.map((o: { id: string }) => [o.id, o]));
       assert.deepEqual(byId.deliverEvent, { id: 'deliverEvent', action: 'send', channel: [null], messages: deliveries });
       assert.deepEqual(byId.sendTestDelivery.messages, ['TestDelivery']);
-      assert.deepEqual(byId.streamEvents, { id: 'streamEvents', action: 'send', channel: ['/v1/event_feed'], messages: ['StreamedEvent', 'StreamError'] });
+      assert.deepEqual(byId.streamEvents, {
+        id: 'streamEvents',
+        action: 'send',
+        channel: ['/v1/event_feed'],
+        messages: ['StreamedEvent', 'StreamError'],
+      });
     });
   }
 
@@ -99,7 +119,15 @@ describe('the AsyncAPI document (/asyncapi.json, /asyncapi.yaml)', () => {
     assert.equal(doc.components.schemas.EventEnvelope.discriminator, 'type');
     // Every schema the contract also has is the contract's (less what only OpenAPI or MCP reads).
     const strip = (value: unknown): unknown =>
-      Array.isArray(value) ? value.map(strip) : typeof value === 'object' && value !== null ? Object.fromEntries(Object.entries(value).filter(([k]) => !k.startsWith('x-') && k !== 'discriminator' && k !== '$schema').map(([k, v]) => [k, strip(v)])) : value;
+      Array.isArray(value)
+        ? value.map(strip)
+        : typeof value === 'object' && value !== null
+          ? Object.fromEntries(
+              Object.entries(value)
+                .filter(([k]) => !k.startsWith('x-') && k !== 'discriminator' && k !== '$schema')
+                .map(([k, v]) => [k, strip(v)]),
+            )
+          : value;
     const shared = Object.keys(doc.components.schemas).filter((name) => name in openapi.components.schemas);
     assert.ok(shared.length >= 2 * TYPES.length, `shared schemas: ${shared.join(', ')}`);
     for (const name of shared) assert.deepEqual(strip(doc.components.schemas[name]), strip(openapi.components.schemas[name]), name);
@@ -116,8 +144,13 @@ describe('the AsyncAPI document (/asyncapi.json, /asyncapi.yaml)', () => {
       assert.equal((await server.post('/v1/set_webhook', { url: receiver.url }, admin)).status, 200);
       const openapi = await (await fetch(`${server.url}/openapi.json`)).json();
       for (const t of TYPES) {
-        const data = openapi.components.schemas[JSON.parse(readFileSync(new URL(`../schemas/${t.data}`, import.meta.url), 'utf8')).title].examples[0];
-        const emitted = await server.post('/v1/emit_event', { type: t.type, subject: { person: { email: 'claire.dubois@exemple.fr' }, refs: { mailbox_id: 'mbx_contact' } }, data }, writer);
+        const data =
+          openapi.components.schemas[JSON.parse(readFileSync(new URL(`../schemas/${t.data}`, import.meta.url), 'utf8')).title].examples[0];
+        const emitted = await server.post(
+          '/v1/emit_event',
+          { type: t.type, subject: { person: { email: 'claire.dubois@exemple.fr' }, refs: { mailbox_id: 'mbx_contact' } }, data },
+          writer,
+        );
         assert.equal(emitted.status, 201, emitted.text);
       }
       await waitFor(() => receiver.received.length >= TYPES.length, 10_000, 'every delivery');
@@ -130,7 +163,9 @@ describe('the AsyncAPI document (/asyncapi.json, /asyncapi.yaml)', () => {
         const { headers, payload } = doc.components.messages[message];
         const validHeaders = schema(headers.$ref.slice(1));
         const validPayload = schema(payload.$ref.slice(1));
-        const sent = Object.fromEntries(Object.keys(doc.components.schemas[headers.$ref.split('/').pop()].properties).map((name) => [name, delivery.headers[name]]));
+        const sent = Object.fromEntries(
+          Object.keys(doc.components.schemas[headers.$ref.split('/').pop()].properties).map((name) => [name, delivery.headers[name]]),
+        );
         assert.ok(validHeaders(sent), `${message} headers ${JSON.stringify(sent)}: ${JSON.stringify(validHeaders.errors)}`);
         assert.ok(validPayload(body), `${message} payload: ${JSON.stringify(validPayload.errors)}`);
         // Another type's message refuses it: the payloads really are per type.
@@ -149,7 +184,11 @@ describe('the AsyncAPI document (/asyncapi.json, /asyncapi.yaml)', () => {
     const openapi = await (await fetch(`${server.url}/openapi.json`)).json();
     const data = openapi.components.schemas.MailBouncedData.examples[0];
     for (let i = 0; i < 3; i++) {
-      const emitted = await server.post('/v1/emit_event', { type: 'mail.bounced', subject: { person: { email: 'p.martin@laposte.net' }, refs: {} }, data }, writer);
+      const emitted = await server.post(
+        '/v1/emit_event',
+        { type: 'mail.bounced', subject: { person: { email: 'p.martin@laposte.net' }, refs: {} }, data },
+        writer,
+      );
       assert.equal(emitted.status, 201, emitted.text);
     }
     const abort = new AbortController();

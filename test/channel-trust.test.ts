@@ -73,7 +73,7 @@ describe('ChannelTrust: one state for heads and keys', () => {
     assert.equal(keys.lookup('key_a'), undefined);
   });
 
-  it('the listener\'s callbacks reach the heads and the keys', () => {
+  it("the listener's callbacks reach the heads and the keys", () => {
     const changes = new ChangeWatch();
     changes.opened(async () => {});
     changes.keys.keep('key_a', principal, hash, changes.keys.mark());

@@ -17,7 +17,8 @@ import { openStore, type OpenedStore } from '../src/store/open-store.ts';
 import { migrationSource } from '../src/store/common/migrate.ts';
 
 // The names are the same on every database kind.
-const allMigrations = async () => (await migrationSource('sqlite').getMigrations([])).map((m) => migrationSource('sqlite').getMigrationName(m));
+const allMigrations = async () =>
+  (await migrationSource('sqlite').getMigrations([])).map((m) => migrationSource('sqlite').getMigrationName(m));
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -100,7 +101,16 @@ describe('cli on a sqlite file', () => {
 
   it('key create prints the key alone on stdout, stores only its hash and the restrictions', async () => {
     assert.ok(workspaceId, 'needs the workspace of the first test');
-    const run = await cli(database.url, ['key', 'create', '--workspace', workspaceId, '--permissions', 'read,write', '--mailboxes', 'mbx_a,mbx_b']);
+    const run = await cli(database.url, [
+      'key',
+      'create',
+      '--workspace',
+      workspaceId,
+      '--permissions',
+      'read,write',
+      '--mailboxes',
+      'mbx_a,mbx_b',
+    ]);
     assert.equal(run.code, 0, show(run));
     const match = /^(efk_([0-9A-HJKMNP-TV-Z]{26})_[A-Za-z0-9_-]{43})\n$/.exec(run.stdout);
     assert.ok(match, show(run));
@@ -190,7 +200,10 @@ describe('cli on a sqlite file', () => {
     assert.equal(run.code, 0, show(run));
     const listed = JSON.parse(run.stdout);
     const stored = await db.knex('workspaces').select('id', 'name', 'verified').orderBy('id');
-    assert.deepEqual(listed.map((w: any) => ({ id: w.id, name: w.name, verified: w.verified })), stored.map((w) => ({ ...w, verified: Boolean(w.verified) })));
+    assert.deepEqual(
+      listed.map((w: any) => ({ id: w.id, name: w.name, verified: w.verified })),
+      stored.map((w) => ({ ...w, verified: Boolean(w.verified) })),
+    );
     assert.ok(listed.some((w: any) => w.id === workspaceId && w.name === 'Atelier Lumière'));
     for (const w of listed) assert.match(w.created_at, /^\d{4}-\d\d-\d\dT/);
   });
@@ -216,7 +229,14 @@ describe('cli on a sqlite file', () => {
   it('run elsewhere without DATABASE_URL, or with one naming no file: refuses to create a database, and says how to choose one', async () => {
     const elsewhere = mkdtempSync(join(tmpdir(), 'event-feed-cli-elsewhere-'));
     try {
-      const commands = [['workspace', 'list'], ['workspace', 'create', '--name', 'x'], ['key', 'list', '--workspace', workspaceId], ['key', 'revoke', 'key_01M7Z2GFMXTKJ34K0R1E1X1QBB'], ['demo'], ['prune']];
+      const commands = [
+        ['workspace', 'list'],
+        ['workspace', 'create', '--name', 'x'],
+        ['key', 'list', '--workspace', workspaceId],
+        ['key', 'revoke', 'key_01M7Z2GFMXTKJ34K0R1E1X1QBB'],
+        ['demo'],
+        ['prune'],
+      ];
       for (const args of commands) {
         const run = await cliIn(elsewhere, undefined, args);
         assert.notEqual(run.code, 0, `${args.join(' ')}\n${show(run)}`);
@@ -241,14 +261,35 @@ describe('cli on a sqlite file', () => {
     const unknownKey = 'key_01M7Z2GFMXTKJ34K0R1E1X1QBB';
     const cases: Array<[string[], RegExp]> = [
       [['key', 'create', '--workspace', workspaceId, '--permissions', 'read,fly'], /permissions .*read, write, admin.*unknown: fly/],
-      [['key', 'create', '--workspace', workspaceId, '--permissions', 'read', '--mailboxes', 'mbx_ok,inbox'], /mailbox ids.*invalid: inbox/],
-      [['key', 'create', '--workspace', workspaceId, '--permissions', 'read', '--mailboxes', Array.from({ length: 101 }, (_, i) => `mbx_${i}`).join(',')], /at most 100 mailboxes \(got 101\)/],
+      [
+        ['key', 'create', '--workspace', workspaceId, '--permissions', 'read', '--mailboxes', 'mbx_ok,inbox'],
+        /mailbox ids.*invalid: inbox/,
+      ],
+      [
+        [
+          'key',
+          'create',
+          '--workspace',
+          workspaceId,
+          '--permissions',
+          'read',
+          '--mailboxes',
+          Array.from({ length: 101 }, (_, i) => `mbx_${i}`).join(','),
+        ],
+        /at most 100 mailboxes \(got 101\)/,
+      ],
       [['key', 'create', '--permissions', 'read'], /required option '--workspace <id>' not specified/],
-      [['key', 'create', '--workspace', 'ws_01M7Z2GFMXTKJ34K0R1E1X1QBB', '--permissions', 'read'], /no workspace ws_01M7Z2GFMXTKJ34K0R1E1X1QBB/],
+      [
+        ['key', 'create', '--workspace', 'ws_01M7Z2GFMXTKJ34K0R1E1X1QBB', '--permissions', 'read'],
+        /no workspace ws_01M7Z2GFMXTKJ34K0R1E1X1QBB/,
+      ],
       [['key', 'revoke', unknownKey], new RegExp(`no active key ${unknownKey}`)],
       [['launch-rockets'], /unknown command 'launch-rockets'/],
     ];
-    const runs = await cliAll(database.url, cases.map(([args]) => args));
+    const runs = await cliAll(
+      database.url,
+      cases.map(([args]) => args),
+    );
     runs.forEach((run, i) => {
       const [args, message] = cases[i]!;
       assert.notEqual(run.code, 0, `${args.join(' ')}\n${show(run)}`);
@@ -261,14 +302,24 @@ describe('cli on a sqlite file', () => {
   it('key create goes through create_key: the contract refuses a bad mailbox or label, and the per-workspace key limit holds', async () => {
     const full = await db.createWorkspace('Full of keys', false, Date.now());
     const made: string[] = [];
-    for (let i = 0; i < MAX_ACTIVE_KEYS_PER_WORKSPACE; i++) made.push((await createKey(db, { workspaceId: full.id, permissions: ['read'], mailboxes: null }, Date.now())).id);
+    for (let i = 0; i < MAX_ACTIVE_KEYS_PER_WORKSPACE; i++)
+      made.push((await createKey(db, { workspaceId: full.id, permissions: ['read'], mailboxes: null }, Date.now())).id);
     const count = async () => (await listKeys(db, full.id)).filter((key) => key.revoked_at === null).length;
     const cases: Array<[string[], RegExp]> = [
-      [['key', 'create', '--workspace', full.id, '--permissions', 'read'], new RegExp(`at most ${MAX_ACTIVE_KEYS_PER_WORKSPACE} active keys: revoke one`)],
-      [['key', 'create', '--workspace', full.id, '--permissions', 'read', '--mailboxes', `mbx_${'x'.repeat(65)}`], /mailbox ids.*invalid: mbx_x{65}/],
+      [
+        ['key', 'create', '--workspace', full.id, '--permissions', 'read'],
+        new RegExp(`at most ${MAX_ACTIVE_KEYS_PER_WORKSPACE} active keys: revoke one`),
+      ],
+      [
+        ['key', 'create', '--workspace', full.id, '--permissions', 'read', '--mailboxes', `mbx_${'x'.repeat(65)}`],
+        /mailbox ids.*invalid: mbx_x{65}/,
+      ],
       [['key', 'create', '--workspace', full.id, '--permissions', 'read', '--label', 'x'.repeat(201)], /a label has 1 to 200 characters/],
     ];
-    const runs = await cliAll(database.url, cases.map(([args]) => args));
+    const runs = await cliAll(
+      database.url,
+      cases.map(([args]) => args),
+    );
     runs.forEach((run, i) => {
       const [args, message] = cases[i]!;
       assert.notEqual(run.code, 0, `${args.join(' ')}\n${show(run)}`);
@@ -277,7 +328,16 @@ describe('cli on a sqlite file', () => {
     });
     assert.equal(await count(), MAX_ACTIVE_KEYS_PER_WORKSPACE, 'no key was added past the limit');
     assert.ok(await revokeKey(db, made[0]!, Date.now()));
-    const room = await cli(database.url, ['key', 'create', '--workspace', full.id, '--permissions', 'read', '--label', 'after a revocation']);
+    const room = await cli(database.url, [
+      'key',
+      'create',
+      '--workspace',
+      full.id,
+      '--permissions',
+      'read',
+      '--label',
+      'after a revocation',
+    ]);
     assert.equal(room.code, 0, show(room));
     assert.equal(await count(), MAX_ACTIVE_KEYS_PER_WORKSPACE, 'one revoked, one created');
   });
@@ -293,16 +353,32 @@ describe('cli on a sqlite file', () => {
   it('--help for the program and each command exits 0 and names the options', async () => {
     const cases: Array<[string[], string[]]> = [
       [['--help'], ['serve', 'migrate', 'demo', 'workspace', 'key', 'DATABASE_URL']],
-      [['serve', '--help'], ['--seed-demo', 'HOST:PORT']],
+      [
+        ['serve', '--help'],
+        ['--seed-demo', 'HOST:PORT'],
+      ],
       [['migrate', '--help'], ['apply pending database migrations']],
       [['demo', '--help'], ['seed a demo workspace']],
-      [['workspace', 'create', '--help'], ['--name <name>', '--verified']],
-      [['key', 'create', '--help'], ['--workspace <id>', '--permissions <list>', '--mailboxes <list>', '--label <text>']],
+      [
+        ['workspace', 'create', '--help'],
+        ['--name <name>', '--verified'],
+      ],
+      [
+        ['key', 'create', '--help'],
+        ['--workspace <id>', '--permissions <list>', '--mailboxes <list>', '--label <text>'],
+      ],
       [['key', 'list', '--help'], ['--workspace <id>']],
-      [['key', 'revoke', '--help'], ['<key>', 'efk_']],
+      [
+        ['key', 'revoke', '--help'],
+        ['<key>', 'efk_'],
+      ],
       [['workspace', 'list', '--help'], ['list the workspaces']],
     ];
-    const runs = await cliAll(database.url, cases.map(([args]) => args), 4);
+    const runs = await cliAll(
+      database.url,
+      cases.map(([args]) => args),
+      4,
+    );
     runs.forEach((run, i) => {
       const [args, mentions] = cases[i]!;
       assert.equal(run.code, 0, `${args.join(' ')}\n${show(run)}`);
@@ -327,7 +403,10 @@ describe('cli on a sqlite file', () => {
       const first = await cli(fresh.url, ['migrate']);
       assert.equal(first.code, 0, show(first));
       assert.equal(first.stdout, '');
-      assert.deepEqual((await freshDb.knex('knex_migrations').select('name').orderBy('id')).map((r) => r.name), await allMigrations());
+      assert.deepEqual(
+        (await freshDb.knex('knex_migrations').select('name').orderBy('id')).map((r) => r.name),
+        await allMigrations(),
+      );
       assert.ok(await freshDb.knex.schema.hasTable('events'));
       // What it reports: the database, then the migrations it has just applied.
       assert.equal(first.stderr.trim(), `event-feed: database ${fresh.url}\napplied: ${(await allMigrations()).join(', ')}`);
@@ -338,7 +417,10 @@ describe('cli on a sqlite file', () => {
       assert.equal(second.code, 0, show(second));
       assert.equal(second.stdout, '');
       assert.match(second.stderr, /database is up to date/);
-      assert.deepEqual((await freshDb.knex('knex_migrations').select('name').orderBy('id')).map((r) => r.name), await allMigrations());
+      assert.deepEqual(
+        (await freshDb.knex('knex_migrations').select('name').orderBy('id')).map((r) => r.name),
+        await allMigrations(),
+      );
     });
 
     it('demo prints JSON with the workspace id and working keys', async () => {

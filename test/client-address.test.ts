@@ -4,7 +4,10 @@ import { describe, it } from 'node:test';
 import { addressKey, clientAddress } from '../src/edge/client-address.ts';
 
 const request = (peer: string, forwardedFor?: string | string[]) =>
-  ({ socket: { remoteAddress: peer }, headers: forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor } }) as unknown as IncomingMessage;
+  ({
+    socket: { remoteAddress: peer },
+    headers: forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor },
+  }) as unknown as IncomingMessage;
 
 describe('the address a request is limited by', () => {
   it('is the socket peer unless proxies are trusted: X-Forwarded-For is anyone to write', () => {

@@ -43,7 +43,11 @@ interface Run {
 
 /** The command, from its sources, in `cwd`, with only the variables given (and PATH). */
 function cli(args: string[], cwd: string, env: Record<string, string> = {}): Run {
-  const child = spawn(process.execPath, ['--import', TSX, MAIN, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', TSX, MAIN, ...args], {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));
@@ -132,7 +136,10 @@ describe('event-feed-client, from its sources', () => {
       assert.doesNotMatch(output, /\n\s+at /, `no stack trace: ${output}`);
     }
     // Refusals of the service itself: a key it does not know, a cursor it did not make.
-    const unknownKey = await finished(listenArgs, cwd, { EVENT_FEED_URL: server.url, EVENT_FEED_KEY: 'efk_01M8GWYENCZ3KTPTS1A8Y5XVT7_0CXoXhJXRkh-_AY9CY3QBHsupbcBgCIG2cBJycgyCaw' });
+    const unknownKey = await finished(listenArgs, cwd, {
+      EVENT_FEED_URL: server.url,
+      EVENT_FEED_KEY: 'efk_01M8GWYENCZ3KTPTS1A8Y5XVT7_0CXoXhJXRkh-_AY9CY3QBHsupbcBgCIG2cBJycgyCaw',
+    });
     assert.equal(unknownKey.code, 2, unknownKey.output);
     assert.match(unknownKey.output, /the feed refused: unauthorized \(401\).*check EVENT_FEED_KEY/);
     assert.doesNotMatch(unknownKey.output, /0CXoXhJXRkh/, 'the key is never printed');
@@ -169,21 +176,35 @@ describe('event-feed-client, from its sources', () => {
       await emit(2, (e) => ((e.data.spam_score = 0.1), (e.data.size_bytes = 9_007_199_254_740_991))),
       await emit(3, (e) => (e.subject.person.name = 'Zoë Ünal')),
     ];
-    await waitFor(() => local.received.length === 3 && ids.every((id) => service.received.some((r) => r.headers['webhook-id'] === id)), 20_000, `both deliveries (output: ${run.output()})`);
+    await waitFor(
+      () => local.received.length === 3 && ids.every((id) => service.received.some((r) => r.headers['webhook-id'] === id)),
+      20_000,
+      `both deliveries (output: ${run.output()})`,
+    );
     for (const id of ids) {
       const mine = local.received.find((r) => r.headers['webhook-id'] === id)!;
       const theirs = service.received.find((r) => r.headers['webhook-id'] === id)!;
       assert.equal(mine.body, theirs.body, 'the same bytes');
       for (const name of ['content-type', 'user-agent']) assert.equal(mine.headers[name], theirs.headers[name], name);
-      const standard = (headers: Received['headers']) => Object.keys(headers).filter((name) => name.startsWith('webhook-')).sort();
+      const standard = (headers: Received['headers']) =>
+        Object.keys(headers)
+          .filter((name) => name.startsWith('webhook-'))
+          .sort();
       assert.deepEqual(standard(mine.headers), standard(theirs.headers));
       assert.equal(verifyWebhook(mine.body, mine.headers, secret).id, id);
       assert.match(mine.headers['webhook-signature'] as string, /^v1,[A-Za-z0-9+/]{43}=$/);
     }
-    assert.deepEqual(local.received.map((r) => r.headers['webhook-id']), ids, 'in the order of the feed');
+    assert.deepEqual(
+      local.received.map((r) => r.headers['webhook-id']),
+      ids,
+      'in the order of the feed',
+    );
     // Its line is printed once the answer is read: it may come a moment after the receiver saw the request.
     await waitFor(() => run.lines(deliveryLine).length === 3, 5000, `the three lines (output: ${run.output()})`);
-    assert.deepEqual(run.lines(deliveryLine).map((line) => deliveryLine.exec(line)!.slice(1, 4)), ids.map((id) => [id, 'mail.received', '200']));
+    assert.deepEqual(
+      run.lines(deliveryLine).map((line) => deliveryLine.exec(line)!.slice(1, 4)),
+      ids.map((id) => [id, 'mail.received', '200']),
+    );
     assert.doesNotMatch(run.output(), /\u001b\[/, 'no colour in a pipe');
     run.signal('SIGINT');
     assert.equal(await run.exited, 0, run.output());
@@ -213,9 +234,19 @@ describe('event-feed-client, from its sources', () => {
     // From the oldest event: those of the tests before come first, then these.
     const first = cli(['listen', '--forward-to', receiver.url, '--secret', SECRET, '--from', 'start'], cwd, feedEnv());
     cleanups.push(() => first.signal('SIGKILL'));
-    await waitFor(() => receiver.received.some((r) => r.headers['webhook-id'] === ids[4]), 30_000, `the held delivery (output: ${first.output()})`);
+    await waitFor(
+      () => receiver.received.some((r) => r.headers['webhook-id'] === ids[4]),
+      30_000,
+      `the held delivery (output: ${first.output()})`,
+    );
     const statePath = join(cwd, STATE);
-    await waitFor(() => JSON.parse(readFileSync(statePath, 'utf8')).setups && Object.values<{ last_delivered: string }>(JSON.parse(readFileSync(statePath, 'utf8')).setups)[0]!.last_delivered === ids[3], 5000, 'the state after ids[3]');
+    await waitFor(
+      () =>
+        JSON.parse(readFileSync(statePath, 'utf8')).setups &&
+        Object.values<{ last_delivered: string }>(JSON.parse(readFileSync(statePath, 'utf8')).setups)[0]!.last_delivered === ids[3],
+      5000,
+      'the state after ids[3]',
+    );
     // Failures: printed with their status and the retry, then the success; nothing after ids[1] before it.
     const lines = first.lines(deliveryLine).map((line) => deliveryLine.exec(line)!);
     const ofSecond = lines.filter((m) => m[1] === ids[1]).map((m) => m[3]);
@@ -237,7 +268,11 @@ describe('event-feed-client, from its sources', () => {
     for (const res of held) res.destroy();
     const second = cli(['listen', '--forward-to', receiver.url, '--secret', SECRET], cwd, feedEnv());
     cleanups.push(() => second.signal('SIGKILL'));
-    await waitFor(() => receiver.received.some((r) => r.headers['webhook-id'] === later[1]), 30_000, `the second run (output: ${second.output()})`);
+    await waitFor(
+      () => receiver.received.some((r) => r.headers['webhook-id'] === later[1]),
+      30_000,
+      `the second run (output: ${second.output()})`,
+    );
     assert.match(second.output(), /Resuming from the saved state/);
     second.signal('SIGINT');
     assert.equal(await second.exited, 0, second.output());
@@ -275,7 +310,11 @@ describe('event-feed-client, from its sources', () => {
     hold = false;
     const idle = cli(['listen', '--forward-to', receiver.url, '--secret', SECRET], cwd, feedEnv());
     cleanups.push(() => idle.signal('SIGKILL'));
-    await waitFor(() => receiver.received.filter((r) => r.headers['webhook-id'] === stuck).length === 2, 20_000, `the resent delivery (output: ${idle.output()})`);
+    await waitFor(
+      () => receiver.received.filter((r) => r.headers['webhook-id'] === stuck).length === 2,
+      20_000,
+      `the resent delivery (output: ${idle.output()})`,
+    );
     await new Promise((r) => setTimeout(r, 300));
     const idleAt = Date.now();
     idle.signal('SIGTERM');
@@ -318,7 +357,10 @@ describe('event-feed-client, from its sources', () => {
     await new Promise((r) => setTimeout(r, 300));
     againA.signal('SIGINT');
     assert.equal(await againA.exited, 0);
-    assert.deepEqual(a.received.map((r) => r.headers['webhook-id']), [one, two]);
+    assert.deepEqual(
+      a.received.map((r) => r.headers['webhook-id']),
+      [one, two],
+    );
     const state = JSON.parse(readFileSync(join(cwd, STATE), 'utf8'));
     assert.equal(Object.keys(state.setups).length, 2);
     assert.doesNotMatch(JSON.stringify(state), new RegExp(readKey.slice(4)));
@@ -335,7 +377,10 @@ describe('event-feed-client, from its sources', () => {
   });
 
   it('backs off doubling from 500 ms, capped, honouring a Retry-After up to the cap', () => {
-    assert.deepEqual([1, 2, 3, 4].map((n) => backoffMs(n)), [500, 1000, 2000, 4000]);
+    assert.deepEqual(
+      [1, 2, 3, 4].map((n) => backoffMs(n)),
+      [500, 1000, 2000, 4000],
+    );
     assert.equal(backoffMs(30), MAX_BACKOFF_MS);
     assert.equal(backoffMs(1, 5), 5000);
     assert.equal(backoffMs(1, 3600), MAX_BACKOFF_MS);
@@ -351,7 +396,10 @@ describe('event-feed-client, from its sources', () => {
     const report = JSON.parse(output);
     // Acknowledges everything: the forgeries too.
     assert.equal(code, 1);
-    assert.deepEqual(report.rules.filter((r: { verdict: string }) => r.verdict === 'fail').map((r: { id: string }) => r.id), ['signature-verified']);
+    assert.deepEqual(
+      report.rules.filter((r: { verdict: string }) => r.verdict === 'fail').map((r: { id: string }) => r.id),
+      ['signature-verified'],
+    );
     for (const received of receiver.received) {
       assert.equal(received.headers['event-feed-test'], 'true');
       assert.equal(received.headers['user-agent'], 'event-feed-webhooks/1');
@@ -373,9 +421,14 @@ describe('event-feed-client, from its sources', () => {
       types.add(event.type);
       assert.equal(contractErrors('EventEnvelope', event), null, `a valid ${event.type}`);
     }
-    const contractTypes = JSON.parse(readFileSync(join(root, 'schemas/event-types.json'), 'utf8')).types.map((t: { type: string }) => t.type);
+    const contractTypes = JSON.parse(readFileSync(join(root, 'schemas/event-types.json'), 'utf8')).types.map(
+      (t: { type: string }) => t.type,
+    );
     assert.deepEqual([...types].sort(), [...contractTypes].sort(), 'every type of the contract');
-    assert.ok(valid.some((r) => Buffer.byteLength(r.body) > 64 * 1024), 'a body over 64 KiB');
+    assert.ok(
+      valid.some((r) => Buffer.byteLength(r.body) > 64 * 1024),
+      'a body over 64 KiB',
+    );
 
     // A receiver that takes the connection and never answers: each delivery times out; the rest is not graded.
     const silent = await startReceiver(() => {});

@@ -52,17 +52,34 @@ function codeBlocks(language: string): Array<{ text: string; saveAs?: string }> 
 /** npm run build packs the client; a run of this file alone packs it when that is missing or older than the client's sources. */
 function ensurePackage(): void {
   const newest = (dir: string): number =>
-    Math.max(...readdirSync(dir, { withFileTypes: true, recursive: true }).filter((e) => e.isFile()).map((e) => statSync(join(e.parentPath, e.name)).mtimeMs));
-  const sources = Math.max(newest(join(root, 'client/src')), statSync(join(root, 'client/package.json')).mtimeMs, statSync(join(root, README)).mtimeMs);
+    Math.max(
+      ...readdirSync(dir, { withFileTypes: true, recursive: true })
+        .filter((e) => e.isFile())
+        .map((e) => statSync(join(e.parentPath, e.name)).mtimeMs),
+    );
+  const sources = Math.max(
+    newest(join(root, 'client/src')),
+    statSync(join(root, 'client/package.json')).mtimeMs,
+    statSync(join(root, README)).mtimeMs,
+  );
   if (existsSync(PACKAGE) && statSync(PACKAGE).mtimeMs >= sources) return;
   const dir = mkdtempSync(join(tmpdir(), 'client-pack-'));
   try {
     const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-    const packed = spawnSync(npm, ['pack', '--silent', '--pack-destination', dir], { cwd: join(root, 'client'), stdio: ['ignore', 'ignore', 'inherit'] });
+    const packed = spawnSync(npm, ['pack', '--silent', '--pack-destination', dir], {
+      cwd: join(root, 'client'),
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     assert.equal(packed.status, 0, 'npm pack of client/ failed');
     mkdirSync(join(root, 'dist/client'), { recursive: true });
     // Renamed into place: a server reading it meanwhile sees the old file or the new one, whole.
-    renameSync(join(dir, readdirSync(dir).find((f) => f.endsWith('.tgz'))!), PACKAGE);
+    renameSync(
+      join(
+        dir,
+        readdirSync(dir).find((f) => f.endsWith('.tgz'))!,
+      ),
+      PACKAGE,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -77,7 +94,12 @@ const readerEnv = (extra: Record<string, string>) => ({
   ...extra,
 });
 
-function run(command: string, args: string[], cwd: string, env: Record<string, string | undefined>): Promise<{ code: number; output: string; stdout: string }> {
+function run(
+  command: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string | undefined>,
+): Promise<{ code: number; output: string; stdout: string }> {
   return new Promise((resolve) => {
     execFile(command, args, { cwd, env, timeout: 240_000, maxBuffer: 20 * 1024 * 1024 }, (error, stdout, stderr) =>
       resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, output: stdout + stderr, stdout }),
@@ -145,7 +167,9 @@ const FAULTS = [
 ] as const;
 type Fault = (typeof FAULTS)[number]['fault'] | 'none';
 
-const KNOWN_TYPES = new Set(JSON.parse(readFileSync(join(root, 'schemas/event-types.json'), 'utf8')).types.map((t: { type: string }) => t.type));
+const KNOWN_TYPES = new Set(
+  JSON.parse(readFileSync(join(root, 'schemas/event-types.json'), 'utf8')).types.map((t: { type: string }) => t.type),
+);
 
 /**
  * A receiver written by hand (no Standard Webhooks library), correct but for one fault: the kind
@@ -164,10 +188,13 @@ async function handWrittenReceiver(fault: Fault, secret: string) {
     const signatures = ((req.headers['webhook-signature'] as string | undefined) ?? '').split(' ').filter(Boolean);
     if (fault !== 'verifies nothing') {
       if (!id || !timestamp || signatures.length === 0) return void res.writeHead(400).end();
-      const expected = createHmac('sha256', key).update(`${id}.${timestamp}.${body.toString('utf8')}`).digest('base64');
+      const expected = createHmac('sha256', key)
+        .update(`${id}.${timestamp}.${body.toString('utf8')}`)
+        .digest('base64');
       const candidates = (fault === 'checks only the first signature' ? signatures.slice(0, 1) : signatures).map((s) => s.split(',')[1]);
       if (!candidates.includes(expected)) return void res.writeHead(401).end();
-      if (fault !== 'accepts stale timestamps' && Math.abs(Date.now() / 1000 - Number(timestamp)) > 300) return void res.writeHead(400).end();
+      if (fault !== 'accepts stale timestamps' && Math.abs(Date.now() / 1000 - Number(timestamp)) > 300)
+        return void res.writeHead(400).end();
     }
     const event = JSON.parse(body.toString('utf8')) as { type: string };
     if (fault === 'refuses an unknown type' && !KNOWN_TYPES.has(event.type)) return void res.writeHead(422).end();
@@ -183,7 +210,8 @@ async function handWrittenReceiver(fault: Fault, secret: string) {
 }
 
 /** The acknowledged deliveries' webhook-ids, in the order they were acknowledged. */
-const acknowledgedIds = (received: Received[], answers: number[]) => received.flatMap((r, i) => (answers[i] === 200 ? [r.headers['webhook-id'] as string] : []));
+const acknowledgedIds = (received: Received[], answers: number[]) =>
+  received.flatMap((r, i) => (answers[i] === 200 ? [r.headers['webhook-id'] as string] : []));
 
 describe('client/README.md, followed by a reader', () => {
   let server: TestServer;
@@ -197,7 +225,11 @@ describe('client/README.md, followed by a reader', () => {
   before(async () => {
     ensurePackage();
     // The service as `npm start` runs it (default rate limits), with local webhooks allowed as the README says.
-    server = await startTestServer(await sqliteDatabase(), { RATE_LIMIT_PER_SECOND: '', WEBHOOKS_ALLOW_INSECURE: '1', WEBHOOK_DISPATCH_INTERVAL_MS: '100' });
+    server = await startTestServer(await sqliteDatabase(), {
+      RATE_LIMIT_PER_SECOND: '',
+      WEBHOOKS_ALLOW_INSECURE: '1',
+      WEBHOOK_DISPATCH_INTERVAL_MS: '100',
+    });
     const workspace = await server.workspace({ name: 'Lecteur du client', verified: true });
     const events = [...Array.from({ length: 30 }, (_, i) => sampleEvent('mbx_ventes', i)), bounced(1), bounced(2), bounced(3)];
     await server.db.transaction((trx) => publish(trx, workspace, events));
@@ -220,8 +252,15 @@ describe('client/README.md, followed by a reader', () => {
   it('has the blocks this test runs', () => {
     const blocks = shellBlocks(root, README).map((b) => b.text);
     assert.ok(blocks.some((b) => b.includes('/client/event-feed-client.tgz')));
-    assert.deepEqual(codeBlocks('js').flatMap((b) => (b.saveAs ? [b.saveAs] : [])), ['follow.mjs', 'receiver.mjs', 'local-receiver.mjs']);
-    for (const command of ['node local-receiver.mjs', 'npx event-feed-client listen --forward-to', 'npx event-feed-client check-receiver --url']) {
+    assert.deepEqual(
+      codeBlocks('js').flatMap((b) => (b.saveAs ? [b.saveAs] : [])),
+      ['follow.mjs', 'receiver.mjs', 'local-receiver.mjs'],
+    );
+    for (const command of [
+      'node local-receiver.mjs',
+      'npx event-feed-client listen --forward-to',
+      'npx event-feed-client check-receiver --url',
+    ]) {
       assert.equal(blocks.filter((b) => b.includes(command)).length, 1, command);
     }
     assert.equal(codeBlocks('ts').length, 1);
@@ -244,7 +283,11 @@ describe('client/README.md, followed by a reader', () => {
     const eventLine = /^\d{4}-\d\d-\d\dT\S+ evt_\w+ mail\.\w+ /;
     const first = start(command!, project, env);
     children.push(first);
-    await waitFor(() => first.lines(eventLine).length === 33 && existsSync(join(project, 'checkpoint.txt')), 15_000, `the 33 events (output: ${first.output()})`);
+    await waitFor(
+      () => first.lines(eventLine).length === 33 && existsSync(join(project, 'checkpoint.txt')),
+      15_000,
+      `the 33 events (output: ${first.output()})`,
+    );
     assert.equal(first.lines(/^bounce /).length, 3, first.output());
     // Live: an event emitted now is printed, and its page's checkpoint stored.
     const checkpoint = readFileSync(join(project, 'checkpoint.txt'), 'utf8');
@@ -258,10 +301,17 @@ describe('client/README.md, followed by a reader', () => {
     const missed = await server.post('/v1/emit_event', sampleEvent('mbx_ventes', 101), writeKey);
     const second = start(command!, project, env);
     children.push(second);
-    await waitFor(() => second.output().includes(missed.json.event.id), 15_000, `the event emitted while stopped (output: ${second.output()})`);
+    await waitFor(
+      () => second.output().includes(missed.json.event.id),
+      15_000,
+      `the event emitted while stopped (output: ${second.output()})`,
+    );
     await new Promise((r) => setTimeout(r, 500));
     assert.equal(await second.interrupt(), 0, second.output());
-    assert.deepEqual(second.lines(eventLine).map((line) => line.split(' ')[1]), [missed.json.event.id]);
+    assert.deepEqual(
+      second.lines(eventLine).map((line) => line.split(' ')[1]),
+      [missed.json.event.id],
+    );
     assert.match(second.output(), /stopped after 1 event\(s\)/);
   });
 
@@ -273,15 +323,27 @@ describe('client/README.md, followed by a reader', () => {
     children.push(receiver);
     await waitFor(() => receiver.output().includes('listening on'), 10_000, `the receiver (output: ${receiver.output()})`);
     const emitted = await server.post('/v1/emit_event', sampleEvent('mbx_ventes', 200), writeKey);
-    await waitFor(() => receiver.output().includes(`verified ${emitted.json.event.id} mail.received`), 15_000, `the delivery (output: ${receiver.output()})`);
+    await waitFor(
+      () => receiver.output().includes(`verified ${emitted.json.event.id} mail.received`),
+      15_000,
+      `the delivery (output: ${receiver.output()})`,
+    );
     const forged = await fetch(`http://127.0.0.1:${port}/hooks`, {
       method: 'POST',
-      headers: { 'webhook-id': emitted.json.event.id, 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': `v1,${Buffer.alloc(32).toString('base64')}` },
+      headers: {
+        'webhook-id': emitted.json.event.id,
+        'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+        'webhook-signature': `v1,${Buffer.alloc(32).toString('base64')}`,
+      },
       body: JSON.stringify(emitted.json.event),
     });
     assert.equal(forged.status, 400);
     // Its line may reach the pipe after the answer does.
-    await waitFor(() => /refused: No matching signature found/.test(receiver.output()), 5000, `the refusal's line (output: ${receiver.output()})`);
+    await waitFor(
+      () => /refused: No matching signature found/.test(receiver.output()),
+      5000,
+      `the refusal's line (output: ${receiver.output()})`,
+    );
     receiver.kill();
   });
 
@@ -309,7 +371,11 @@ describe('client/README.md, followed by a reader', () => {
     for (let n = 0; n < 3; n++) ids.push((await server.post('/v1/emit_event', bounced(10 + n), writeKey)).json.event.id);
     await waitFor(() => acknowledgedIds(receiver.received, answers).length === 3, 30_000, `three deliveries (output: ${first.output()})`);
     assert.deepEqual(acknowledgedIds(receiver.received, answers), ids, 'in order');
-    assert.deepEqual(receiver.received.map((r) => r.headers['webhook-id']), ids.flatMap((id) => [id, id]), 'each failure retried in place, before the next event');
+    assert.deepEqual(
+      receiver.received.map((r) => r.headers['webhook-id']),
+      ids.flatMap((id) => [id, id]),
+      'each failure retried in place, before the next event',
+    );
     await waitFor(() => first.lines(/ 200 {2}/).length === 3, 5000, 'the lines');
     for (const id of ids) {
       assert.equal(first.lines(new RegExp(`${id}  mail\\.bounced  500  \\d+ ms  retry 1 in 500 ms$`)).length, 1, first.output());
@@ -318,7 +384,8 @@ describe('client/README.md, followed by a reader', () => {
     const secret = /export WEBHOOK_SECRET=(\S+)/.exec(block!)![1]!;
     for (const received of receiver.received) assert.ok(verifyWebhook(received.body, received.headers, secret));
     const statePath = join(project, '.event-feed-listen.json');
-    const last = () => Object.values<{ last_delivered: string | null }>(JSON.parse(readFileSync(statePath, 'utf8')).setups)[0]?.last_delivered;
+    const last = () =>
+      Object.values<{ last_delivered: string | null }>(JSON.parse(readFileSync(statePath, 'utf8')).setups)[0]?.last_delivered;
     await waitFor(() => last() === ids[2], 5000, 'the saved state');
     // Killed (no Ctrl-C); two events come while it is down.
     first.kill();
@@ -326,7 +393,11 @@ describe('client/README.md, followed by a reader', () => {
     for (let n = 0; n < 2; n++) ids.push((await server.post('/v1/emit_event', bounced(20 + n), writeKey)).json.event.id);
     const second = start(command, project, env);
     children.push(second);
-    await waitFor(() => acknowledgedIds(receiver.received, answers).length === 5, 60_000, `the events emitted meanwhile (output: ${second.output()})`);
+    await waitFor(
+      () => acknowledgedIds(receiver.received, answers).length === 5,
+      60_000,
+      `the events emitted meanwhile (output: ${second.output()})`,
+    );
     await new Promise((r) => setTimeout(r, 500));
     // Ctrl-C reaches npx (npm exec) too, which ends as interrupted (130) whatever its command did:
     // the command's own exit status is asserted in test/client-cli.test.ts; here, its last words.
@@ -346,7 +417,12 @@ describe('client/README.md, followed by a reader', () => {
     const receiver = start(receiverBlock!, project, { ...env, RECEIVER_PORT: String(port) });
     children.push(receiver);
     await waitFor(() => receiver.output().includes('receiving on'), 10_000, `the receiver (output: ${receiver.output()})`);
-    const check = await run('bash', ['-euo', 'pipefail', '-c', checkBlock!.replaceAll(RECEIVER_ADDRESS, `http://127.0.0.1:${port}/webhooks`)], project, env);
+    const check = await run(
+      'bash',
+      ['-euo', 'pipefail', '-c', checkBlock!.replaceAll(RECEIVER_ADDRESS, `http://127.0.0.1:${port}/webhooks`)],
+      project,
+      env,
+    );
     assert.equal(check.code, 0, check.output);
     assert.match(check.output, /Receiver check: every rule passed \(7\)\./);
     assert.match(receiver.output(), /refused: Message timestamp too old/);
@@ -357,14 +433,20 @@ describe('client/README.md, followed by a reader', () => {
     for (const { fault, rule } of [{ fault: 'none' as const, rule: undefined }, ...FAULTS]) {
       const broken = await handWrittenReceiver(fault, secret);
       try {
-        const json = checkBlock!.replaceAll(RECEIVER_ADDRESS, broken.url).replace('--secret "$WEBHOOK_SECRET"', '--secret "$WEBHOOK_SECRET" --json');
+        const json = checkBlock!
+          .replaceAll(RECEIVER_ADDRESS, broken.url)
+          .replace('--secret "$WEBHOOK_SECRET"', '--secret "$WEBHOOK_SECRET" --json');
         const result = await run('bash', ['-c', json], project, env);
         const report = JSON.parse(result.stdout) as { passed: boolean; rules: Array<{ id: string; verdict: string; hint: string }> };
         const failed = report.rules.filter((r) => r.verdict === 'fail');
         // Not graded, and said so, rather than failed a second time for the same fault.
         const skipped = report.rules.filter((r) => r.verdict === 'skip').map((r) => r.id);
         assert.deepEqual(skipped, fault === 'verifies nothing' ? ['timestamp-tolerance'] : [], fault);
-        assert.deepEqual(failed.map((r) => r.id), rule ? [rule] : [], `a receiver that ${fault}: ${result.output}`);
+        assert.deepEqual(
+          failed.map((r) => r.id),
+          rule ? [rule] : [],
+          `a receiver that ${fault}: ${result.output}`,
+        );
         assert.equal(result.code, rule ? 1 : 0, fault);
         assert.equal(report.passed, !rule);
         if (rule) assert.ok(failed[0]!.hint.length > 40, 'a hint on how to fix it');

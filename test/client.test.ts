@@ -110,7 +110,9 @@ async function startProxy(upstream: string, options: ProxyOptions) {
     const fault = options.fault?.(n);
     feedRequests.push({ prefer, status: fault?.status ?? 200, at: Date.now() });
     if (fault?.status === 429) {
-      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': fault.retryAfter }).end(JSON.stringify({ error: { code: 'rate_limited', message: 'slow down' } }));
+      res
+        .writeHead(429, { 'content-type': 'application/json', 'retry-after': fault.retryAfter })
+        .end(JSON.stringify({ error: { code: 'rate_limited', message: 'slow down' } }));
       return;
     }
     if (fault?.status === 503) {
@@ -157,12 +159,18 @@ async function startProxy(upstream: string, options: ProxyOptions) {
   };
 }
 
-describe('the client\'s mechanisms', () => {
+describe("the client's mechanisms", () => {
   it('remembers the last N ids: a repeat inside the window is dropped, one older than it passes', () => {
     const ids = new RecentIds(3);
-    assert.deepEqual(['a', 'b', 'a', 'c', 'd', 'b', 'a', 'd'].map((id) => ids.add(id)), [true, true, false, true, true, false, true, false]);
+    assert.deepEqual(
+      ['a', 'b', 'a', 'c', 'd', 'b', 'a', 'd'].map((id) => ids.add(id)),
+      [true, true, false, true, true, false, true, false],
+    );
     const none = new RecentIds(0);
-    assert.deepEqual(['a', 'a'].map((id) => none.add(id)), [true, true]);
+    assert.deepEqual(
+      ['a', 'a'].map((id) => none.add(id)),
+      [true, true],
+    );
     assert.throws(() => new RecentIds(-1), RangeError);
   });
 
@@ -175,11 +183,21 @@ describe('the client\'s mechanisms', () => {
     assert.equal(parseRetryAfter('soon'), undefined);
     const limited = new EventFeedError({ code: 'rate_limited', status: 429, message: '', retryAfter: 2 });
     assert.equal(retryDelay(limited, 1, {}), 2000);
-    assert.equal(retryDelay(new EventFeedError({ code: 'rate_limited', status: 429, message: '', retryAfter: 3600 }), 1, {}), 300_000, 'capped at maxRetryAfterMs');
+    assert.equal(
+      retryDelay(new EventFeedError({ code: 'rate_limited', status: 429, message: '', retryAfter: 3600 }), 1, {}),
+      300_000,
+      'capped at maxRetryAfterMs',
+    );
     const failed = new EventFeedError({ code: 'internal', status: 503, message: '' });
     const options = { baseDelayMs: 100, maxDelayMs: 1000 };
-    assert.deepEqual([1, 2, 3, 4, 5, 10].map((attempt) => retryDelay(failed, attempt, options, () => 0.999)), [99, 199, 399, 799, 999, 999]);
-    assert.equal(retryDelay(failed, 3, options, () => 0), 0);
+    assert.deepEqual(
+      [1, 2, 3, 4, 5, 10].map((attempt) => retryDelay(failed, attempt, options, () => 0.999)),
+      [99, 199, 399, 799, 999, 999],
+    );
+    assert.equal(
+      retryDelay(failed, 3, options, () => 0),
+      0,
+    );
   });
 });
 
@@ -207,7 +225,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const checkpoints: string[] = [];
       const seenAtCheckpoint: number[] = [];
       const ids: string[] = [];
-      for await (const event of client.events({ onCheckpoint: (cursor) => void (checkpoints.push(cursor), seenAtCheckpoint.push(ids.length)) })) ids.push(event.id);
+      for await (const event of client.events({
+        onCheckpoint: (cursor) => void (checkpoints.push(cursor), seenAtCheckpoint.push(ids.length)),
+      }))
+        ids.push(event.id);
       assert.deepEqual(ids, expected.ids);
       assert.deepEqual(checkpoints, expected.cursors);
       // A checkpoint comes once the loop body has finished with every event of its page.
@@ -267,7 +288,11 @@ describe('the client on SQLite', () => {
     });
     try {
       const retries: number[] = [];
-      const client = createClient({ baseUrl: proxy.url, apiKey: readKey, retry: { baseDelayMs: 20, onRetry: ({ delayMs }) => void retries.push(delayMs) } });
+      const client = createClient({
+        baseUrl: proxy.url,
+        apiKey: readKey,
+        retry: { baseDelayMs: 20, onRetry: ({ delayMs }) => void retries.push(delayMs) },
+      });
       const checkpoints: string[] = [];
       const started = Date.now();
       const ids = (await collect(client.events({ limit: 100, onCheckpoint: (c) => void checkpoints.push(c) }))).map((e) => e.id);
@@ -291,7 +316,13 @@ describe('the client on SQLite', () => {
       const stop = new AbortController();
       const got: EventEnvelope[] = [];
       const following = (async () => {
-        for await (const event of client.events({ after: await head(), follow: true, signal: stop.signal, pollIntervalMs: 50, waitSeconds: 2 })) {
+        for await (const event of client.events({
+          after: await head(),
+          follow: true,
+          signal: stop.signal,
+          pollIntervalMs: 50,
+          waitSeconds: 2,
+        })) {
           got.push(event);
           if (got.length === 2) stop.abort();
         }
@@ -301,10 +332,16 @@ describe('the client on SQLite', () => {
       await waitFor(() => got.length === 1, 5000, 'the first event emitted later');
       const second = await emit(server, writeKey, 9002);
       await following;
-      assert.deepEqual(got.map((e) => e.id), [first.json.event.id, second.json.event.id]);
+      assert.deepEqual(
+        got.map((e) => e.id),
+        [first.json.event.id, second.json.event.id],
+      );
       assert.deepEqual(got[0], first.json.event);
       // Each poll asked the server to hold it.
-      assert.ok(proxy.feedRequests.every((r) => r.prefer === 'wait=2'), JSON.stringify(proxy.feedRequests.slice(0, 3)));
+      assert.ok(
+        proxy.feedRequests.every((r) => r.prefer === 'wait=2'),
+        JSON.stringify(proxy.feedRequests.slice(0, 3)),
+      );
     } finally {
       await proxy.close();
     }
@@ -318,7 +355,9 @@ describe('the client on SQLite', () => {
       // Long-polling server: with a poll interval of a minute the event still comes at once.
       const stop = new AbortController();
       const client = createClient({ baseUrl: holding.url, apiKey: readKey });
-      const events = client.events({ after: from, follow: true, signal: stop.signal, waitSeconds: 1, pollIntervalMs: 60_000 })[Symbol.asyncIterator]();
+      const events = client
+        .events({ after: from, follow: true, signal: stop.signal, waitSeconds: 1, pollIntervalMs: 60_000 })
+        [Symbol.asyncIterator]();
       const next = events.next();
       await new Promise((r) => setTimeout(r, 1500)); // one held poll ran out (1 s), the next is held
       const emitted = await emit(server, writeKey, 9100);
@@ -351,7 +390,9 @@ describe('the client on SQLite', () => {
     assert.equal(now, await head());
     assert.equal(await client.cursorAt(), now);
     const stop = new AbortController();
-    const events = client.events({ after: now, follow: true, signal: stop.signal, waitSeconds: 10, pollIntervalMs: 60_000 })[Symbol.asyncIterator]();
+    const events = client
+      .events({ after: now, follow: true, signal: stop.signal, waitSeconds: 10, pollIntervalMs: 60_000 })
+      [Symbol.asyncIterator]();
     const next = events.next();
     await new Promise((r) => setTimeout(r, 300));
     const emitted = await emit(server, writeKey, 9400);
@@ -403,16 +444,26 @@ describe('the client on SQLite', () => {
       assert.equal(proxy.feedRequests.length, 1, 'not retried');
 
       const client = createClient({ baseUrl: proxy.url, apiKey: readKey });
-      await assert.rejects(collect(client.events({ after: 'not-a-cursor' })), (error: unknown) => error instanceof InvalidArgumentError && error.code === 'invalid_argument' && error.status === 400 && /after/.test(error.message));
+      await assert.rejects(
+        collect(client.events({ after: 'not-a-cursor' })),
+        (error: unknown) =>
+          error instanceof InvalidArgumentError && error.code === 'invalid_argument' && error.status === 400 && /after/.test(error.message),
+      );
       await assert.rejects(collect(client.events({ limit: 501 })), InvalidArgumentError);
       const writeOnly = createClient({ baseUrl: server.url, apiKey: (await server.key(workspace, ['write'])).key });
-      await assert.rejects(collect(writeOnly.events()), (error: unknown) => error instanceof ForbiddenError && error.code === 'forbidden' && error.status === 403);
+      await assert.rejects(
+        collect(writeOnly.events()),
+        (error: unknown) => error instanceof ForbiddenError && error.code === 'forbidden' && error.status === 403,
+      );
       assert.equal(proxy.feedRequests.length, 3);
       // A 5xx is retried, then thrown typed once the retries are spent (a proxy's HTML 503: code internal).
       const failing = await startProxy(server.url, { fault: () => ({ status: 503 }) });
       try {
         const retried = createClient({ baseUrl: failing.url, apiKey: readKey, retry: { maxRetries: 2, baseDelayMs: 1 } });
-        await assert.rejects(collect(retried.events()), (error: unknown) => error instanceof EventFeedError && error.code === 'internal' && error.status === 503);
+        await assert.rejects(
+          collect(retried.events()),
+          (error: unknown) => error instanceof EventFeedError && error.code === 'internal' && error.status === 503,
+        );
         assert.equal(failing.feedRequests.length, 3);
       } finally {
         await failing.close();
@@ -429,10 +480,19 @@ describe('the client on SQLite', () => {
     const version = unwrap(await writer.api.GET('/version'));
     assert.equal(version.service, 'event-feed');
     const reader = createClient({ baseUrl: server.url, apiKey: readKey });
-    assert.throws(() => unwrap({ error: { error: { code: 'forbidden', message: 'no' } }, response: new Response(null, { status: 403 }) }), ForbiddenError);
-    await assert.rejects(async () => unwrap(await reader.api.POST('/v1/emit_event', { body: sampleEvent('mbx_support', 9201) })), ForbiddenError);
+    assert.throws(
+      () => unwrap({ error: { error: { code: 'forbidden', message: 'no' } }, response: new Response(null, { status: 403 }) }),
+      ForbiddenError,
+    );
+    await assert.rejects(
+      async () => unwrap(await reader.api.POST('/v1/emit_event', { body: sampleEvent('mbx_support', 9201) })),
+      ForbiddenError,
+    );
     const page = await reader.feedPage({ limit: 2 });
-    assert.deepEqual(page.events.map((e) => e.id), expected.ids.slice(0, 2));
+    assert.deepEqual(
+      page.events.map((e) => e.id),
+      expected.ids.slice(0, 2),
+    );
   });
 
   it('lists events through every page of list_events, newest first, with filters', async () => {
@@ -447,9 +507,15 @@ describe('the client on SQLite', () => {
     assert.equal(first.events.length, 10);
     assert.equal(typeof first.next_page_token, 'string');
     const second = await client.listEventsPage({ limit: 10, page_token: first.next_page_token! });
-    assert.deepEqual([...first.events, ...second.events].map((e) => e.id), all.slice(0, 20));
+    assert.deepEqual(
+      [...first.events, ...second.events].map((e) => e.id),
+      all.slice(0, 20),
+    );
     // Starting from a page token continues from there.
-    assert.deepEqual((await collect(client.listEvents({ limit: 7, page_token: first.next_page_token! }))).map((e) => e.id), all.slice(10));
+    assert.deepEqual(
+      (await collect(client.listEvents({ limit: 7, page_token: first.next_page_token! }))).map((e) => e.id),
+      all.slice(10),
+    );
   });
 
   it('verifies a real webhook delivery with the endpoint secret, and refuses a tampered one', async () => {

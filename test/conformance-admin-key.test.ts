@@ -22,7 +22,10 @@ import { startTestServer, type TestServer } from './support/server.ts';
 import { until } from './support/wait.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const CROSS_WORKSPACE = ['cursors › a cursor from another workspace is refused with invalid_argument', "scoping › another workspace's key never sees this workspace's events"];
+const CROSS_WORKSPACE = [
+  'cursors › a cursor from another workspace is refused with invalid_argument',
+  "scoping › another workspace's key never sees this workspace's events",
+];
 
 describe('the conformance kit with an admin key', () => {
   let server: TestServer;
@@ -32,7 +35,13 @@ describe('the conformance kit with an admin key', () => {
   const keysOf = async (includeRevoked = false) => {
     const listed = await server.post('/v1/list_keys', { include_revoked: includeRevoked, limit: 200 }, admin);
     assert.equal(listed.status, 200);
-    return listed.json.keys as Array<{ id: string; label: string | null; revoked_at: string | null; mailboxes: string[] | null; permissions: string[] }>;
+    return listed.json.keys as Array<{
+      id: string;
+      label: string | null;
+      revoked_at: string | null;
+      mailboxes: string[] | null;
+      permissions: string[];
+    }>;
   };
   const activeIds = async () => (await keysOf()).map((k) => k.id).sort();
   const kitKeys = async () => (await keysOf(true)).filter((k) => k.label?.startsWith('event-feed-conformance: '));
@@ -55,7 +64,11 @@ describe('the conformance kit with an admin key', () => {
 
   it('makes the keys it needs, its checks use them, and revokes every one; the isolation checks are skipped, saying why', async () => {
     const before = await activeIds();
-    const result = await runKit(server.url, {}, { specs: ['api/auth\\.spec', 'api/scoping\\.spec', 'api/cursors\\.spec', 'api/mcp\\.spec'], env: { EVENT_FEED_ADMIN_KEY: admin } });
+    const result = await runKit(
+      server.url,
+      {},
+      { specs: ['api/auth\\.spec', 'api/scoping\\.spec', 'api/cursors\\.spec', 'api/mcp\\.spec'], env: { EVENT_FEED_ADMIN_KEY: admin } },
+    );
     assert.equal(result.code, 0, result.output.slice(-4000));
     assert.deepEqual(result.failed, []);
     assert.deepEqual(result.skipped.sort(), [...CROSS_WORKSPACE].sort(), result.output.slice(-4000));
@@ -69,23 +82,49 @@ describe('the conformance kit with an admin key', () => {
     ]) {
       assert.ok(result.passed.includes(title), `${title} passed`);
     }
-    assert.match(result.output, /SKIP {2}scoping › another workspace's key never sees this workspace's events: EVENT_FEED_OTHER_KEY not given, and EVENT_FEED_ADMIN_KEY makes keys of its own workspace only/);
-    assert.match(result.output, /not checked: a read key of another workspace: create_key makes keys of the admin key's own workspace only/);
-    assert.match(result.output, /keys: {7}4 made with EVENT_FEED_ADMIN_KEY through create_key, 4 of them revoked when the run ended: none left behind/);
+    assert.match(
+      result.output,
+      /SKIP {2}scoping › another workspace's key never sees this workspace's events: EVENT_FEED_OTHER_KEY not given, and EVENT_FEED_ADMIN_KEY makes keys of its own workspace only/,
+    );
+    assert.match(
+      result.output,
+      /not checked: a read key of another workspace: create_key makes keys of the admin key's own workspace only/,
+    );
+    assert.match(
+      result.output,
+      /keys: {7}4 made with EVENT_FEED_ADMIN_KEY through create_key, 4 of them revoked when the run ended: none left behind/,
+    );
 
     assert.deepEqual(await activeIds(), before, 'list_keys: nothing left behind');
     const made = await kitKeys();
     assert.equal(made.length, 4);
-    assert.ok(made.every((k) => k.revoked_at !== null), 'every key the kit made is revoked');
+    assert.ok(
+      made.every((k) => k.revoked_at !== null),
+      'every key the kit made is revoked',
+    );
     const restricted = made.find((k) => k.mailboxes !== null)!;
-    assert.ok(restricted.mailboxes!.length >= 1 && restricted.mailboxes!.every((m) => ['mbx_ventes', 'mbx_autre', 'mbx_support'].includes(m)), 'restricted to mailboxes of the feed');
-    assert.ok(made.some((k) => !k.permissions.includes('read')), 'a key without read');
+    assert.ok(
+      restricted.mailboxes!.length >= 1 && restricted.mailboxes!.every((m) => ['mbx_ventes', 'mbx_autre', 'mbx_support'].includes(m)),
+      'restricted to mailboxes of the feed',
+    );
+    assert.ok(
+      made.some((k) => !k.permissions.includes('read')),
+      'a key without read',
+    );
   });
 
   it('with writes allowed it makes a write key too; with EVENT_FEED_OTHER_KEY given nothing is skipped', async () => {
     const before = await activeIds();
     const already = (await kitKeys()).length;
-    const result = await runKit(server.url, { EVENT_FEED_OTHER_KEY: otherKey }, { allowWrites: true, specs: ['api/ordering\\.spec', 'api/scoping\\.spec', 'api/cursors\\.spec'], env: { EVENT_FEED_ADMIN_KEY: admin } });
+    const result = await runKit(
+      server.url,
+      { EVENT_FEED_OTHER_KEY: otherKey },
+      {
+        allowWrites: true,
+        specs: ['api/ordering\\.spec', 'api/scoping\\.spec', 'api/cursors\\.spec'],
+        env: { EVENT_FEED_ADMIN_KEY: admin },
+      },
+    );
     assert.equal(result.code, 0, result.output.slice(-4000));
     assert.deepEqual(result.failed, []);
     assert.deepEqual(result.skipped, [], result.output.slice(-4000));
@@ -103,7 +142,10 @@ describe('the conformance kit with an admin key', () => {
     try {
       const result = await runKit(proxy.url, {}, { specs: ['api/ordering\\.spec'], env: { EVENT_FEED_ADMIN_KEY: admin } });
       assert.notEqual(result.code, 0);
-      assert.ok(result.failed.includes('ordering › pages read with limits 1, 7, 100 and 500 concatenate to the same sequence'), JSON.stringify(result.failed));
+      assert.ok(
+        result.failed.includes('ordering › pages read with limits 1, 7, 100 and 500 concatenate to the same sequence'),
+        JSON.stringify(result.failed),
+      );
       assert.match(result.output, /revoked when the run ended: none left behind/);
     } finally {
       await proxy.close();

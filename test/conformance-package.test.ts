@@ -60,12 +60,19 @@ describe('the conformance kit as a package of its own', () => {
   });
 
   it('ships compiled JavaScript and depends only on @playwright/test', async () => {
-    const tarball = join(dir, readdirSync(dir).find((f) => f.endsWith('.tgz'))!);
+    const tarball = join(
+      dir,
+      readdirSync(dir).find((f) => f.endsWith('.tgz'))!,
+    );
     const listed = await run('tar', ['tzf', tarball], dir);
     const files = listed.output.trim().split('\n');
     assert.ok(files.includes('package/bin/event-feed-conformance.js'), files.join('\n'));
     assert.ok(files.includes('package/dist/playwright.config.js'));
-    assert.deepEqual(files.filter((f) => f.endsWith('.ts')), [], 'no TypeScript: Playwright does not transpile inside node_modules');
+    assert.deepEqual(
+      files.filter((f) => f.endsWith('.ts')),
+      [],
+      'no TypeScript: Playwright does not transpile inside node_modules',
+    );
     const manifest = JSON.parse((await run('tar', ['xzOf', tarball, 'package/package.json'], dir)).output);
     assert.deepEqual(Object.keys(manifest.dependencies), ['@playwright/test']);
   });
@@ -84,7 +91,12 @@ describe('the conformance kit as a package of its own', () => {
     const active = async () => (await server.post('/v1/list_keys', {}, admin)).json.keys.map((k: { id: string }) => k.id).sort();
     const before = await active();
     // A file filter before --project: the option's list must not take it for a project.
-    const result = await run(bin, ['--base-url', server.url, 'api/auth', '--project', 'api'], join(dir, 'app'), userEnv({ EVENT_FEED_ADMIN_KEY: admin }));
+    const result = await run(
+      bin,
+      ['--base-url', server.url, 'api/auth', '--project', 'api'],
+      join(dir, 'app'),
+      userEnv({ EVENT_FEED_ADMIN_KEY: admin }),
+    );
     assert.equal(result.code, 0, result.output.slice(-3000));
     assert.match(result.output, /^  PASS  auth › a key without read is refused with 403 forbidden$/m);
     assert.match(result.output, /^  PASS  auth › a revoked key is refused with 401 unauthorized$/m);
@@ -102,7 +114,12 @@ describe('the conformance kit as a package of its own', () => {
   });
 
   it('skips the view visibly when no Chromium is found', async () => {
-    const result = await run(bin, ['--base-url', server.url, '--project', 'view'], join(dir, 'app'), userEnv({ EVENT_FEED_KEY: key, CHROMIUM_PATH: '/nonexistent/chromium' }));
+    const result = await run(
+      bin,
+      ['--base-url', server.url, '--project', 'view'],
+      join(dir, 'app'),
+      userEnv({ EVENT_FEED_KEY: key, CHROMIUM_PATH: '/nonexistent/chromium' }),
+    );
     assert.equal(result.code, 0, result.output.slice(-3000));
     assert.match(result.output, /^  SKIP  French web view › .*: no Chromium at \/nonexistent\/chromium/m);
     assert.doesNotMatch(result.output, /^  PASS/m);
@@ -115,7 +132,12 @@ describe('the conformance kit as a package of its own', () => {
   });
 
   it('runs from a checkout as `event-feed conformance`, with the same exit status', async () => {
-    const result = await run(process.execPath, [join(root, 'bin', 'event-feed.js'), 'conformance', '--base-url', server.url, '--project', 'api', '--', '--grep', 'cursors'], root, userEnv({ EVENT_FEED_KEY: 'efk_not_a_key' }));
+    const result = await run(
+      process.execPath,
+      [join(root, 'bin', 'event-feed.js'), 'conformance', '--base-url', server.url, '--project', 'api', '--', '--grep', 'cursors'],
+      root,
+      userEnv({ EVENT_FEED_KEY: 'efk_not_a_key' }),
+    );
     assert.equal(result.code, 1, result.output.slice(-3000));
     assert.match(result.output, /^  FAIL  cursors › /m);
   });

@@ -8,7 +8,8 @@ import { pacedContext, RateLimitBudgetSpent, retryAfterSeconds } from '../confor
 
 // The kit's pacing (conformance/support/rate-limits.ts) against a scripted deployment, without Playwright.
 
-const answer = (status: number, headers: Record<string, string> = {}) => ({ status: () => status, headers: () => headers, dispose: async () => {} }) as unknown as APIResponse;
+const answer = (status: number, headers: Record<string, string> = {}) =>
+  ({ status: () => status, headers: () => headers, dispose: async () => {} }) as unknown as APIResponse;
 
 /** A request context whose answers are scripted, recording when each request was sent. */
 function scripted(answers: APIResponse[]) {

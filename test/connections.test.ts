@@ -33,7 +33,12 @@ function connect(url: string, localAddress = '127.0.0.1', send?: string): Promis
   return new Promise((resolve) => {
     socket.once('connect', () => {
       if (send) socket.write(send);
-      resolve({ socket, received: () => data, closed: () => closedAt !== undefined, closedAfterMs: () => (closedAt === undefined ? undefined : closedAt - opened) });
+      resolve({
+        socket,
+        received: () => data,
+        closed: () => closedAt !== undefined,
+        closedAfterMs: () => (closedAt === undefined ? undefined : closedAt - opened),
+      });
     });
     // Refused before even connecting counts as closed at once.
     socket.once('close', () => resolve({ socket, received: () => data, closed: () => true, closedAfterMs: () => closedAt! - opened }));
@@ -46,7 +51,11 @@ const post = (path: string, key: string, body: string, contentLength = Buffer.by
 describe('connections beyond MAX_CONNECTIONS, and connections that send nothing', () => {
   let server: TestServer;
   before(async () => {
-    server = await startTestServer(await sqliteDatabase(), { MAX_CONNECTIONS: '20', HEADERS_TIMEOUT_MS: '1000', KEEP_ALIVE_TIMEOUT_MS: '1000' });
+    server = await startTestServer(await sqliteDatabase(), {
+      MAX_CONNECTIONS: '20',
+      HEADERS_TIMEOUT_MS: '1000',
+      KEEP_ALIVE_TIMEOUT_MS: '1000',
+    });
   });
   after(async () => {
     await server.stop();

@@ -43,7 +43,10 @@ describe('event types: one list, every derived place', () => {
     }
   });
 
-  for (const [union, template] of [['EventEnvelope', 'event-envelope'], ['EmitEventRequest', 'emit-event-request']] as const) {
+  for (const [union, template] of [
+    ['EventEnvelope', 'event-envelope'],
+    ['EmitEventRequest', 'emit-event-request'],
+  ] as const) {
     it(`${union} has one complete branch per type, each with its type's constant and its data schema, and the discriminator maps each type to its branch`, () => {
       const branches: Array<{ $ref: string }> = schemas[union].oneOf;
       assert.deepEqual(
@@ -71,7 +74,15 @@ describe('event types: one list, every derived place', () => {
 
   it('no schema of the contract pulls a union in through allOf (client generators misread it)', () => {
     const pulls = (value: unknown): boolean =>
-      Array.isArray(value) ? value.some(pulls) : typeof value === 'object' && value !== null && Object.entries(value).some(([key, child]) => (key === 'allOf' && Array.isArray(child) && child.some((s: { $ref?: string }) => s.$ref && component(s.$ref).oneOf)) || pulls(child));
+      Array.isArray(value)
+        ? value.some(pulls)
+        : typeof value === 'object' &&
+          value !== null &&
+          Object.entries(value).some(
+            ([key, child]) =>
+              (key === 'allOf' && Array.isArray(child) && child.some((s: { $ref?: string }) => s.$ref && component(s.$ref).oneOf)) ||
+              pulls(child),
+          );
     for (const [name, schema] of Object.entries(schemas)) assert.equal(pulls(schema), false, name);
   });
 
@@ -79,8 +90,14 @@ describe('event types: one list, every derived place', () => {
     const pattern = new RegExp(schemas.EventTypeFilter.pattern);
     for (const type of declared) assert.ok(pattern.test(type), type);
     assert.ok(pattern.test('mail.*'));
-    const alternatives = /\((.*)\)/.exec(schemas.EventTypeFilter.pattern)![1]!.split('|').filter((a) => a !== '\\*');
-    assert.deepEqual(alternatives.map((a) => `mail.${a.replace(/\\\./g, '.')}`), declared);
+    const alternatives = /\((.*)\)/
+      .exec(schemas.EventTypeFilter.pattern)![1]!
+      .split('|')
+      .filter((a) => a !== '\\*');
+    assert.deepEqual(
+      alternatives.map((a) => `mail.${a.replace(/\\\./g, '.')}`),
+      declared,
+    );
   });
 
   it('the MCP text names every type by its inline label', () => {

@@ -27,7 +27,8 @@ function operations(): Operation[] {
   for (const section of ['paths', 'webhooks'] as const) {
     for (const [key, item] of Object.entries<Record<string, any>>(spec[section] ?? {})) {
       for (const method of HTTP_METHODS) {
-        if (item[method]) out.push({ label: `${section} ${key} ${method}`, pointer: `/${section}/${escape(key)}/${method}`, operation: item[method] });
+        if (item[method])
+          out.push({ label: `${section} ${key} ${method}`, pointer: `/${section}/${escape(key)}/${method}`, operation: item[method] });
       }
     }
   }
@@ -36,7 +37,9 @@ function operations(): Operation[] {
 
 /** A media type's examples, by name (`example` counts as one named "example"). */
 function examplesOf(media: Record<string, any>): Array<[string, unknown]> {
-  const named = Object.entries<{ value: unknown }>(media.examples ?? {}).map(([name, example]) => [name, example.value] as [string, unknown]);
+  const named = Object.entries<{ value: unknown }>(media.examples ?? {}).map(
+    ([name, example]) => [name, example.value] as [string, unknown],
+  );
   return media.example === undefined ? named : [...named, ['example', media.example]];
 }
 
@@ -61,13 +64,20 @@ describe('examples in the published contract', () => {
 
   it('covers the operations of both sections', () => {
     assert.ok(all.length >= 6, all.map((o) => o.label).join(', '));
-    assert.ok(all.some((o) => o.pointer.startsWith('/webhooks/')), 'the webhooks section is checked too');
+    assert.ok(
+      all.some((o) => o.pointer.startsWith('/webhooks/')),
+      'the webhooks section is checked too',
+    );
   });
 
   for (const { label, pointer, operation } of all) {
     it(`${label}: a valid example for its request body and for every response with a body`, () => {
       const body = operation.requestBody?.content?.['application/json'];
-      if (body) assert.ok(checkExamples(`${label} request`, `${pointer}/requestBody/content/application~1json`, body) > 0, `${label}: a request example`);
+      if (body)
+        assert.ok(
+          checkExamples(`${label} request`, `${pointer}/requestBody/content/application~1json`, body) > 0,
+          `${label}: a request example`,
+        );
       const statuses = Object.keys(operation.responses ?? {});
       let successExamples = 0;
       for (const status of statuses) {

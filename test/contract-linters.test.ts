@@ -54,15 +54,25 @@ describe('default linters on the contract, with no configuration of ours', () =>
       const { stdout, stderr } = await run(tools.node22, [tools.bin('redocly'), 'lint', file, '--format=json'], dir);
       const report = JSON.parse(stdout.slice(stdout.indexOf('{')));
       assert.equal(report.version, '2.77.0');
-      const problems = report.problems.map((p: { ruleId: string; message: string; location: Array<{ pointer: string }> }) => `${p.ruleId} ${p.location[0]?.pointer}: ${p.message}`);
+      const problems = report.problems.map(
+        (p: { ruleId: string; message: string; location: Array<{ pointer: string }> }) =>
+          `${p.ruleId} ${p.location[0]?.pointer}: ${p.message}`,
+      );
       assert.deepEqual(problems, [], stderr);
       assert.deepEqual(report.totals, { errors: 0, warnings: 0, ignored: 0 });
     });
 
     it(`Spectral spectral:oas: no result in ${file}`, async () => {
       const out = join(dir, `${file}.spectral.json`);
-      const { code, stderr } = await run(tools.node22, [tools.bin('spectral'), 'lint', file, '--format', 'json', '--output', out, '--fail-severity', 'hint'], dir);
-      const results = JSON.parse(readFileSync(out, 'utf8')).map((r: { code: string; severity: number; path: string[]; message: string }) => `${r.code} (severity ${r.severity}) ${r.path.join('.')}: ${r.message}`);
+      const { code, stderr } = await run(
+        tools.node22,
+        [tools.bin('spectral'), 'lint', file, '--format', 'json', '--output', out, '--fail-severity', 'hint'],
+        dir,
+      );
+      const results = JSON.parse(readFileSync(out, 'utf8')).map(
+        (r: { code: string; severity: number; path: string[]; message: string }) =>
+          `${r.code} (severity ${r.severity}) ${r.path.join('.')}: ${r.message}`,
+      );
       assert.deepEqual(results, [], stderr);
       assert.equal(code, 0, stderr);
     });

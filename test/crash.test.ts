@@ -134,7 +134,12 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const reader = async () => {
           while (!stopping) {
             try {
-              const res = await post(base, FEED, key, JSON.stringify(tail.cursor === undefined ? { limit: 50 } : { after: tail.cursor, limit: 50 }));
+              const res = await post(
+                base,
+                FEED,
+                key,
+                JSON.stringify(tail.cursor === undefined ? { limit: 50 } : { after: tail.cursor, limit: 50 }),
+              );
               if (res.status !== 200) throw new Error(`feed answered ${res.status} ${res.text.slice(0, 200)}`);
               const page = JSON.parse(res.text);
               tail.ids.push(...page.events.map((e: any) => e.id));
@@ -183,7 +188,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
           assert.ok(sent, `event ${id} in the feed was never emitted`);
           assert.ok(sent.state === 'acked' || sent.state === 'unknown', `event ${id} in the feed has state ${sent.state}`);
           const { type, subject, data } = inFeed.get(id);
-          assert.deepEqual({ type, subject, data }, { type: sent.request.type, subject: sent.request.subject, data: sent.request.data }, `event ${id} is stored whole`);
+          assert.deepEqual(
+            { type, subject, data },
+            { type: sent.request.type, subject: sent.request.subject, data: sent.request.data },
+            `event ${id} is stored whole`,
+          );
         }
         // Every acknowledged emit is there exactly once, with the bytes it was answered with.
         const acked = states('acked');
@@ -213,7 +222,8 @@ for (const { kind, create, skip } of await databaseKinds()) {
         assert.equal(new Set(settled.ids).size, settled.ids.length, 'ids unique after retries');
         const allAcked = states('acked');
         assert.equal(settled.ids.length, allAcked.length, 'one event per acknowledged emit, no more');
-        for (const e of allAcked) assert.equal(occurrences(settled.text, envelopeText(e.text!)), 1, `${e.id} exactly once with its exact bytes`);
+        for (const e of allAcked)
+          assert.equal(occurrences(settled.text, envelopeText(e.text!)), 1, `${e.id} exactly once with its exact bytes`);
         assert.deepEqual(settled.ids.slice(0, feed.ids.length), feed.ids, 'retries were appended after what was already there');
 
         // The cursor the reader held before the crash continues: no loss, no duplicate.

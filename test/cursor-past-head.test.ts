@@ -24,7 +24,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
     let atTen: string;
 
     const post = async (path: string, key: string, body: unknown) => {
-      const res = await fetch(server.url + path, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const res = await fetch(server.url + path, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       return { status: res.status, json: (await res.json()) as any };
     };
     const mcpFeed = async (key: string, args: unknown) => {

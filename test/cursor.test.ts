@@ -24,7 +24,11 @@ const PAGE_TOKEN_DOMAIN = Buffer.from('event-feed list_events page_token\0', 'la
 const hmac = (secret: string, bytes: Buffer) => createHmac('sha256', secret).update(bytes).digest().subarray(0, 16);
 
 /** A token of the version-1 layout (seq in clear), as the service issued them before: version 1 | seq 8 | workspace 26 | extra | mac 16. */
-function legacyToken(workspaceId: string, seq: bigint, { secret = SECRET, domain = Buffer.alloc(0), extra = Buffer.alloc(0), version = 1 } = {}): string {
+function legacyToken(
+  workspaceId: string,
+  seq: bigint,
+  { secret = SECRET, domain = Buffer.alloc(0), extra = Buffer.alloc(0), version = 1 } = {},
+): string {
   const body = Buffer.alloc(35 + extra.length);
   body.writeUInt8(version, 0);
   body.writeBigUInt64BE(seq, 1);
@@ -34,13 +38,23 @@ function legacyToken(workspaceId: string, seq: bigint, { secret = SECRET, domain
 }
 
 /** A version-2 token built from the documented layout alone, with any version byte. */
-function documentedToken(workspaceId: string, seq: bigint, { secret = SECRET, domain = Buffer.alloc(0), extra = Buffer.alloc(0), version = 2 } = {}): string {
+function documentedToken(
+  workspaceId: string,
+  seq: bigint,
+  { secret = SECRET, domain = Buffer.alloc(0), extra = Buffer.alloc(0), version = 2 } = {},
+): string {
   const key = Buffer.from(hkdfSync('sha256', Buffer.from(secret, 'utf8'), Buffer.alloc(0), 'event-feed token position cipher', 32));
   const block = Buffer.alloc(16);
   block.writeBigUInt64BE(seq, 0);
   createHash('sha256').update(domain).update(workspaceId).digest().copy(block, 8, 0, 8);
   const cipher = createCipheriv('aes-256-ecb', key, null).setAutoPadding(false);
-  const body = Buffer.concat([Buffer.from([version]), cipher.update(block), cipher.final(), Buffer.from(workspaceId.slice(3), 'latin1'), extra]);
+  const body = Buffer.concat([
+    Buffer.from([version]),
+    cipher.update(block),
+    cipher.final(),
+    Buffer.from(workspaceId.slice(3), 'latin1'),
+    extra,
+  ]);
   return Buffer.concat([body, hmac(secret, Buffer.concat([domain, body]))]).toString('base64url');
 }
 
@@ -71,7 +85,21 @@ function assertAllRefused(candidates: Array<{ label: string; cursor: string }>, 
 }
 
 describe('CursorCodec', () => {
-  const seqs = [0, 1, 2, 42, 255, 256, 65_535, 65_536, 2 ** 31 - 1, 2 ** 32, 2 ** 40 + 7, Number.MAX_SAFE_INTEGER - 1, Number.MAX_SAFE_INTEGER];
+  const seqs = [
+    0,
+    1,
+    2,
+    42,
+    255,
+    256,
+    65_535,
+    65_536,
+    2 ** 31 - 1,
+    2 ** 32,
+    2 ** 40 + 7,
+    Number.MAX_SAFE_INTEGER - 1,
+    Number.MAX_SAFE_INTEGER,
+  ];
 
   it('round-trips seq 0, small and large seqs', () => {
     for (const seq of seqs) {
@@ -137,7 +165,10 @@ describe('CursorCodec', () => {
         }
       }
       const messages = assertAllRefused(candidates);
-      assert.ok(messages.every((m) => m.startsWith('after is not a valid cursor')), messages.find((m) => !m.startsWith('after is not a valid cursor')));
+      assert.ok(
+        messages.every((m) => m.startsWith('after is not a valid cursor')),
+        messages.find((m) => !m.startsWith('after is not a valid cursor')),
+      );
     }
   });
 
@@ -312,7 +343,18 @@ describe('the position in a cursor cannot be read', () => {
       const seen: string[] = [];
       let after: string | undefined;
       // Its events at seq 1, 2, 6, 10: the others' traffic in between.
-      for (const [i, mailbox] of ['mbx_mine', 'mbx_mine', 'mbx_x', 'mbx_x', 'mbx_x', 'mbx_mine', 'mbx_x', 'mbx_x', 'mbx_x', 'mbx_mine'].entries()) {
+      for (const [i, mailbox] of [
+        'mbx_mine',
+        'mbx_mine',
+        'mbx_x',
+        'mbx_x',
+        'mbx_x',
+        'mbx_mine',
+        'mbx_x',
+        'mbx_x',
+        'mbx_x',
+        'mbx_mine',
+      ].entries()) {
         assert.equal((await server.post('/v1/emit_event', sampleEvent(mailbox, i), writer)).status, 201);
         if (mailbox !== 'mbx_mine') continue;
         const page = await server.post('/v1/event_feed', after === undefined ? {} : { after }, restricted);
@@ -333,7 +375,10 @@ describe('the position in a cursor cannot be read', () => {
       const stored = legacyToken(ws, 6n);
       const resumed = await server.post('/v1/event_feed', { after: stored }, full);
       assert.equal(resumed.status, 200, resumed.text);
-      assert.deepEqual(resumed.json.events.map((e: any) => e.subject.refs.message_id), ['msg_6', 'msg_7', 'msg_8', 'msg_9']);
+      assert.deepEqual(
+        resumed.json.events.map((e: any) => e.subject.refs.message_id),
+        ['msg_6', 'msg_7', 'msg_8', 'msg_9'],
+      );
       assert.equal(resumed.json.next_cursor, seen.at(-1), 'the same position as the restricted key was given');
       const caughtUp = await server.post('/v1/event_feed', { after: legacyToken(ws, 10n) }, full);
       assert.deepEqual(caughtUp.json, { events: [], next_cursor: legacyToken(ws, 10n) });
@@ -396,7 +441,10 @@ describe('tokens of version 1 (seq in clear) that clients still hold', () => {
       for (let i = 0; i < bytes.length; i++) {
         const copy = Buffer.from(bytes);
         copy[i] = copy[i]! ^ 0x10;
-        assert.throws(() => tokens.decode(WS, copy.toString('base64url'), filters), (err: ApiError) => err.code === 'invalid_argument' && /page_token/.test(err.message));
+        assert.throws(
+          () => tokens.decode(WS, copy.toString('base64url'), filters),
+          (err: ApiError) => err.code === 'invalid_argument' && /page_token/.test(err.message),
+        );
       }
     }
     assert.throws(() => codec.decode(WS, token), /not a valid cursor/, 'a page token is not a cursor');

@@ -22,7 +22,10 @@ function kitBlock(banner: string): string {
   const first = lines.findIndex((line) => line.startsWith('  export EVENT_FEED_BASE_URL='));
   const last = lines.findIndex((line, i) => i > first && line.includes('npx event-feed conformance'));
   assert.ok(first >= 0 && last > first, `no kit command in the banner:\n${banner}`);
-  return `${lines.slice(first, last + 1).map((line) => line.slice(2)).join('\n')}\n`;
+  return `${lines
+    .slice(first, last + 1)
+    .map((line) => line.slice(2))
+    .join('\n')}\n`;
 }
 
 describe('the demo prints one kit command that runs every read-only check, none skipped', () => {
@@ -49,11 +52,16 @@ describe('the demo prints one kit command that runs every read-only check, none 
     else assert.match(server.output(), /No Chromium at .*the kit will skip the web view's checks/);
     // A reader's shell: none of the variables `npm test` sets for its scripts, nor the kit's; its
     // reports go to a folder of the test's (they are not the checks' input).
-    const shell = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('npm_') && !name.startsWith('EVENT_FEED_'))) as Record<string, string>;
+    const shell = Object.fromEntries(
+      Object.entries(process.env).filter(([name]) => !name.startsWith('npm_') && !name.startsWith('EVENT_FEED_')),
+    ) as Record<string, string>;
     const env = { ...shell, EVENT_FEED_OUTPUT_DIR: join(work, 'results'), EVENT_FEED_REPORT_DIR: join(work, 'html') };
     const result = await new Promise<{ code: number; output: string }>((resolve) =>
-      execFile('bash', ['-euo', 'pipefail', '-c', block], { cwd: work, env, timeout: 840_000, maxBuffer: 20 * 1024 * 1024 }, (error, stdout, stderr) =>
-        resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, output: stdout + stderr }),
+      execFile(
+        'bash',
+        ['-euo', 'pipefail', '-c', block],
+        { cwd: work, env, timeout: 840_000, maxBuffer: 20 * 1024 * 1024 },
+        (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, output: stdout + stderr }),
       ),
     );
     const tail = result.output.slice(-5000);
@@ -62,9 +70,17 @@ describe('the demo prints one kit command that runs every read-only check, none 
     const skipped = result.output.split('\n').filter((line) => line.startsWith('  SKIP  '));
     if (existsSync(chromium)) {
       assert.deepEqual(skipped, [], 'nothing skipped');
-      assert.match(result.output, /^Conformance: every read-only check ran and passed \(\d+\); the checks that emit events were not run \(read-only run\)\.$/m, tail);
+      assert.match(
+        result.output,
+        /^Conformance: every read-only check ran and passed \(\d+\); the checks that emit events were not run \(read-only run\)\.$/m,
+        tail,
+      );
     } else {
-      assert.deepEqual(skipped.filter((line) => !line.startsWith('  SKIP  French web view › ')), [], 'only the view (no Chromium) is skipped');
+      assert.deepEqual(
+        skipped.filter((line) => !line.startsWith('  SKIP  French web view › ')),
+        [],
+        'only the view (no Chromium) is skipped',
+      );
     }
     const passed = Number(/(\d+) passed/.exec(result.output)?.[1]);
     assert.ok(passed >= 45, `${passed} checks passed`);

@@ -17,7 +17,9 @@ import { until } from './support/wait.ts';
 const EXPORT = /^ {2}export (READ_KEY|WRITE_KEY|ADMIN_KEY)=(efk_\S+)$/gm;
 const KIT_EXPORT = /^ {2}export (EVENT_FEED_\w+)=(\S+)$/gm;
 
-async function startDemo(url: string): Promise<{ server: ProcessServer; keys: Record<string, string>; kit: Record<string, string>; output: string }> {
+async function startDemo(
+  url: string,
+): Promise<{ server: ProcessServer; keys: Record<string, string>; kit: Record<string, string>; output: string }> {
   const server = await startProcessServer({ databaseUrl: url, serveArgs: ['--seed-demo'] });
   await until('the demo banner', () => server.output().includes('API reference:'), 10_000);
   const output = server.output();
@@ -45,7 +47,13 @@ async function assertKeysWork(server: ProcessServer, keys: Record<string, string
   assert.equal((await post(server, '/v1/list_keys', {}, keys.WRITE_KEY!)).status, 403, 'WRITE_KEY is no admin');
   const listed = await post(server, '/v1/list_keys', {}, keys.ADMIN_KEY!);
   assert.equal(listed.status, 200);
-  assert.deepEqual(listed.json.keys.map((k: any) => k.label).filter((l: string) => !l.includes('conformance kit')).sort(), ['demo admin', 'demo read', 'demo write']);
+  assert.deepEqual(
+    listed.json.keys
+      .map((k: any) => k.label)
+      .filter((l: string) => !l.includes('conformance kit'))
+      .sort(),
+    ['demo admin', 'demo read', 'demo write'],
+  );
 }
 
 /** The kit's variables but its base URL (each start of a test server has a port of its own). */
@@ -55,10 +63,22 @@ const keysOf = ({ EVENT_FEED_BASE_URL: _url, ...keys }: Record<string, string>) 
 async function assertKitWorks(server: ProcessServer, output: string, kit: Record<string, string>, readKey: string): Promise<void> {
   assert.deepEqual(
     Object.keys(kit),
-    ['EVENT_FEED_BASE_URL', 'EVENT_FEED_KEY', 'EVENT_FEED_RESTRICTED_KEY', 'EVENT_FEED_RESTRICTED_MAILBOXES', 'EVENT_FEED_NOREAD_KEY', 'EVENT_FEED_OTHER_KEY', 'EVENT_FEED_REVOKED_KEY'],
+    [
+      'EVENT_FEED_BASE_URL',
+      'EVENT_FEED_KEY',
+      'EVENT_FEED_RESTRICTED_KEY',
+      'EVENT_FEED_RESTRICTED_MAILBOXES',
+      'EVENT_FEED_NOREAD_KEY',
+      'EVENT_FEED_OTHER_KEY',
+      'EVENT_FEED_REVOKED_KEY',
+    ],
     output,
   );
-  assert.match(output, /^ {2}export EVENT_FEED_REVOKED_KEY=\S+\n {2}cd \S+ && npx event-feed conformance\n/m, 'the command follows the exports it needs');
+  assert.match(
+    output,
+    /^ {2}export EVENT_FEED_REVOKED_KEY=\S+\n {2}cd \S+ && npx event-feed conformance\n/m,
+    'the command follows the exports it needs',
+  );
   assert.equal(kit.EVENT_FEED_BASE_URL, server.url);
   assert.equal(kit.EVENT_FEED_KEY, readKey);
   const all = (await post(server, '/v1/event_feed', { limit: 500 }, readKey)).json.events;
@@ -67,13 +87,23 @@ async function assertKitWorks(server: ProcessServer, output: string, kit: Record
   assert.equal(restricted.status, 200);
   const inside = all.filter((e: any) => mailboxes.includes(e.subject.refs.mailbox_id)).map((e: any) => e.id);
   assert.ok(inside.length > 1 && inside.length < all.length, 'the demo has events inside and outside the restricted mailboxes');
-  assert.deepEqual(restricted.json.events.map((e: any) => e.id), inside);
-  assert.equal((await post(server, '/v1/event_feed', {}, kit.EVENT_FEED_NOREAD_KEY!)).status, 403, 'the no-read key is valid, without read');
+  assert.deepEqual(
+    restricted.json.events.map((e: any) => e.id),
+    inside,
+  );
+  assert.equal(
+    (await post(server, '/v1/event_feed', {}, kit.EVENT_FEED_NOREAD_KEY!)).status,
+    403,
+    'the no-read key is valid, without read',
+  );
   assert.equal((await post(server, '/v1/event_feed', {}, kit.EVENT_FEED_REVOKED_KEY!)).status, 401, 'the revoked key is refused');
   const other = await post(server, '/v1/event_feed', { limit: 500 }, kit.EVENT_FEED_OTHER_KEY!);
   assert.equal(other.status, 200);
   assert.ok(other.json.events.length > 0, 'the second workspace has events of its own');
-  assert.ok(other.json.events.every((e: any) => e.account !== all[0].account), 'of another workspace');
+  assert.ok(
+    other.json.events.every((e: any) => e.account !== all[0].account),
+    'of another workspace',
+  );
 }
 
 describe('serve --seed-demo prints working keys at every start', () => {
@@ -108,7 +138,9 @@ describe('serve --seed-demo prints working keys at every start', () => {
     assert.deepEqual(keysOf(second.kit), keysOf(first.kit), 'the same kit command');
 
     // A demo key revoked since is not offered again.
-    const writeId = (await post(second.server, '/v1/list_keys', {}, second.keys.ADMIN_KEY!)).json.keys.find((k: any) => k.label === 'demo write').id;
+    const writeId = (await post(second.server, '/v1/list_keys', {}, second.keys.ADMIN_KEY!)).json.keys.find(
+      (k: any) => k.label === 'demo write',
+    ).id;
     assert.equal((await post(second.server, '/v1/revoke_key', { id: writeId }, second.keys.ADMIN_KEY!)).status, 200);
     await second.server.stop();
     const third = await startDemo(database.url);
@@ -130,7 +162,10 @@ describe('serve --seed-demo prints working keys at every start', () => {
 
     // A kit key revoked since: no command that would skip checks.
     const restrictedId = (await post(fourth.server, '/v1/list_keys', {}, fourth.keys.ADMIN_KEY!)).json.keys.find(
-      (k: any) => k.mailboxes !== null && k.label.includes('conformance kit') && fourth.kit.EVENT_FEED_RESTRICTED_KEY!.startsWith(`efk_${k.id.slice(4)}_`),
+      (k: any) =>
+        k.mailboxes !== null &&
+        k.label.includes('conformance kit') &&
+        fourth.kit.EVENT_FEED_RESTRICTED_KEY!.startsWith(`efk_${k.id.slice(4)}_`),
     ).id;
     assert.equal((await post(fourth.server, '/v1/revoke_key', { id: restrictedId }, fourth.keys.ADMIN_KEY!)).status, 200);
     await fourth.server.stop();

@@ -96,7 +96,8 @@ describe('/docs', () => {
         const text = await model.innerText();
         assert.doesNotMatch(text, /\bany\b/, `${name}: ${text.slice(0, 200)}`);
         // One readable branch per type, named.
-        for (const branch of ['MailReceived', 'MailBounced', 'MailRejected'].map(branchOf)) assert.ok(text.includes(branch), `${name} shows ${branch}`);
+        for (const branch of ['MailReceived', 'MailBounced', 'MailRejected'].map(branchOf))
+          assert.ok(text.includes(branch), `${name} shows ${branch}`);
       }
     });
   });

@@ -164,7 +164,9 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
       it('accepts one event of each type, full and with only the required fields', async () => {
         const { ws, key } = await workspaceWithKey();
-        const enumTypes = JSON.parse(readFileSync(new URL('../schemas/event-types.json', import.meta.url), 'utf8')).types.map((entry: { type: string }) => entry.type);
+        const enumTypes = JSON.parse(readFileSync(new URL('../schemas/event-types.json', import.meta.url), 'utf8')).types.map(
+          (entry: { type: string }) => entry.type,
+        );
         assert.deepEqual(Object.keys(DATA).sort(), [...enumTypes].sort(), 'a sample for every type');
         const emitted: string[] = [];
         for (const type of enumTypes as string[]) {
@@ -187,7 +189,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const sent: any[] = [];
         for (let i = 0; i < 25; i++) {
           const type = Object.keys(DATA)[i % 7]!;
-          sent.push(assertEmitted(await server.post(EMIT, { type, subject: { person, refs: refs(`mbx_${i % 3}`) }, data: DATA[type] }, key), 201).event);
+          sent.push(
+            assertEmitted(await server.post(EMIT, { type, subject: { person, refs: refs(`mbx_${i % 3}`) }, data: DATA[type] }, key), 201)
+              .event,
+          );
         }
         const events: any[] = [];
         let after: string | undefined;
@@ -243,14 +248,30 @@ for (const { kind, create, skip } of await databaseKinds()) {
           ['out of range', { ...base, data: { ...base.data, spam_score: 5000 } }, /data\.spam_score/],
           ['bad enum', { ...base, data: { ...base.data, spam_verdict: 'ham' } }, /data\.spam_verdict/],
           ['nested bad email', { ...base, data: { ...base.data, to: [{ email: 'not-an-email' }] } }, /data\.to(\.0|\[0\])\.email/],
-          ['nested extra', { ...base, data: { ...base.data, from: { email: 'a@b.fr', phone: '1' } } }, /"phone"[^]*data\.from|data\.from[^]*"phone"/],
+          [
+            'nested extra',
+            { ...base, data: { ...base.data, from: { email: 'a@b.fr', phone: '1' } } },
+            /"phone"[^]*data\.from|data\.from[^]*"phone"/,
+          ],
           ['empty to', { ...base, data: { ...base.data, to: [] } }, /data\.to/],
           ['data not an object', { ...base, data: 'x' }, /\bdata\b/],
           ['data an array', { ...base, data: [] }, /\bdata\b/],
           ['data of another type', { ...base, type: 'mail.delivered' }, /data\.[a-z_]+|"[a-z_]+"/],
-          ['delivered: 5xx response', { type: 'mail.delivered', subject: base.subject, data: { ...DATA['mail.delivered'], smtp_response: '550 no' } }, /data\.smtp_response/],
-          ['deferred: bad next_attempt_at', { type: 'mail.deferred', subject: base.subject, data: { ...DATA['mail.deferred'], next_attempt_at: 'soon' } }, /data\.next_attempt_at/],
-          ['bounced: bad bounce_type', { type: 'mail.bounced', subject: base.subject, data: { ...DATA['mail.bounced'], bounce_type: 'medium' } }, /data\.bounce_type/],
+          [
+            'delivered: 5xx response',
+            { type: 'mail.delivered', subject: base.subject, data: { ...DATA['mail.delivered'], smtp_response: '550 no' } },
+            /data\.smtp_response/,
+          ],
+          [
+            'deferred: bad next_attempt_at',
+            { type: 'mail.deferred', subject: base.subject, data: { ...DATA['mail.deferred'], next_attempt_at: 'soon' } },
+            /data\.next_attempt_at/,
+          ],
+          [
+            'bounced: bad bounce_type',
+            { type: 'mail.bounced', subject: base.subject, data: { ...DATA['mail.bounced'], bounce_type: 'medium' } },
+            /data\.bounce_type/,
+          ],
           ['bad mailbox id', { ...base, subject: { ...base.subject, refs: { mailbox_id: 'sales' } } }, /subject\.refs\.mailbox_id/],
           ['missing person', { ...base, subject: { refs: {} } }, /subject\.person/],
           ['extra ref', { ...base, subject: { ...base.subject, refs: { workspace_id: 'x' } } }, /"workspace_id"/],
@@ -317,7 +338,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
           ['2024-02-29T12:00:00Z', '2024-02-29T12:00:00.000Z'],
           ['2016-12-31T23:59:60Z', /^occurred_at "2016-12-31T23:59:60Z" is not a representable UTC date-time: it is a leap second/],
           ['2017-01-01T00:59:60+01:00', /leap second/],
-          ['0000-01-01T00:30:00+01:00', /^occurred_at "0000-01-01T00:30:00\+01:00" is not a representable UTC date-time: in UTC it falls outside the years 0000-9999$/],
+          [
+            '0000-01-01T00:30:00+01:00',
+            /^occurred_at "0000-01-01T00:30:00\+01:00" is not a representable UTC date-time: in UTC it falls outside the years 0000-9999$/,
+          ],
           ['9999-12-31T23:30:00-01:00', /outside the years 0000-9999/],
           ['2026-02-30T10:00:00Z', /^occurred_at must be a valid date-time$/],
           ['1900-02-29T10:00:00Z', /^occurred_at must be a valid date-time$/],
@@ -452,8 +476,8 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const [stored] = (await feedText(key)).json.events;
         const { id, type, subject, data, occurred_at } = stored;
         for (const [label, body] of [
-          ['the feed\'s fields', { id, type, subject, data, occurred_at }],
-          ['the emit answer\'s fields, in another order', { occurred_at, data, subject, type, id }],
+          ["the feed's fields", { id, type, subject, data, occurred_at }],
+          ["the emit answer's fields, in another order", { occurred_at, data, subject, type, id }],
           ['occurred_at spelled with an offset', { id, type, subject, data, occurred_at: offsetSpelling(occurred_at) }],
           ['occurred_at with digits beyond the millisecond', { id, type, subject, data, occurred_at: occurred_at.replace('Z', '999Z') }],
           ['without occurred_at', { id, type, subject, data }],
@@ -516,11 +540,21 @@ for (const { kind, create, skip } of await databaseKinds()) {
           { ...input, occurred_at: '2026-11-21T11:14:03.512+02:00' },
           { data: input.data, subject: input.subject, type: input.type, id: CLIENT_ID },
           { ...input, occurred_at: '2026-11-21t09:14:03.5129z' },
-          { occurred_at: input.occurred_at, id: CLIENT_ID, type: input.type, data: { ...input.data }, subject: { refs: input.subject.refs, person: input.subject.person } },
+          {
+            occurred_at: input.occurred_at,
+            id: CLIENT_ID,
+            type: input.type,
+            data: { ...input.data },
+            subject: { refs: input.subject.refs, person: input.subject.person },
+          },
         ];
         const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => server.post(EMIT, shapes[i % shapes.length], key)));
         const statuses = answers.map((a) => a.status).sort();
-        assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200, 200, 200, 200, 201], answers.map((a) => `${a.status} ${a.text.slice(0, 200)}`).join('\n'));
+        assert.deepEqual(
+          statuses,
+          [200, 200, 200, 200, 200, 200, 200, 200, 200, 201],
+          answers.map((a) => `${a.status} ${a.text.slice(0, 200)}`).join('\n'),
+        );
         for (const a of answers) assert.equal(a.text, answers[0]!.text);
         assert.equal(JSON.parse(answers[0]!.text).event.occurred_at, '2026-11-21T09:14:03.512Z');
         const rows = await server.db('events').where({ workspace_id: ws });
@@ -532,7 +566,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const input = { ...sampleEvent('mbx_a', 3), id: CLIENT_ID };
         const answers = await Promise.all(Array.from({ length: 10 }, () => server.post(EMIT, input, key)));
         const statuses = answers.map((a) => a.status).sort();
-        assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200, 200, 200, 200, 201], answers.map((a) => `${a.status} ${a.text.slice(0, 200)}`).join('\n'));
+        assert.deepEqual(
+          statuses,
+          [200, 200, 200, 200, 200, 200, 200, 200, 200, 201],
+          answers.map((a) => `${a.status} ${a.text.slice(0, 200)}`).join('\n'),
+        );
         for (const a of answers) assert.equal(a.text, answers[0]!.text);
         assertEmitted(answers[0]!, answers[0]!.status as 200 | 201);
         const rows = await server.db('events').where({ workspace_id: ws });

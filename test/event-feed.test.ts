@@ -58,7 +58,11 @@ async function raw(server: TestServer, path: string, init: RequestInit = {}) {
 /** Stores events through the library, in one transaction; returns the envelopes in emission order. */
 async function seed(server: TestServer, ws: string, mailboxes: Array<string | undefined>, offset = 0): Promise<any[]> {
   const published = await server.db.transaction((trx) =>
-    publish(trx, ws, mailboxes.map((m, i) => sampleEvent(m, offset + i))),
+    publish(
+      trx,
+      ws,
+      mailboxes.map((m, i) => sampleEvent(m, offset + i)),
+    ),
   );
   return published.map((p) => JSON.parse(p.envelope));
 }
@@ -110,7 +114,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
       server = await startTestServer(await create());
       ws = await server.workspace();
       readKey = (await server.key(ws, ['read'])).key;
-      all = await seed(server, ws, Array.from({ length: 150 }, (_, i) => MAILBOXES[(i * 7 + (i >> 3)) % 4]));
+      all = await seed(
+        server,
+        ws,
+        Array.from({ length: 150 }, (_, i) => MAILBOXES[(i * 7 + (i >> 3)) % 4]),
+      );
     });
     after(async () => {
       await server?.stop();
@@ -367,7 +375,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
         ];
         const wrong: string[] = [];
         for (const [label, body, headers] of bodies) {
-          for (const [who, auth] of [['no key', {}], ['bad key', { authorization: 'Bearer nope' }]] as const) {
+          for (const [who, auth] of [
+            ['no key', {}],
+            ['bad key', { authorization: 'Bearer nope' }],
+          ] as const) {
             const res = await server.post(FEED, body, undefined, { ...auth, ...headers });
             if (res.status !== 401) wrong.push(`${who} + ${label} → ${res.status} ${res.text}`);
             else assertError(res, 401, 'unauthorized', undefined, `${who} + ${label}`);
@@ -466,7 +477,13 @@ for (const { kind, create, skip } of await databaseKinds()) {
         assertError(get, 405, 'invalid_argument', /POST/, 'GET');
         assert.equal(get.headers.get('allow'), 'POST');
         for (const method of ['PUT', 'DELETE', 'PATCH']) {
-          assertError(await raw(server, FEED, { method, headers: { authorization: `Bearer ${readKey}` } }), 405, 'invalid_argument', undefined, method);
+          assertError(
+            await raw(server, FEED, { method, headers: { authorization: `Bearer ${readKey}` } }),
+            405,
+            'invalid_argument',
+            undefined,
+            method,
+          );
         }
       });
 

@@ -116,7 +116,13 @@ for (const { kind, create, skip } of await databaseKinds()) {
       ws = await server.workspace();
       writer = (await server.key(ws, ['read', 'write'])).key;
       reader = await server.key(ws, ['read']);
-      await server.db.transaction((trx) => publish(trx, ws, Array.from({ length: 12 }, (_, i) => sampleEvent(['mbx_a', 'mbx_b'][i % 2], i))));
+      await server.db.transaction((trx) =>
+        publish(
+          trx,
+          ws,
+          Array.from({ length: 12 }, (_, i) => sampleEvent(['mbx_a', 'mbx_b'][i % 2], i)),
+        ),
+      );
     });
     after(async () => {
       await server?.stop();
@@ -146,8 +152,14 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const stream = readStream(`${server.url}${stream_url}&limit=5`);
       await until('the stored events arrive', () => stream.state.messages.length >= pages.length);
       assert.equal(stream.state.status, 200);
-      assert.deepEqual(stream.state.messages.map((m) => JSON.parse(m.data).id), pages.map((e) => e.id));
-      assert.ok(stream.state.messages.every((m) => m.event === undefined), 'no event: line (onmessage gets each)');
+      assert.deepEqual(
+        stream.state.messages.map((m) => JSON.parse(m.data).id),
+        pages.map((e) => e.id),
+      );
+      assert.ok(
+        stream.state.messages.every((m) => m.event === undefined),
+        'no event: line (onmessage gets each)',
+      );
       // Each id is the cursor after its event: the stream from it starts with the next event.
       const third = stream.state.messages[2]!.id!;
       stream.close();
@@ -166,7 +178,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
       first.close();
       const resumed = readStream(`${server.url}${stream_url}`, { 'last-event-id': lastId });
       await until('the rest arrives', () => resumed.state.messages.length >= pages.length - 5);
-      assert.deepEqual(resumed.state.messages.map((m) => JSON.parse(m.data).id), pages.slice(5).map((e) => e.id));
+      assert.deepEqual(
+        resumed.state.messages.map((m) => JSON.parse(m.data).id),
+        pages.slice(5).map((e) => e.id),
+      );
       resumed.close();
 
       const restricted = await server.key(ws, ['read'], ['mbx_b']);
@@ -177,7 +192,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const live = await emit(server, writer, 'mbx_b', 99);
       await emit(server, writer, 'mbx_a', 98);
       await until('the live event of its mailbox arrives', () => theirs.state.messages.some((m) => JSON.parse(m.data).id === live.id));
-      assert.ok(theirs.state.messages.every((m) => JSON.parse(m.data).subject.refs.mailbox_id === 'mbx_b'), 'only its mailbox');
+      assert.ok(
+        theirs.state.messages.every((m) => JSON.parse(m.data).subject.refs.mailbox_id === 'mbx_b'),
+        'only its mailbox',
+      );
       theirs.close();
     });
 
@@ -226,7 +244,14 @@ for (const { kind, create, skip } of await databaseKinds()) {
       await until('the stream answers', () => other.state.status !== 0);
       assert.equal(other.state.headers.get('access-control-allow-origin'), null);
       other.close();
-      const preflight = await fetch(`${server.url}${stream_url}`, { method: 'OPTIONS', headers: { origin: 'https://app.example.com', 'access-control-request-method': 'GET', 'access-control-request-headers': 'last-event-id' } });
+      const preflight = await fetch(`${server.url}${stream_url}`, {
+        method: 'OPTIONS',
+        headers: {
+          origin: 'https://app.example.com',
+          'access-control-request-method': 'GET',
+          'access-control-request-headers': 'last-event-id',
+        },
+      });
       assert.equal(preflight.status, 204);
       assert.equal(preflight.headers.get('access-control-allow-origin'), 'https://app.example.com');
       assert.match(preflight.headers.get('access-control-allow-headers') ?? '', /Last-Event-ID/i);
@@ -268,7 +293,13 @@ describe('the eventsource package (no custom fetch) follows the stream, on Node 
     try {
       const ws = await server.workspace();
       const writer = (await server.key(ws, ['read', 'write'])).key;
-      await server.db.transaction((trx) => publish(trx, ws, Array.from({ length: 20 }, (_, i) => sampleEvent('mbx_a', i))));
+      await server.db.transaction((trx) =>
+        publish(
+          trx,
+          ws,
+          Array.from({ length: 20 }, (_, i) => sampleEvent('mbx_a', i)),
+        ),
+      );
       const { stream_url } = await mint(server, writer);
       // The package as a reader would use it: new EventSource(url), onmessage; it reconnects by itself with Last-Event-ID.
       const script = join(dir, 'follow.mjs');
@@ -291,12 +322,23 @@ setTimeout(() => { source.close(); process.exit(0); }, Number(process.argv[3]));
       await proxy.cut();
       const afterDrop = await emit(server, writer, 'mbx_a', 51);
       await proxy.restore();
-      await until('the event emitted while disconnected arrives after the reconnection', () => received().some((m) => m.event === afterDrop.id), 20_000);
+      await until(
+        'the event emitted while disconnected arrives after the reconnection',
+        () => received().some((m) => m.event === afterDrop.id),
+        20_000,
+      );
       child.kill();
       const ids = received().map((m) => m.event);
       assert.equal(new Set(ids).size, ids.length, 'no event twice across the reconnection');
-      assert.deepEqual(ids, (await wholeFeed(server, writer)).map((e) => e.id), 'every event, in order');
-      assert.ok(lines.some((line) => line.includes('"error"')), 'the drop was seen (and the package reconnected)');
+      assert.deepEqual(
+        ids,
+        (await wholeFeed(server, writer)).map((e) => e.id),
+        'every event, in order',
+      );
+      assert.ok(
+        lines.some((line) => line.includes('"error"')),
+        'the drop was seen (and the package reconnected)',
+      );
     } finally {
       await proxy.close();
       await server.stop();
@@ -310,7 +352,10 @@ describe("a browser's own EventSource follows the stream from a page of another 
   let browser: Browser;
   let page: Server;
   before(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
   });
   after(async () => {
     await browser?.close();
@@ -326,18 +371,27 @@ describe("a browser's own EventSource follows the stream from a page of another 
     try {
       const ws = await server.workspace();
       const writer = (await server.key(ws, ['read', 'write'])).key;
-      await server.db.transaction((trx) => publish(trx, ws, Array.from({ length: 30 }, (_, i) => sampleEvent('mbx_a', i))));
+      await server.db.transaction((trx) =>
+        publish(
+          trx,
+          ws,
+          Array.from({ length: 30 }, (_, i) => sampleEvent('mbx_a', i)),
+        ),
+      );
       const { stream_url } = await mint(server, writer);
       const tab = await (await browser.newContext()).newPage();
       await tab.goto(pageOrigin);
-      await tab.evaluate((url) => {
-        const w = window as unknown as { received: string[]; errors: number };
-        w.received = [];
-        w.errors = 0;
-        const source = new EventSource(url);
-        source.onmessage = (e) => w.received.push(JSON.parse(e.data).id);
-        source.onerror = () => w.errors++;
-      }, proxy.via(server.url).replace(/\/$/, '') + stream_url);
+      await tab.evaluate(
+        (url) => {
+          const w = window as unknown as { received: string[]; errors: number };
+          w.received = [];
+          w.errors = 0;
+          const source = new EventSource(url);
+          source.onmessage = (e) => w.received.push(JSON.parse(e.data).id);
+          source.onerror = () => w.errors++;
+        },
+        proxy.via(server.url).replace(/\/$/, '') + stream_url,
+      );
       const received = () => tab.evaluate(() => (window as unknown as { received: string[] }).received);
       await until('the stored events arrive', async () => (await received()).length >= 30, 20_000);
       const live = await emit(server, writer, 'mbx_a', 60);
@@ -345,11 +399,22 @@ describe("a browser's own EventSource follows the stream from a page of another 
       await proxy.cut();
       const afterDrop = await emit(server, writer, 'mbx_a', 61);
       await proxy.restore();
-      await until('the event emitted while disconnected arrives after the reconnection', async () => (await received()).includes(afterDrop.id), 20_000);
+      await until(
+        'the event emitted while disconnected arrives after the reconnection',
+        async () => (await received()).includes(afterDrop.id),
+        20_000,
+      );
       const ids = await received();
       assert.equal(new Set(ids).size, ids.length, 'no event twice across the reconnection');
-      assert.deepEqual(ids, (await wholeFeed(server, writer)).map((e) => e.id), 'every event, in order');
-      assert.ok((await tab.evaluate(() => (window as unknown as { errors: number }).errors)) >= 1, 'the drop was seen (and the browser reconnected)');
+      assert.deepEqual(
+        ids,
+        (await wholeFeed(server, writer)).map((e) => e.id),
+        'every event, in order',
+      );
+      assert.ok(
+        (await tab.evaluate(() => (window as unknown as { errors: number }).errors)) >= 1,
+        'the drop was seen (and the browser reconnected)',
+      );
     } finally {
       await proxy.close();
       await server.stop();

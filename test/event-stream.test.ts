@@ -107,7 +107,13 @@ for (const { kind, create, skip } of await databaseKinds()) {
       readKey = (await server.key(ws, ['read'])).key;
       writeKey = (await server.key(ws, ['write'])).key;
       const mailboxes = ['mbx_a', 'mbx_b', undefined];
-      const published = await server.db.transaction((trx) => publish(trx, ws, Array.from({ length: 250 }, (_, i) => sampleEvent(mailboxes[i % 3], i))));
+      const published = await server.db.transaction((trx) =>
+        publish(
+          trx,
+          ws,
+          Array.from({ length: 250 }, (_, i) => sampleEvent(mailboxes[i % 3], i)),
+        ),
+      );
       seeded = published.map((p) => JSON.parse(p.envelope));
     });
     after(async () => {
@@ -122,10 +128,20 @@ for (const { kind, create, skip } of await databaseKinds()) {
       assert.equal(stream.res.headers.get('cache-control'), 'no-store');
       await until('the stored events came', () => stream.events.length >= 250);
       const pages = await readAll(server, readKey);
-      assert.deepEqual(stream.events.map((e) => JSON.parse(e.data)), pages, 'the same envelopes as the pages, in order');
+      assert.deepEqual(
+        stream.events.map((e) => JSON.parse(e.data)),
+        pages,
+        'the same envelopes as the pages, in order',
+      );
       // Unnamed messages (an EventSource's onmessage gets each one, of any type): the type is in the data.
-      assert.deepEqual(stream.events.map((e) => e.event), pages.map(() => undefined));
-      assert.deepEqual(stream.events.map((e) => JSON.parse(e.data).type), pages.map((e) => e.type));
+      assert.deepEqual(
+        stream.events.map((e) => e.event),
+        pages.map(() => undefined),
+      );
+      assert.deepEqual(
+        stream.events.map((e) => JSON.parse(e.data).type),
+        pages.map((e) => e.type),
+      );
       // Each id is the cursor right after its event: event_feed after it gives the next one.
       for (const i of [0, 99, 100, 248]) {
         const next = await server.post(FEED, { after: stream.events[i]!.id, limit: 1 }, readKey);
@@ -145,18 +161,29 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const first = await openStream(server, readKey, {});
       await until('some events', () => first.events.length >= 10);
       first.close();
-      const resumed = await openStream(server, readKey, { after: 'ignored-when-last-event-id-is-given' }, { 'last-event-id': first.events[9]!.id! });
+      const resumed = await openStream(
+        server,
+        readKey,
+        { after: 'ignored-when-last-event-id-is-given' },
+        { 'last-event-id': first.events[9]!.id! },
+      );
       await until('the rest', () => resumed.events.length >= pages.length - 10);
-      assert.deepEqual(resumed.events.map((e) => JSON.parse(e.data).id), pages.slice(10).map((e) => e.id));
+      assert.deepEqual(
+        resumed.events.map((e) => JSON.parse(e.data).id),
+        pages.slice(10).map((e) => e.id),
+      );
       resumed.close();
     });
 
-    it('gives a restricted key only its mailboxes\' events', async () => {
+    it("gives a restricted key only its mailboxes' events", async () => {
       const restricted = (await server.key(ws, ['read'], ['mbx_b'])).key;
       const expected = await readAll(server, restricted);
       const stream = await openStream(server, restricted, {});
       await until('its events', () => stream.events.length >= expected.length);
-      assert.deepEqual(stream.events.map((e) => JSON.parse(e.data).id), expected.map((e) => e.id));
+      assert.deepEqual(
+        stream.events.map((e) => JSON.parse(e.data).id),
+        expected.map((e) => e.id),
+      );
       assert.ok(stream.events.every((e) => JSON.parse(e.data).subject.refs.mailbox_id === 'mbx_b'));
       await emit(server, writeKey, 'mbx_a', 2000);
       const mine = await emit(server, writeKey, 'mbx_b', 2001);
@@ -188,7 +215,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
       // an event stored and pruned at once, behind the service's back.
       await server.db.transaction(async (trx) => {
         const [published] = await publish(trx, ws, [sampleEvent('mbx_a', 3000)]);
-        const seq = (await trx('events').where({ workspace_id: ws, id: JSON.parse(published!.envelope).id }).first('seq')).seq;
+        const seq = (
+          await trx('events')
+            .where({ workspace_id: ws, id: JSON.parse(published!.envelope).id })
+            .first('seq')
+        ).seq;
         await trx('events').where({ workspace_id: ws }).andWhere('seq', '<=', seq).delete();
         await trx('feed_retention').insert({ workspace_id: ws, pruned_through: seq }).onConflict('workspace_id').merge();
       });
@@ -200,7 +231,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       assert.deepEqual(JSON.parse(last.data), json.json, 'the error body the JSON call gives');
     });
 
-    it('counts among the key\'s held reads, and ends when the server shuts down', async () => {
+    it("counts among the key's held reads, and ends when the server shuts down", async () => {
       const other = await startTestServer(server.database, { HELD_READS_PER_KEY: '2' });
       try {
         const a = await openStream(other, readKey, {});
@@ -221,12 +252,20 @@ for (const { kind, create, skip } of await databaseKinds()) {
       // ~5 MB of events, far more than one read: a client that reads nothing gets at most one read queued.
       const bulk = await server.workspace();
       const bulkKey = (await server.key(bulk, ['read'])).key;
-      await server.db.transaction((trx) => publish(trx, bulk, Array.from({ length: 8000 }, (_, i) => sampleEvent('mbx_a', i))));
+      await server.db.transaction((trx) =>
+        publish(
+          trx,
+          bulk,
+          Array.from({ length: 8000 }, (_, i) => sampleEvent('mbx_a', i)),
+        ),
+      );
       const socket = connect(Number(new URL(server.url).port), '127.0.0.1');
       await new Promise((resolve) => socket.once('connect', resolve));
       socket.pause(); // never reads
       const body = JSON.stringify({ limit: 500 });
-      socket.write(`POST ${FEED} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${bulkKey}\r\nAccept: text/event-stream\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      socket.write(
+        `POST ${FEED} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${bulkKey}\r\nAccept: text/event-stream\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      );
       await until('the stream is held', () => server.services.heldReads.held === 1);
       await until('the server let the stalled client go', () => server.services.heldReads.held === 0, 15_000);
       socket.destroy();
@@ -238,7 +277,24 @@ describe('which Accept asks for a stream', () => {
   it('follows quality values: text/event-stream preferred to JSON, a named type over a wildcard', async () => {
     const { wantsEventStream } = await import('../src/http/event-stream.ts');
     const asks = (accept?: string) => wantsEventStream({ headers: accept === undefined ? {} : { accept } } as never);
-    for (const accept of ['text/event-stream', 'text/event-stream, */*', 'TEXT/EVENT-STREAM', 'text/event-stream, application/json;q=0.5', 'application/json;q=0.9, text/event-stream']) assert.equal(asks(accept), true, accept);
-    for (const accept of [undefined, '', '*/*', 'application/json', 'application/json, text/event-stream', 'text/event-stream;q=0', 'text/event-stream;q=0, application/json', 'text/event-stream;q=0.5, */*']) assert.equal(asks(accept), false, String(accept));
+    for (const accept of [
+      'text/event-stream',
+      'text/event-stream, */*',
+      'TEXT/EVENT-STREAM',
+      'text/event-stream, application/json;q=0.5',
+      'application/json;q=0.9, text/event-stream',
+    ])
+      assert.equal(asks(accept), true, accept);
+    for (const accept of [
+      undefined,
+      '',
+      '*/*',
+      'application/json',
+      'application/json, text/event-stream',
+      'text/event-stream;q=0',
+      'text/event-stream;q=0, application/json',
+      'text/event-stream;q=0.5, */*',
+    ])
+      assert.equal(asks(accept), false, String(accept));
   });
 });

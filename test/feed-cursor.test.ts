@@ -70,7 +70,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
       assert.equal(now, (await feed(key)).next_cursor, 'the head: where a full read ends');
       const later = [await emit(key, 'mbx_b', 1), await emit(key, undefined, 2)];
       const page = await feed(key, now);
-      assert.deepEqual(page.events.map((e) => e.id), later);
+      assert.deepEqual(
+        page.events.map((e) => e.id),
+        later,
+      );
       assert.ok(!page.events.some((e) => before.includes(e.id)));
     });
 
@@ -98,7 +101,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
         }
       }
       assert.equal(await firstAt(iso(start - DAY)), ids[0], 'before the first event (nothing pruned): from the first');
-      assert.equal(await cursorFor(key, { at: iso(start - DAY) }), await cursorFor(key, { at: '0001-01-01T00:00:00Z' }), 'one position before the first');
+      assert.equal(
+        await cursorFor(key, { at: iso(start - DAY) }),
+        await cursorFor(key, { at: '0001-01-01T00:00:00Z' }),
+        'one position before the first',
+      );
       // After the newest, or in the future: the head.
       assert.equal(await cursorFor(key, { at: iso(times.at(-1)! + 1) }), head);
       assert.equal(await cursorFor(key, { at: '9999-12-31T23:59:59.999Z' }), head);
@@ -106,7 +113,15 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const t = times[10]!;
       const offset = new Date(t + 3600_000).toISOString().replace('Z', '+01:00');
       assert.equal(await cursorFor(key, { at: offset }), await cursorFor(key, { at: iso(t) }));
-      assert.equal(await firstAt(iso(t - 1).replace('Z', '').concat('0001Z')), firstStoredFrom(t), 'a fraction past t - 1 ms is after it');
+      assert.equal(
+        await firstAt(
+          iso(t - 1)
+            .replace('Z', '')
+            .concat('0001Z'),
+        ),
+        firstStoredFrom(t),
+        'a fraction past t - 1 ms is after it',
+      );
       clock.ms = start + 3 * 3600_000;
     });
 
@@ -123,8 +138,14 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const at = iso(t0 + 30_000);
       const cursor = await cursorFor(restricted, { at });
       assert.equal(cursor, await cursorFor(key, { at }));
-      assert.deepEqual((await feed(restricted, cursor)).events.map((e) => e.id), [fromA]);
-      assert.deepEqual((await feed(key, cursor)).events.map((e) => e.id), [fromB, fromA]);
+      assert.deepEqual(
+        (await feed(restricted, cursor)).events.map((e) => e.id),
+        [fromA],
+      );
+      assert.deepEqual(
+        (await feed(key, cursor)).events.map((e) => e.id),
+        [fromB, fromA],
+      );
       assert.equal(await cursorFor(restricted), await cursorFor(key), 'now too');
     });
 
@@ -179,7 +200,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
         assert.match(res.json.error.message, /^at has expired: .*call event_feed without "after"/);
       }
       // Past the oldest retained event: nothing pruned was stored at or after it.
-      assert.deepEqual((await feed(key, await cursorFor(key, { at: iso(recentAt + 1) }))).events.map((e) => e.id), [recent[1]]);
+      assert.deepEqual(
+        (await feed(key, await cursorFor(key, { at: iso(recentAt + 1) }))).events.map((e) => e.id),
+        [recent[1]],
+      );
       assert.equal(await cursorFor(key, { at: iso(clock.ms) }), await cursorFor(key), 'after the newest: the head');
     });
 
@@ -211,7 +235,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const late = new SetClock(clock.ms - 3600_000);
       await server.db.transaction((trx) => publish(trx, ws, [sampleEvent('mbx_a', 1)], late));
       const rows = await server.db('events').where({ workspace_id: ws }).orderBy('seq').select('stored_at');
-      assert.deepEqual(rows.map((r: { stored_at: number | string }) => Number(r.stored_at)), [clock.ms, clock.ms]);
+      assert.deepEqual(
+        rows.map((r: { stored_at: number | string }) => Number(r.stored_at)),
+        [clock.ms, clock.ms],
+      );
     });
 
     it('the binary search finds events placed at stored times (test/support/stored-at.ts)', async () => {

@@ -98,7 +98,10 @@ describe('FeedHeads: what a process may believe of a head', () => {
     heads.heard('ws_a', 1);
     heads.heard('ws_b', 1);
     heads.heard('ws_c', 1);
-    assert.deepEqual(['ws_a', 'ws_b', 'ws_c'].map((ws) => heads.nothingAfter(ws, 1)), [false, true, true]);
+    assert.deepEqual(
+      ['ws_a', 'ws_b', 'ws_c'].map((ws) => heads.nothingAfter(ws, 1)),
+      [false, true, true],
+    );
   });
 });
 
@@ -193,92 +196,110 @@ async function emit(server: TestServer, key: string, n: number): Promise<string>
 
 const QUIET = { WEBHOOK_DISPATCH_INTERVAL_MS: '60000' };
 
-describe('feed heads on Postgres: two instances on one database', { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' }, () => {
-  let database: TestDatabase;
-  let a: TestServer;
-  let b: TestServer;
-  let ws: string;
-  let key: string;
-  let restricted: string;
+describe(
+  'feed heads on Postgres: two instances on one database',
+  { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' },
+  () => {
+    let database: TestDatabase;
+    let a: TestServer;
+    let b: TestServer;
+    let ws: string;
+    let key: string;
+    let restricted: string;
 
-  before(async () => {
-    database = await postgresDatabase();
-    a = await startTestServer(database, QUIET);
-    b = await startTestServer(database, QUIET);
-    ws = await a.workspace();
-    ({ key } = await a.key(ws, ['read', 'write']));
-    ({ key: restricted } = await a.key(ws, ['read'], ['mbx_sales']));
-    await emit(a, key, 1);
-    await until('both channels open', () => a.services.changes.live && b.services.changes.live);
-  });
-  after(async () => {
-    await a?.stop();
-    await b?.stop();
-    await database?.drop();
-  });
+    before(async () => {
+      database = await postgresDatabase();
+      a = await startTestServer(database, QUIET);
+      b = await startTestServer(database, QUIET);
+      ws = await a.workspace();
+      ({ key } = await a.key(ws, ['read', 'write']));
+      ({ key: restricted } = await a.key(ws, ['read'], ['mbx_sales']));
+      await emit(a, key, 1);
+      await until('both channels open', () => a.services.changes.live && b.services.changes.live);
+    });
+    after(async () => {
+      await a?.stop();
+      await b?.stop();
+      await database?.drop();
+    });
 
-  it('a poll at the head is answered without a statement once the head is known, for full and restricted keys', async () => {
-    const full = await feed(b, key); // reads, and learns the head
-    assert.equal(await checkoutsDuring(serverKnex(b), async () => assert.deepEqual(await feed(b, key, full.next_cursor), { ids: [], next_cursor: full.next_cursor })), 0);
-    const mine = await feed(b, restricted);
-    assert.equal(mine.ids.length, 1);
-    assert.equal(await checkoutsDuring(serverKnex(b), async () => assert.deepEqual(await feed(b, restricted, mine.next_cursor), { ids: [], next_cursor: mine.next_cursor })), 0);
-    // Not at the head: read as ever.
-    assert.ok((await checkoutsDuring(serverKnex(b), () => feed(b, key))) > 0);
-  });
+    it('a poll at the head is answered without a statement once the head is known, for full and restricted keys', async () => {
+      const full = await feed(b, key); // reads, and learns the head
+      assert.equal(
+        await checkoutsDuring(serverKnex(b), async () =>
+          assert.deepEqual(await feed(b, key, full.next_cursor), { ids: [], next_cursor: full.next_cursor }),
+        ),
+        0,
+      );
+      const mine = await feed(b, restricted);
+      assert.equal(mine.ids.length, 1);
+      assert.equal(
+        await checkoutsDuring(serverKnex(b), async () =>
+          assert.deepEqual(await feed(b, restricted, mine.next_cursor), { ids: [], next_cursor: mine.next_cursor }),
+        ),
+        0,
+      );
+      // Not at the head: read as ever.
+      assert.ok((await checkoutsDuring(serverKnex(b), () => feed(b, key))) > 0);
+    });
 
-  it("hears the other instance's commits: its heads move without a read", async () => {
-    const at = await feed(b, key);
-    const seqBefore = b.services.cursors.decode(ws, at.next_cursor);
-    assert.ok(b.services.changes.heads.nothingAfter(ws, seqBefore));
-    const id = await emit(a, key, 2);
-    await until("b hears a's commit", () => !b.services.changes.heads.nothingAfter(ws, seqBefore) && b.services.changes.heads.nothingAfter(ws, seqBefore + 1));
-    assert.deepEqual((await feed(b, key, at.next_cursor)).ids, [id]);
-  });
+    it("hears the other instance's commits: its heads move without a read", async () => {
+      const at = await feed(b, key);
+      const seqBefore = b.services.cursors.decode(ws, at.next_cursor);
+      assert.ok(b.services.changes.heads.nothingAfter(ws, seqBefore));
+      const id = await emit(a, key, 2);
+      await until(
+        "b hears a's commit",
+        () => !b.services.changes.heads.nothingAfter(ws, seqBefore) && b.services.changes.heads.nothingAfter(ws, seqBefore + 1),
+      );
+      assert.deepEqual((await feed(b, key, at.next_cursor)).ids, [id]);
+    });
 
-  /** Rounds of: `reader` polls at the head (answered from it), `writer` emits, `reader` polls again. */
-  async function emitsSeenByNextPoll(reader: TestServer, writer: TestServer, rounds: number, firstN: number) {
-    for (let n = 0; n < rounds; n++) {
-      const at = await feed(reader, key);
-      await feed(reader, key, at.next_cursor); // at the head, answered from it
-      const id = await emit(writer, key, firstN + n);
-      assert.deepEqual((await feed(reader, key, at.next_cursor)).ids, [id], `round ${n}`);
+    /** Rounds of: `reader` polls at the head (answered from it), `writer` emits, `reader` polls again. */
+    async function emitsSeenByNextPoll(reader: TestServer, writer: TestServer, rounds: number, firstN: number) {
+      for (let n = 0; n < rounds; n++) {
+        const at = await feed(reader, key);
+        await feed(reader, key, at.next_cursor); // at the head, answered from it
+        const id = await emit(writer, key, firstN + n);
+        assert.deepEqual((await feed(reader, key, at.next_cursor)).ids, [id], `round ${n}`);
+      }
     }
-  }
 
-  it("an instance's own emit is in its very next poll", () => emitsSeenByNextPoll(b, b, 20, 100));
+    it("an instance's own emit is in its very next poll", () => emitsSeenByNextPoll(b, b, 20, 100));
 
-  it("an emit answered by one instance is in the other's very next poll (a client behind a load balancer)", () => emitsSeenByNextPoll(b, a, 30, 300));
+    it("an emit answered by one instance is in the other's very next poll (a client behind a load balancer)", () =>
+      emitsSeenByNextPoll(b, a, 30, 300));
 
-  it("counts the other instance's commit answered before the poll even when its notification comes 50 ms late", async () => {
-    const proxy = await startTcpProxy(undefined, { delayMs: 50 });
-    const far = await startTestServer({ ...database, url: proxy.via(database.url) }, QUIET);
-    try {
-      await until('the far channel open', () => far.services.changes.live, 10_000);
-      await emitsSeenByNextPoll(far, a, 5, 400);
-    } finally {
-      await far.stop();
-      await proxy.close();
-    }
-  });
+    it("counts the other instance's commit answered before the poll even when its notification comes 50 ms late", async () => {
+      const proxy = await startTcpProxy(undefined, { delayMs: 50 });
+      const far = await startTestServer({ ...database, url: proxy.via(database.url) }, QUIET);
+      try {
+        await until('the far channel open', () => far.services.changes.live, 10_000);
+        await emitsSeenByNextPoll(far, a, 5, 400);
+      } finally {
+        await far.stop();
+        await proxy.close();
+      }
+    });
 
-  it('a lost channel sends polls back to the database, and heads are trusted again once it is back', async () => {
-    const at = await feed(b, key);
-    const killed = await a.db.raw(
-      `SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = ? AND datname = current_database()`,
-      [HEAD_LISTENER_NAME],
-    );
-    assert.equal(killed.rows.length, 2, 'one channel per instance');
-    await until('b notices', () => !b.services.changes.live);
-    // Committed while b cannot hear it: b must not answer from what it knew before.
-    const id = await emit(a, key, 200);
-    assert.deepEqual((await feed(b, key, at.next_cursor)).ids, [id]);
-    await until('b listens again', () => b.services.changes.live);
-    assert.deepEqual((await feed(b, key, at.next_cursor)).ids, [id], 'what b knew before the loss is forgotten');
-    const now = await feed(b, key, at.next_cursor);
-    assert.equal(await checkoutsDuring(serverKnex(b), () => feed(b, key, now.next_cursor)), 0, 'trusted again');
-  });
-});
+    it('a lost channel sends polls back to the database, and heads are trusted again once it is back', async () => {
+      const at = await feed(b, key);
+      const killed = await a.db.raw(
+        `SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = ? AND datname = current_database()`,
+        [HEAD_LISTENER_NAME],
+      );
+      assert.equal(killed.rows.length, 2, 'one channel per instance');
+      await until('b notices', () => !b.services.changes.live);
+      // Committed while b cannot hear it: b must not answer from what it knew before.
+      const id = await emit(a, key, 200);
+      assert.deepEqual((await feed(b, key, at.next_cursor)).ids, [id]);
+      await until('b listens again', () => b.services.changes.live);
+      assert.deepEqual((await feed(b, key, at.next_cursor)).ids, [id], 'what b knew before the loss is forgotten');
+      const now = await feed(b, key, at.next_cursor);
+      assert.equal(await checkoutsDuring(serverKnex(b), () => feed(b, key, now.next_cursor)), 0, 'trusted again');
+    });
+  },
+);
 
 describe('the heads channel on Postgres', { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' }, () => {
   let database: TestDatabase;
@@ -323,7 +344,10 @@ describe('the heads channel on Postgres', { skip: !(await postgresAvailable()) &
     const proxy = await startTcpProxy();
     const changes = new ChangeWatch();
     const heads = changes.heads;
-    const listener = listenForChanges(proxy.via(database.url), changes, createLogger('silent'), { pingIntervalMs: 100, pingTimeoutMs: 300 });
+    const listener = listenForChanges(proxy.via(database.url), changes, createLogger('silent'), {
+      pingIntervalMs: 100,
+      pingTimeoutMs: 300,
+    });
     try {
       await until('open', () => changes.live);
       const ws = (await db.createWorkspace('w', false, Date.now())).id;
@@ -390,7 +414,11 @@ describe('feed heads and recent events on SQLite: known while no other process w
     await emit(a, key, 2);
     const fromFile = await feed(b, key, start.next_cursor);
     let fromMemory: Awaited<ReturnType<typeof feed>> | undefined;
-    assert.equal(await pageReads(a, async () => (fromMemory = await feed(a, key, start.next_cursor))), 0, 'just behind the head: from memory');
+    assert.equal(
+      await pageReads(a, async () => (fromMemory = await feed(a, key, start.next_cursor))),
+      0,
+      'just behind the head: from memory',
+    );
     assert.deepEqual(fromMemory, fromFile);
     assert.equal(fromFile.ids.length, 2);
     assert.equal(await pageReads(a, () => feed(a, key, fromFile.next_cursor)), 0, 'at the head: nothing to read');
@@ -403,7 +431,7 @@ describe('feed heads and recent events on SQLite: known while no other process w
     assert.deepEqual((await feed(a, key, at.next_cursor)).ids, [JSON.parse(published!.envelope).id]);
   });
 
-  it("while a transaction of this server is open on its writing connection, polls read the file", async () => {
+  it('while a transaction of this server is open on its writing connection, polls read the file', async () => {
     const at = await feed(a, key);
     assert.equal(await pageReads(a, () => feed(a, key, at.next_cursor)), 0);
     await serverKnex(a).transaction(async (trx) => {

@@ -41,7 +41,14 @@ const hugeEvent = (n: number, mailboxId: string) => {
   const event = sampleEvent(mailboxId, n);
   const domain = Array.from({ length: 3 }, () => 'x'.repeat(60)).join('.') + '.fr';
   const recipient = (i: number) => ({ email: `r${i}@${domain}`, name: 'é'.repeat(256) });
-  return { ...event, data: { ...event.data, to: Array.from({ length: 1000 }, (_, i) => recipient(i)), cc: Array.from({ length: 1000 }, (_, i) => recipient(1000 + i)) } };
+  return {
+    ...event,
+    data: {
+      ...event.data,
+      to: Array.from({ length: 1000 }, (_, i) => recipient(i)),
+      cc: Array.from({ length: 1000 }, (_, i) => recipient(1000 + i)),
+    },
+  };
 };
 
 /** What a page must be: its rows (at most `limit`), in seq order, stopping before the row that would pass the byte cap. */
@@ -72,7 +79,13 @@ for (const { kind, create, skip } of await databaseKinds()) {
       db = opened.knex;
       workspaceId = (await store.createWorkspace('pages', true, Date.now())).id;
       for (let batch = 0; batch < 7; batch++) {
-        await db.transaction((trx) => publish(trx, workspaceId, Array.from({ length: 100 }, (_, i) => wideEvent(batch * 100 + i, i % 3 === 0 ? 'mbx_b' : 'mbx_a'))));
+        await db.transaction((trx) =>
+          publish(
+            trx,
+            workspaceId,
+            Array.from({ length: 100 }, (_, i) => wideEvent(batch * 100 + i, i % 3 === 0 ? 'mbx_b' : 'mbx_a')),
+          ),
+        );
       }
     });
 
@@ -105,39 +118,67 @@ for (const { kind, create, skip } of await databaseKinds()) {
           seen.push(...events.map((event) => event.id));
           afterSeq = page.lastSeq!;
         }
-        assert.deepEqual(seen, all.map((row) => (JSON.parse(row.envelope) as { id: string }).id), `mailboxes ${mailboxes}`);
+        assert.deepEqual(
+          seen,
+          all.map((row) => (JSON.parse(row.envelope) as { id: string }).id),
+          `mailboxes ${mailboxes}`,
+        );
       }
     });
 
     it('pages read at the same time do not mix', { skip: kind !== 'postgres' && 'SQLite reads one page at a time' }, async () => {
-      const many = Array.from({ length: 24 }, (_, i) => ({ workspaceId, afterSeq: i * 25, limit: 50 + i * 10, mailboxes: i % 4 === 0 ? ['mbx_a'] : null }));
+      const many = Array.from({ length: 24 }, (_, i) => ({
+        workspaceId,
+        afterSeq: i * 25,
+        limit: 50 + i * 10,
+        mailboxes: i % 4 === 0 ? ['mbx_a'] : null,
+      }));
       const pages = await Promise.all(many.map((q) => store.readPage(q)));
       for (const [i, q] of many.entries()) await expectPage(store, q, pages[i]!);
     });
 
-    it("a restricted page brings its mailboxes' retention watermark, from one statement", { skip: kind !== 'postgres' && 'Postgres reader only' }, async () => {
-      const q = { workspaceId, afterSeq: 10, limit: 50, mailboxes: ['mbx_b', 'mbx_c'] };
-      try {
-        let before: StoredPage | undefined;
-        // A limit of 1 is never read ahead.
-        assert.equal(await checkoutsDuring(db, async () => (before = await store.readPage({ ...q, limit: 1 }))), 1);
-        assert.equal(before!.prunedThrough, 0, 'nothing pruned yet');
-        await db('feed_retention_mailboxes').insert({ workspace_id: workspaceId, mailbox_id: 'mbx_b', pruned_through: 42 });
-        await db('feed_retention_mailboxes').insert({ workspace_id: workspaceId, mailbox_id: 'mbx_z', pruned_through: 99 });
-        let page: StoredPage | undefined;
-        assert.equal(await checkoutsDuring(db, async () => (page = await store.readPage({ ...q, limit: 7 }))), 1, 'page and watermark in one round trip');
-        assert.equal(page!.prunedThrough, 42, "the highest of the key's own mailboxes");
-        await expectPage(store, { ...q, limit: 7 }, page!);
-        assert.equal((await store.readPage({ ...q, mailboxes: null, limit: 1 })).prunedThrough, undefined, 'unrestricted pages prove themselves');
-      } finally {
-        await db('feed_retention_mailboxes').where({ workspace_id: workspaceId }).delete();
-      }
-    });
+    it(
+      "a restricted page brings its mailboxes' retention watermark, from one statement",
+      { skip: kind !== 'postgres' && 'Postgres reader only' },
+      async () => {
+        const q = { workspaceId, afterSeq: 10, limit: 50, mailboxes: ['mbx_b', 'mbx_c'] };
+        try {
+          let before: StoredPage | undefined;
+          // A limit of 1 is never read ahead.
+          assert.equal(await checkoutsDuring(db, async () => (before = await store.readPage({ ...q, limit: 1 }))), 1);
+          assert.equal(before!.prunedThrough, 0, 'nothing pruned yet');
+          await db('feed_retention_mailboxes').insert({ workspace_id: workspaceId, mailbox_id: 'mbx_b', pruned_through: 42 });
+          await db('feed_retention_mailboxes').insert({ workspace_id: workspaceId, mailbox_id: 'mbx_z', pruned_through: 99 });
+          let page: StoredPage | undefined;
+          assert.equal(
+            await checkoutsDuring(db, async () => (page = await store.readPage({ ...q, limit: 7 }))),
+            1,
+            'page and watermark in one round trip',
+          );
+          assert.equal(page!.prunedThrough, 42, "the highest of the key's own mailboxes");
+          await expectPage(store, { ...q, limit: 7 }, page!);
+          assert.equal(
+            (await store.readPage({ ...q, mailboxes: null, limit: 1 })).prunedThrough,
+            undefined,
+            'unrestricted pages prove themselves',
+          );
+        } finally {
+          await db('feed_retention_mailboxes').where({ workspace_id: workspaceId }).delete();
+        }
+      },
+    );
 
     it('a failing page read gives its connection back', { skip: kind !== 'postgres' && 'Postgres reader only' }, async () => {
       // More failures than the pool has connections (10): a leaked connection would starve the read that follows.
       for (let i = 0; i < 15; i++) {
-        await assert.rejects(readPgPage(db, { text: 'SELECT seq, envelope FROM no_such_table WHERE workspace_id = $1', values: [workspaceId] }, PAGE_MAX_BYTES), /no_such_table/);
+        await assert.rejects(
+          readPgPage(
+            db,
+            { text: 'SELECT seq, envelope FROM no_such_table WHERE workspace_id = $1', values: [workspaceId] },
+            PAGE_MAX_BYTES,
+          ),
+          /no_such_table/,
+        );
       }
       await expectPage(store, queries()[1]!, await store.readPage(queries()[1]!));
     });
@@ -146,8 +187,14 @@ for (const { kind, create, skip } of await databaseKinds()) {
       for (const q of [queries()[1]!, queries()[3]!]) {
         const page = await store.readPage({ ...q, withFacts: true });
         const events = JSON.parse(`[${page.bytes}]`) as Array<{ type: string; occurred_at: string }>;
-        assert.deepEqual(page.facts!.types, events.map((e) => e.type));
-        assert.deepEqual(page.facts!.occurredAtMs, events.map((e) => Date.parse(e.occurred_at)));
+        assert.deepEqual(
+          page.facts!.types,
+          events.map((e) => e.type),
+        );
+        assert.deepEqual(
+          page.facts!.occurredAtMs,
+          events.map((e) => Date.parse(e.occurred_at)),
+        );
         assert.equal((await store.readPage(q)).facts, undefined);
       }
     });
@@ -163,7 +210,13 @@ for (const { kind, create, skip } of await databaseKinds()) {
       db = opened.knex;
       workspaceId = (await store.createWorkspace('large', true, Date.now())).id;
       for (let batch = 0; batch < 5; batch++) {
-        await db.transaction((trx) => publish(trx, workspaceId, Array.from({ length: 20 }, (_, i) => largeEvent(mailboxesOf(i), batch * 20 + i))));
+        await db.transaction((trx) =>
+          publish(
+            trx,
+            workspaceId,
+            Array.from({ length: 20 }, (_, i) => largeEvent(mailboxesOf(i), batch * 20 + i)),
+          ),
+        );
       }
       await db.transaction((trx) => publish(trx, workspaceId, [hugeEvent(100, 'mbx_0'), largeEvent('mbx_0', 101)]));
     });
@@ -174,12 +227,20 @@ for (const { kind, create, skip } of await databaseKinds()) {
         assert.ok(first.cutAtByteCap, 'cut at the byte cap');
         assert.ok(first.count >= 8 && first.count <= 17, `${first.count} events`);
         await expectPage(store, { workspaceId, afterSeq: 0, limit: 500, mailboxes }, first);
-        await expectPage(store, { workspaceId, afterSeq: first.lastSeq!, limit: 500, mailboxes }, await store.readPage({ workspaceId, afterSeq: first.lastSeq!, limit: 500, mailboxes }));
+        await expectPage(
+          store,
+          { workspaceId, afterSeq: first.lastSeq!, limit: 500, mailboxes },
+          await store.readPage({ workspaceId, afterSeq: first.lastSeq!, limit: 500, mailboxes }),
+        );
       }
     });
 
     it('an event larger than the cap comes alone, and the page after it goes on', async () => {
-      const [huge] = await kindNamed(kind).sql.rows<{ seq: number }>(db, "SELECT seq FROM events WHERE workspace_id = ? AND envelope LIKE '%r1999@%'", [workspaceId]);
+      const [huge] = await kindNamed(kind).sql.rows<{ seq: number }>(
+        db,
+        "SELECT seq FROM events WHERE workspace_id = ? AND envelope LIKE '%r1999@%'",
+        [workspaceId],
+      );
       for (const mailboxes of [null, ['mbx_0']]) {
         const alone = await store.readPage({ workspaceId, afterSeq: huge!.seq - 1, limit: 500, mailboxes });
         assert.equal(alone.count, 1);
@@ -188,41 +249,63 @@ for (const { kind, create, skip } of await databaseKinds()) {
         assert.ok(alone.cutAtByteCap);
         if (mailboxes === null) {
           const before = await store.readPage({ workspaceId, afterSeq: huge!.seq - 3, limit: 500, mailboxes });
-          assert.deepEqual([before.count, before.lastSeq, before.cutAtByteCap], [2, huge!.seq - 1, true], 'a page does not take the huge event after others');
+          assert.deepEqual(
+            [before.count, before.lastSeq, before.cutAtByteCap],
+            [2, huge!.seq - 1, true],
+            'a page does not take the huge event after others',
+          );
         }
-        await expectPage(store, { workspaceId, afterSeq: huge!.seq, limit: 500, mailboxes }, await store.readPage({ workspaceId, afterSeq: huge!.seq, limit: 500, mailboxes }));
+        await expectPage(
+          store,
+          { workspaceId, afterSeq: huge!.seq, limit: 500, mailboxes },
+          await store.readPage({ workspaceId, afterSeq: huge!.seq, limit: 500, mailboxes }),
+        );
       }
     });
 
-    it('sizing a page reads no envelope, only its length (SQLite: from the record header)', { skip: kind !== 'sqlite' && 'SQLite reader only' }, async () => {
-      // A sizing statement that copied the envelopes read 31 MB for a page of 500 events of 62 KB
-      // to keep 16 of them (10 ms of the event loop per page). Whether SQLite reads a column's
-      // text or only its length shows in the statement's program: a Column instruction flagged
-      // OPFLAG_BYTELENARG (0xc0 in p5) takes the length from the record header.
-      const conn = sqliteReaderOf(db)!.connection();
-      const sizing: string[] = [];
-      const prepare = conn.prepare;
-      conn.prepare = function (this: typeof conn, sql: string) {
-        if (/octet_length/.test(sql) && !/group_concat\((e\.)?envelope/.test(sql)) sizing.push(sql);
-        return prepare.call(this, sql);
-      } as typeof conn.prepare;
-      try {
-        for (const mailboxes of [null, ['mbx_0', 'mbx_2']]) await store.readPage({ workspaceId, afterSeq: 0, limit: 500, mailboxes });
-      } finally {
-        conn.prepare = prepare;
-      }
-      assert.equal(new Set(sizing).size, 2, 'one sizing statement for the whole feed, one for restricted keys');
-      const [table] = await sqliteRows<{ rootpage: number }>(db, "SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = 'events'", []);
-      const envelope = (await sqliteRows<{ cid: number; name: string }>(db, 'PRAGMA table_info(events)', [])).find((column) => column.name === 'envelope')!.cid;
-      for (const sql of new Set(sizing)) {
-        const program = conn.prepare(`EXPLAIN ${sql}`).all(...Array.from({ length: (sql.match(/\?/g) ?? []).length }, () => 0)) as { opcode: string; p1: number; p2: number; p5: number }[];
-        const onEvents = new Set(program.filter((op) => op.opcode === 'OpenRead' && op.p2 === table!.rootpage).map((op) => op.p1));
-        const reads = program.filter((op) => op.opcode === 'Column' && onEvents.has(op.p1) && op.p2 === envelope);
-        assert.ok(reads.length > 0, `the sizing statement reads the envelope's length: ${sql}`);
-        for (const read of reads) assert.equal(read.p5 & 0xc0, 0xc0, `the envelope's text is read to size it: ${sql}`);
-      }
-    });
-
+    it(
+      'sizing a page reads no envelope, only its length (SQLite: from the record header)',
+      { skip: kind !== 'sqlite' && 'SQLite reader only' },
+      async () => {
+        // A sizing statement that copied the envelopes read 31 MB for a page of 500 events of 62 KB
+        // to keep 16 of them (10 ms of the event loop per page). Whether SQLite reads a column's
+        // text or only its length shows in the statement's program: a Column instruction flagged
+        // OPFLAG_BYTELENARG (0xc0 in p5) takes the length from the record header.
+        const conn = sqliteReaderOf(db)!.connection();
+        const sizing: string[] = [];
+        const prepare = conn.prepare;
+        conn.prepare = function (this: typeof conn, sql: string) {
+          if (/octet_length/.test(sql) && !/group_concat\((e\.)?envelope/.test(sql)) sizing.push(sql);
+          return prepare.call(this, sql);
+        } as typeof conn.prepare;
+        try {
+          for (const mailboxes of [null, ['mbx_0', 'mbx_2']]) await store.readPage({ workspaceId, afterSeq: 0, limit: 500, mailboxes });
+        } finally {
+          conn.prepare = prepare;
+        }
+        assert.equal(new Set(sizing).size, 2, 'one sizing statement for the whole feed, one for restricted keys');
+        const [table] = await sqliteRows<{ rootpage: number }>(
+          db,
+          "SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = 'events'",
+          [],
+        );
+        const envelope = (await sqliteRows<{ cid: number; name: string }>(db, 'PRAGMA table_info(events)', [])).find(
+          (column) => column.name === 'envelope',
+        )!.cid;
+        for (const sql of new Set(sizing)) {
+          const program = conn.prepare(`EXPLAIN ${sql}`).all(...Array.from({ length: (sql.match(/\?/g) ?? []).length }, () => 0)) as {
+            opcode: string;
+            p1: number;
+            p2: number;
+            p5: number;
+          }[];
+          const onEvents = new Set(program.filter((op) => op.opcode === 'OpenRead' && op.p2 === table!.rootpage).map((op) => op.p1));
+          const reads = program.filter((op) => op.opcode === 'Column' && onEvents.has(op.p1) && op.p2 === envelope);
+          assert.ok(reads.length > 0, `the sizing statement reads the envelope's length: ${sql}`);
+          for (const read of reads) assert.equal(read.p5 & 0xc0, 0xc0, `the envelope's text is read to size it: ${sql}`);
+        }
+      },
+    );
   });
 
   describe(`keys restricted to many mailboxes (${kind})`, { skip }, () => {
@@ -272,7 +355,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
     // Heads believed as on SQLite while no other process writes: every shortcut open to the reader.
     const context = () => {
       const { heads } = new ChangeWatch({ othersWrites: () => 'fixed' });
-      return { cursors, feed: new FeedReader(store, heads), principal: { keyId: 'key', workspaceId, permissions: new Set(['read' as const]), mailboxes: null } };
+      return {
+        cursors,
+        feed: new FeedReader(store, heads),
+        principal: { keyId: 'key', workspaceId, permissions: new Set(['read' as const]), mailboxes: null },
+      };
     };
     suiteDatabase(create, async (opened) => {
       store = opened;
@@ -280,7 +367,13 @@ for (const { kind, create, skip } of await databaseKinds()) {
     });
     before(async () => {
       workspaceId = (await store.createWorkspace('conclusions', true, Date.now())).id;
-      await db.transaction((trx) => publish(trx, workspaceId, Array.from({ length: 40 }, (_, i) => sampleEvent('mbx_a', i))));
+      await db.transaction((trx) =>
+        publish(
+          trx,
+          workspaceId,
+          Array.from({ length: 40 }, (_, i) => sampleEvent('mbx_a', i)),
+        ),
+      );
     });
 
     it('a page short because retention removed the start of its range teaches no head: the cursor is refused, and later polls still find the events', async () => {
@@ -288,14 +381,23 @@ for (const { kind, create, skip } of await databaseKinds()) {
       await store.pruneAll(PAST_EPOCH_WEEK_MS, 1000);
       const ctx = context();
       // Range (2, 12]: only 11 and 12 are left; an expired cursor, refused.
-      await assert.rejects(eventFeed(ctx, { after: cursors.encode(workspaceId, 2), limit: 10 }), (err) => err instanceof ApiError && /expired/.test(err.message));
+      await assert.rejects(
+        eventFeed(ctx, { after: cursors.encode(workspaceId, 2), limit: 10 }),
+        (err) => err instanceof ApiError && /expired/.test(err.message),
+      );
       const later = await eventFeed(ctx, { after: cursors.encode(workspaceId, 12), limit: 100 });
       assert.equal(later.events.count, 28, 'events 13..40 after the refused cursor');
     });
 
     it('a sealed page is answered again from memory, never past a prune, and a page that may still grow is read each time', async () => {
       const ws = (await store.createWorkspace('sealed', true, Date.now())).id;
-      await db.transaction((trx) => publish(trx, ws, Array.from({ length: 25 }, (_, i) => sampleEvent('mbx_a', i))));
+      await db.transaction((trx) =>
+        publish(
+          trx,
+          ws,
+          Array.from({ length: 25 }, (_, i) => sampleEvent('mbx_a', i)),
+        ),
+      );
       await storeAt(db, ws, 0, 10); // old enough to be pruned
       let pageReads = 0;
       const storage: FeedStorage = {
@@ -306,7 +408,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
       };
       const sealed = new SealedPages(1 << 20);
       const { heads } = new ChangeWatch({ othersWrites: () => 'fixed' });
-      const ctx = { ...context(), feed: new FeedReader(storage, heads, undefined, undefined, sealed), principal: { ...context().principal, workspaceId: ws } };
+      const ctx = {
+        ...context(),
+        feed: new FeedReader(storage, heads, undefined, undefined, sealed),
+        principal: { ...context().principal, workspaceId: ws },
+      };
       const read = (afterSeq: number) => eventFeed(ctx, { after: cursors.encode(ws, afterSeq), limit: 10 });
 
       const first = await read(0);
@@ -326,7 +432,13 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
     it('a page read ahead before a prune is not served after it: the cursor is refused as expired', async () => {
       const ws = (await store.createWorkspace('read-ahead', true, Date.now())).id;
-      await db.transaction((trx) => publish(trx, ws, Array.from({ length: 30 }, (_, i) => sampleEvent('mbx_a', i))));
+      await db.transaction((trx) =>
+        publish(
+          trx,
+          ws,
+          Array.from({ length: 30 }, (_, i) => sampleEvent('mbx_a', i)),
+        ),
+      );
       const ctx = { ...context(), principal: { ...context().principal, workspaceId: ws } };
       // Old enough to be pruned (a page of young events is out of every prune's reach: next test).
       await storeAt(db, ws, 0, 15);
@@ -334,12 +446,21 @@ for (const { kind, create, skip } of await databaseKinds()) {
       assert.equal(first.events.count, 10);
       await new Promise((resolve) => setTimeout(resolve, 50)); // the next page is read ahead meanwhile
       await store.pruneAll(PAST_EPOCH_WEEK_MS, 1000);
-      await assert.rejects(eventFeed(ctx, { after: first.next_cursor, limit: 10 }), (err) => err instanceof ApiError && /expired/.test(err.message));
+      await assert.rejects(
+        eventFeed(ctx, { after: first.next_cursor, limit: 10 }),
+        (err) => err instanceof ApiError && /expired/.test(err.message),
+      );
     });
 
     it('a page read ahead whose events are too young for any prune is served without reading the retention watermark', async () => {
       const ws = (await store.createWorkspace('young', true, Date.now())).id;
-      await db.transaction((trx) => publish(trx, ws, Array.from({ length: 25 }, (_, i) => sampleEvent('mbx_a', i))));
+      await db.transaction((trx) =>
+        publish(
+          trx,
+          ws,
+          Array.from({ length: 25 }, (_, i) => sampleEvent('mbx_a', i)),
+        ),
+      );
       const ctx = { ...context(), principal: { ...context().principal, workspaceId: ws } };
       const watermarkReads = async (work: () => Promise<unknown>) => {
         if (kind === 'sqlite') return sqliteReadsDuring(db, /feed_retention/, work);
@@ -367,7 +488,13 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
     it('without a cursor, the page starts at the oldest retained event', async () => {
       const ws = (await store.createWorkspace('oldest', true, Date.now())).id;
-      await db.transaction((trx) => publish(trx, ws, Array.from({ length: 30 }, (_, i) => sampleEvent('mbx_a', i))));
+      await db.transaction((trx) =>
+        publish(
+          trx,
+          ws,
+          Array.from({ length: 30 }, (_, i) => sampleEvent('mbx_a', i)),
+        ),
+      );
       await storeAt(db, ws, 0, 25);
       await store.pruneAll(PAST_EPOCH_WEEK_MS, 1000);
       const ctx = { ...context(), principal: { ...context().principal, workspaceId: ws } };
@@ -404,7 +531,9 @@ describe('page plans that cannot sort the rest of the feed (postgres, never anal
   /** Every plan node's actual row count, from EXPLAIN ANALYZE of the statement the reader runs. */
   async function nodeRows(q: PageQuery): Promise<number[]> {
     const statement = pgPageStatement(q);
-    const conn = (await db.client.acquireConnection()) as { query(config: { text: string; values: unknown[] }): Promise<{ rows: Array<Record<string, any>> }> };
+    const conn = (await db.client.acquireConnection()) as {
+      query(config: { text: string; values: unknown[] }): Promise<{ rows: Array<Record<string, any>> }>;
+    };
     try {
       const { rows } = await conn.query({ text: `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, values: statement.values });
       const counts: number[] = [];
@@ -425,7 +554,11 @@ describe('page plans that cannot sort the rest of the feed (postgres, never anal
   });
 
   it('the table has no statistics, over several partitions', async () => {
-    const stats = await postgresRows<{ last_analyze: unknown; last_autoanalyze: unknown }>(db, "SELECT last_analyze, last_autoanalyze FROM pg_stat_user_tables WHERE relname LIKE 'events_w%'", []);
+    const stats = await postgresRows<{ last_analyze: unknown; last_autoanalyze: unknown }>(
+      db,
+      "SELECT last_analyze, last_autoanalyze FROM pg_stat_user_tables WHERE relname LIKE 'events_w%'",
+      [],
+    );
     assert.ok(stats.length >= 5, `${stats.length} partitions`);
     for (const row of stats) assert.deepEqual(row, { last_analyze: null, last_autoanalyze: null });
   });
@@ -438,7 +571,10 @@ describe('page plans that cannot sort the rest of the feed (postgres, never anal
       { workspaceId, afterSeq: EVENTS / 2, limit: 200, mailboxes: Array.from({ length: 35 }, (_, i) => `mbx_${i}`) },
     ]) {
       const most = Math.max(...(await nodeRows(q)));
-      assert.ok(most <= q.limit * (q.mailboxes?.length ?? 1) + 1, `a node handled ${most} rows for a page of ${q.limit} (${q.mailboxes?.length ?? 'all'} mailboxes)`);
+      assert.ok(
+        most <= q.limit * (q.mailboxes?.length ?? 1) + 1,
+        `a node handled ${most} rows for a page of ${q.limit} (${q.mailboxes?.length ?? 'all'} mailboxes)`,
+      );
     }
   });
 });

@@ -38,11 +38,27 @@ const EMIT = '/v1/emit_event';
 const MAX_BODY = 64 * 1024;
 const MIN_TOTAL_CASES = 10_000;
 const SEED = process.env.FC_SEED === undefined ? undefined : Number(process.env.FC_SEED);
-const params = (numRuns: number): fc.Parameters<unknown> => ({ numRuns, includeErrorInReport: true, ...(SEED === undefined ? {} : { seed: SEED }) });
+const params = (numRuns: number): fc.Parameters<unknown> => ({
+  numRuns,
+  includeErrorInReport: true,
+  ...(SEED === undefined ? {} : { seed: SEED }),
+});
 
 // The emit-mutation properties write to a workspace of their own (keys `emit*`), so what they get
 // stored cannot change what the reading properties see.
-type KeyName = 'none' | 'garbage' | 'revoked' | 'read' | 'rw' | 'restricted' | 'noread' | 'foreign' | 'emitRw' | 'emitRestricted' | 'emitRead' | 'emitNoread';
+type KeyName =
+  | 'none'
+  | 'garbage'
+  | 'revoked'
+  | 'read'
+  | 'rw'
+  | 'restricted'
+  | 'noread'
+  | 'foreign'
+  | 'emitRw'
+  | 'emitRestricted'
+  | 'emitRead'
+  | 'emitNoread';
 const PERMISSIONS: Partial<Record<KeyName, string[]>> = {
   read: ['read'],
   rw: ['read', 'write'],
@@ -79,7 +95,12 @@ let realCursors: string[] = [];
 let foreignCursors: string[] = [];
 const emitIds = ['evt_01M7YP4PBRWYWJNSSP15RRXJ6Y', 'evt_01M7YP7PAG3YR9FGTGP73H5R7W', 'evt_01M7Z283CTH2XDMXWGDHGTD7PE'];
 
-const send = (path: string, body: string | Buffer | undefined, keyName: KeyName, extra: { method?: string; headers?: Record<string, string | undefined>; chunked?: boolean } = {}) =>
+const send = (
+  path: string,
+  body: string | Buffer | undefined,
+  keyName: KeyName,
+  extra: { method?: string; headers?: Record<string, string | undefined>; chunked?: boolean } = {},
+) =>
   sendRaw(server.url, {
     method: extra.method ?? 'POST',
     path,
@@ -143,19 +164,26 @@ function checkV1Verdict(res: RawResponse, path: string, keyName: KeyName, text: 
     assert.equal(jsonDifference(sent.subject, event.subject, 'subject'), undefined, `subject stored as sent: ${where}`);
     assert.equal(jsonDifference(sent.data, event.data, 'data'), undefined, `data stored as sent: ${where}`);
     if (sent.id !== undefined) assert.equal(event.id, sent.id, where);
-    if (sent.occurred_at !== undefined && res.status === 201) assert.equal(event.occurred_at, new Date(sent.occurred_at).toISOString(), `occurred_at normalised to UTC: ${where}`);
+    if (sent.occurred_at !== undefined && res.status === 201)
+      assert.equal(event.occurred_at, new Date(sent.occurred_at).toISOString(), `occurred_at normalised to UTC: ${where}`);
   }
   if (res.status < 300) checkV1Success(res, path, label);
   if (path === EMIT && expected?.includes(201) && res.status === 400) {
-    assert.match(res.json.error.message, /occurred_at|already used/, `a contract-valid emit is refused only for its date or a reused id: ${where}`);
+    assert.match(
+      res.json.error.message,
+      /occurred_at|already used/,
+      `a contract-valid emit is refused only for its date or a reused id: ${where}`,
+    );
   }
 }
 
 /** Where a stored JSON value differs from the one sent (numbers compared as numbers: -0 is 0). */
 function jsonDifference(sent: unknown, stored: unknown, path: string): string | undefined {
-  if (typeof sent === 'number') return typeof stored === 'number' && sent === stored ? undefined : `${path}: sent ${sent}, stored ${JSON.stringify(stored)}`;
+  if (typeof sent === 'number')
+    return typeof stored === 'number' && sent === stored ? undefined : `${path}: sent ${sent}, stored ${JSON.stringify(stored)}`;
   if (Array.isArray(sent)) {
-    if (!Array.isArray(stored) || stored.length !== sent.length) return `${path}: sent an array of ${sent.length}, stored ${JSON.stringify(stored)?.slice(0, 80)}`;
+    if (!Array.isArray(stored) || stored.length !== sent.length)
+      return `${path}: sent an array of ${sent.length}, stored ${JSON.stringify(stored)?.slice(0, 80)}`;
     for (let i = 0; i < sent.length; i++) {
       const d = jsonDifference(sent[i], stored[i], `${path}[${i}]`);
       if (d) return d;
@@ -268,7 +296,11 @@ describe('hostile input (fast-check, SQLite, one server)', () => {
       fc.asyncProperty(
         fc.constantFrom(FEED, EMIT),
         keyNameArb,
-        fc.oneof(jsonTextArb, jsonObjectTextArb, fc.jsonValue().map((v) => JSON.stringify(v))),
+        fc.oneof(
+          jsonTextArb,
+          jsonObjectTextArb,
+          fc.jsonValue().map((v) => JSON.stringify(v)),
+        ),
         async (path, keyName, text) => {
           count('http random json');
           checkV1Verdict(await send(path, text, keyName), path, keyName, text, `${path} key=${keyName} body=${text.slice(0, 200)}`);
@@ -280,7 +312,10 @@ describe('hostile input (fast-check, SQLite, one server)', () => {
 
   it('HTTP: duplicated keys are read as JSON.parse reads them (the last one wins)', async () => {
     const entry = fc.oneof(
-      fc.tuple(fc.constant('after'), fc.oneof(fc.constantFrom(...realCursors), fc.constant('nope')).map((c) => JSON.stringify(c))),
+      fc.tuple(
+        fc.constant('after'),
+        fc.oneof(fc.constantFrom(...realCursors), fc.constant('nope')).map((c) => JSON.stringify(c)),
+      ),
       fc.tuple(fc.constant('limit'), fc.constantFrom(...NUMBER_TEXTS, '"5"', 'null')),
       fc.tuple(fc.constantFrom('__proto__', 'constructor', 'prototype'), fc.constantFrom('{}', '{"limit":1}', 'null', '1')),
     );
@@ -326,13 +361,20 @@ describe('hostile input (fast-check, SQLite, one server)', () => {
   it('HTTP and MCP: bodies just over 64 KiB and of a few MB, with Content-Length or chunked', async () => {
     await check(
       fc.asyncProperty(
-        fc.oneof(fc.constantFrom(MAX_BODY - 1, MAX_BODY, MAX_BODY + 1), fc.integer({ min: MAX_BODY + 1, max: MAX_BODY + 2048 }), fc.integer({ min: 1 << 20, max: 4 << 20 })),
+        fc.oneof(
+          fc.constantFrom(MAX_BODY - 1, MAX_BODY, MAX_BODY + 1),
+          fc.integer({ min: MAX_BODY + 1, max: MAX_BODY + 2048 }),
+          fc.integer({ min: 1 << 20, max: 4 << 20 }),
+        ),
         fc.constantFrom(FEED, EMIT, '/mcp'),
         fc.constantFrom<KeyName>('rw', 'rw', 'none'),
         fc.boolean(),
         async (size, path, keyName, chunked) => {
           count('oversized');
-          const head = path === '/mcp' ? '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"event_feed","arguments":{"after":"' : '{"after":"';
+          const head =
+            path === '/mcp'
+              ? '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"event_feed","arguments":{"after":"'
+              : '{"after":"';
           const tail = path === '/mcp' ? '"}}}' : '"}';
           const body = Buffer.from(head + 'A'.repeat(Math.max(0, size - head.length - tail.length)) + tail);
           const label = `${path} ${body.length} bytes key=${keyName} chunked=${chunked}`;
@@ -351,7 +393,23 @@ describe('hostile input (fast-check, SQLite, one server)', () => {
   it('HTTP and MCP: invalid UTF-8 byte sequences', async () => {
     const badBytes = fc.oneof(
       fc.uint8Array({ minLength: 1, maxLength: 24 }),
-      fc.constantFrom([0xff], [0xfe, 0xff], [0xc0, 0xaf], [0xc0, 0x80], [0xed, 0xa0, 0x80], [0xed, 0xbf, 0xbf], [0xf4, 0x90, 0x80, 0x80], [0xe2, 0x82], [0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0x22], [0x5c], [0x00]).map((b) => Uint8Array.from(b)),
+      fc
+        .constantFrom(
+          [0xff],
+          [0xfe, 0xff],
+          [0xc0, 0xaf],
+          [0xc0, 0x80],
+          [0xed, 0xa0, 0x80],
+          [0xed, 0xbf, 0xbf],
+          [0xf4, 0x90, 0x80, 0x80],
+          [0xe2, 0x82],
+          [0x80],
+          [0xf8, 0x88, 0x80, 0x80, 0x80],
+          [0x22],
+          [0x5c],
+          [0x00],
+        )
+        .map((b) => Uint8Array.from(b)),
     );
     const templates: Array<[string, string, string]> = [
       [FEED, '{"after":"', '"}'],
@@ -391,7 +449,9 @@ describe('hostile input (fast-check, SQLite, one server)', () => {
     await check(
       fc.asyncProperty(
         fc.constantFrom(FEED, EMIT, '/mcp'),
-        fc.constantFrom<KeyName>('read', 'rw', 'restricted').chain((keyName) => fc.tuple(fc.constant(keyName), authorizationArb(keys[keyName]!))),
+        fc
+          .constantFrom<KeyName>('read', 'rw', 'restricted')
+          .chain((keyName) => fc.tuple(fc.constant(keyName), authorizationArb(keys[keyName]!))),
         contentTypeArb,
         fc.boolean(),
         async (path, [keyName, auths], contentType, withBody) => {
@@ -404,7 +464,8 @@ describe('hostile input (fast-check, SQLite, one server)', () => {
             checkMcp(res, label);
             if (auths.valid === false && auths.kind !== 'key twice') assert.equal(res.status, 401, label);
             // The SDK wants the literal (lowercase) `application/json` in Content-Type; other JSON types get 415.
-            if (auths.valid === true && contentType.json === true && contentType.value!.includes('application/json')) assert.equal(res.status, 200, label);
+            if (auths.valid === true && contentType.json === true && contentType.value!.includes('application/json'))
+              assert.equal(res.status, 200, label);
             return;
           }
           checkV1(res, label);
@@ -435,7 +496,8 @@ describe('hostile input (fast-check, SQLite, one server)', () => {
           count('cursors');
           const args = JSON.stringify(limit === undefined ? { after: cursor.value } : { after: cursor.value, limit });
           const label = `${cursor.kind} ${JSON.stringify(cursor.value).slice(0, 140)} key=${keyName}`;
-          if (transport === 0) return checkToolVerdict(await send('/mcp', mcpCall('event_feed', args), keyName), keyName, args, `MCP ${label}`);
+          if (transport === 0)
+            return checkToolVerdict(await send('/mcp', mcpCall('event_feed', args), keyName), keyName, args, `MCP ${label}`);
           const res = await send(FEED, args, keyName);
           checkV1Verdict(res, FEED, keyName, args, label);
           const own = keyName === 'foreign' ? foreignCursors : realCursors;
@@ -452,11 +514,15 @@ describe('hostile input (fast-check, SQLite, one server)', () => {
     const bases = validEmitBases();
     for (const base of bases) assert.equal(contractErrors('EmitEventRequest', base), null, `valid base ${base.type}`);
     await check(
-      fc.asyncProperty(emitCaseArb(bases, emitIds), fc.constantFrom<KeyName>('emitRw', 'emitRw', 'emitRw', 'emitRestricted', 'emitNoread', 'emitRead'), async (emit, keyName) => {
-        count('emit mutations');
-        const label = `emit key=${keyName} [${emit.mutations.join('; ')}] body=${emit.text.slice(0, 300)}`;
-        checkV1Verdict(await send(EMIT, emit.text, keyName), EMIT, keyName, emit.text, label);
-      }),
+      fc.asyncProperty(
+        emitCaseArb(bases, emitIds),
+        fc.constantFrom<KeyName>('emitRw', 'emitRw', 'emitRw', 'emitRestricted', 'emitNoread', 'emitRead'),
+        async (emit, keyName) => {
+          count('emit mutations');
+          const label = `emit key=${keyName} [${emit.mutations.join('; ')}] body=${emit.text.slice(0, 300)}`;
+          checkV1Verdict(await send(EMIT, emit.text, keyName), EMIT, keyName, emit.text, label);
+        },
+      ),
       params(2200),
     );
   });
@@ -478,8 +544,15 @@ describe('hostile input (fast-check, SQLite, one server)', () => {
   it('MCP: tools/call with random arguments and tool names', async () => {
     await check(
       fc.asyncProperty(
-        fc.oneof({ weight: 4, arbitrary: fc.constant('event_feed') }, { weight: 1, arbitrary: fc.constantFrom('emit_event', 'unknown', '', '__proto__', 'event_feed ', 'EVENT_FEED') }),
-        fc.oneof(jsonObjectTextArb, jsonTextArb, cursorArb(realCursors, foreignCursors).map((c) => JSON.stringify({ after: c.value }))),
+        fc.oneof(
+          { weight: 4, arbitrary: fc.constant('event_feed') },
+          { weight: 1, arbitrary: fc.constantFrom('emit_event', 'unknown', '', '__proto__', 'event_feed ', 'EVENT_FEED') },
+        ),
+        fc.oneof(
+          jsonObjectTextArb,
+          jsonTextArb,
+          cursorArb(realCursors, foreignCursors).map((c) => JSON.stringify({ after: c.value })),
+        ),
         fc.constantFrom<KeyName>('read', 'rw', 'restricted', 'noread', 'none', 'revoked'),
         async (tool, argumentsText, keyName) => {
           count('mcp tools/call');
@@ -487,7 +560,8 @@ describe('hostile input (fast-check, SQLite, one server)', () => {
           const label = `tools/call ${tool} key=${keyName} arguments=${argumentsText.slice(0, 200)}`;
           if (tool === 'event_feed') return checkToolVerdict(res, keyName, argumentsText, label);
           checkMcp(res, label);
-          if (res.status === 200) assert.ok(res.json.error || res.json.result?.isError, `unknown tool is an error: ${label} → ${res.text.slice(0, 200)}`);
+          if (res.status === 200)
+            assert.ok(res.json.error || res.json.result?.isError, `unknown tool is an error: ${label} → ${res.text.slice(0, 200)}`);
         },
       ),
       params(1200),
@@ -501,11 +575,29 @@ describe('hostile input (fast-check, SQLite, one server)', () => {
         {
           jsonrpc: fc.constantFrom('2.0', '2.0', '1.0', 2, null),
           id: idArb,
-          method: fc.constantFrom('tools/call', 'tools/list', 'initialize', 'ping', 'notifications/initialized', 'notifications/cancelled', 'resources/list', 'prompts/get', 'logging/setLevel', 'completion/complete', '', 'rpc.discover', '__proto__', 123 as unknown as string),
+          method: fc.constantFrom(
+            'tools/call',
+            'tools/list',
+            'initialize',
+            'ping',
+            'notifications/initialized',
+            'notifications/cancelled',
+            'resources/list',
+            'prompts/get',
+            'logging/setLevel',
+            'completion/complete',
+            '',
+            'rpc.discover',
+            '__proto__',
+            123 as unknown as string,
+          ),
           params: fc.oneof(
             fc.constant(undefined),
             fc.jsonValue({ maxDepth: 2 }),
-            fc.record({ name: fc.constantFrom('event_feed', 'x', 1 as unknown as string), arguments: fc.jsonValue({ maxDepth: 2 }) }, { requiredKeys: [] }),
+            fc.record(
+              { name: fc.constantFrom('event_feed', 'x', 1 as unknown as string), arguments: fc.jsonValue({ maxDepth: 2 }) },
+              { requiredKeys: [] },
+            ),
             fc.constant({ protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'fuzz', version: '1' } }),
           ),
           result: fc.jsonValue({ maxDepth: 1 }),
@@ -519,13 +611,30 @@ describe('hostile input (fast-check, SQLite, one server)', () => {
       fc.array(message, { maxLength: 4 }).map((ms) => `[${ms.join(',')}]`),
       jsonTextArb,
       fc.string({ maxLength: 60 }),
-      fc.constantFrom('', '{', '[', '{"jsonrpc":"2.0"', 'null', '[]', '[[]]', '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"event_feed","arguments":{"limit":1}},"jsonrpc":"1.0"}'),
+      fc.constantFrom(
+        '',
+        '{',
+        '[',
+        '{"jsonrpc":"2.0"',
+        'null',
+        '[]',
+        '[[]]',
+        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"event_feed","arguments":{"limit":1}},"jsonrpc":"1.0"}',
+      ),
     );
     await check(
       fc.asyncProperty(
         bodyArb,
         fc.constantFrom<KeyName>('read', 'read', 'none', 'garbage'),
-        fc.constantFrom('application/json, text/event-stream', 'application/json, text/event-stream', 'application/json', 'text/event-stream', '*/*', undefined, 'garbage'),
+        fc.constantFrom(
+          'application/json, text/event-stream',
+          'application/json, text/event-stream',
+          'application/json',
+          'text/event-stream',
+          '*/*',
+          undefined,
+          'garbage',
+        ),
         fc.constantFrom(...CONTENT_TYPES_JSON, 'text/plain', undefined),
         fc.constantFrom('POST', 'POST', 'POST', 'GET', 'DELETE', 'PUT', 'OPTIONS'),
         fc.constantFrom(undefined, '2025-06-18', '2025-03-26', '2025-11-25', '2026-07-28', '1999-01-01', 'garbage'),
@@ -549,20 +658,27 @@ describe('hostile input (fast-check, SQLite, one server)', () => {
   it('HTTP: unknown paths and methods', async () => {
     const methods = METHODS.filter((m) => http.METHODS.includes(m));
     await check(
-      fc.asyncProperty(fc.constantFrom(...methods), pathArb, fc.constantFrom<KeyName>('none', 'read', 'rw'), fc.boolean(), async (method, path, keyName, withBody) => {
-        count('paths and methods');
-        const body = withBody && method !== 'HEAD' ? '{}' : undefined;
-        const label = `${method} ${path} key=${keyName} body=${body !== undefined}`;
-        const res = await send(path, body, keyName, { method });
-        if (/^\/mcp\/?(\?|$)/i.test(path)) return method === 'HEAD' ? assert.ok([401, 405].includes(res.status), `${label} → ${res.status}`) : checkMcp(res, label);
-        if (/^\/v1(\/|\?|$)/i.test(path)) {
-          if (method === 'HEAD') return assert.ok([401, 404, 405].includes(res.status), `${label} → ${res.status}`);
-          checkV1(res, label);
-          if (keyName === 'none') assert.equal(res.status, 401, label);
-          return;
-        }
-        assert.ok([200, 400, 401, 403, 404, 405, 413, 415].includes(res.status), `${label} → ${res.status} ${res.text.slice(0, 200)}`);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...methods),
+        pathArb,
+        fc.constantFrom<KeyName>('none', 'read', 'rw'),
+        fc.boolean(),
+        async (method, path, keyName, withBody) => {
+          count('paths and methods');
+          const body = withBody && method !== 'HEAD' ? '{}' : undefined;
+          const label = `${method} ${path} key=${keyName} body=${body !== undefined}`;
+          const res = await send(path, body, keyName, { method });
+          if (/^\/mcp\/?(\?|$)/i.test(path))
+            return method === 'HEAD' ? assert.ok([401, 405].includes(res.status), `${label} → ${res.status}`) : checkMcp(res, label);
+          if (/^\/v1(\/|\?|$)/i.test(path)) {
+            if (method === 'HEAD') return assert.ok([401, 404, 405].includes(res.status), `${label} → ${res.status}`);
+            checkV1(res, label);
+            if (keyName === 'none') assert.equal(res.status, 401, label);
+            return;
+          }
+          assert.ok([200, 400, 401, 403, 404, 405, 413, 415].includes(res.status), `${label} → ${res.status} ${res.text.slice(0, 200)}`);
+        },
+      ),
       params(600),
     );
   });
@@ -600,7 +716,11 @@ describe('hostile input (fast-check, SQLite, one server)', () => {
       after = res.json.next_cursor;
     }
     assert.ok(events > 0, 'the emit properties stored events');
-    assert.deepEqual(invalid.slice(0, 10), [], `${invalid.length} of ${events} stored events violate EventEnvelope (one bad write spoils every page that holds it, over HTTP and MCP)`);
+    assert.deepEqual(
+      invalid.slice(0, 10),
+      [],
+      `${invalid.length} of ${events} stored events violate EventEnvelope (one bad write spoils every page that holds it, over HTTP and MCP)`,
+    );
   });
 
   it(`ran at least ${MIN_TOTAL_CASES} cases, and the server still serves a normal read`, async (t) => {

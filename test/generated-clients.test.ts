@@ -25,7 +25,12 @@ import { typecheckConsumer } from './support/typecheck-consumer.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
-function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; output: string }> {
+function run(
+  command: string,
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ code: number; output: string }> {
   return new Promise((resolve) =>
     execFile(command, args, { cwd, env, timeout: 300_000, maxBuffer: 32 * 1024 * 1024 }, (error, stdout, stderr) =>
       resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, output: stdout + stderr }),
@@ -51,7 +56,8 @@ describe('clients generated from the served /openapi.json by outside tools, at t
     const { code, output } = await typecheckConsumer(dir, [file]);
     assert.equal(code, 0, `tsc --strict on ${file} and the code it imports:\n${output}`);
   };
-  const version = (name: string) => JSON.parse(readFileSync(join(tools.dir, 'node_modules', name, 'package.json'), 'utf8')).version as string;
+  const version = (name: string) =>
+    JSON.parse(readFileSync(join(tools.dir, 'node_modules', name, 'package.json'), 'utf8')).version as string;
 
   before(async () => {
     tools = await outsideTools();
@@ -83,13 +89,25 @@ describe('clients generated from the served /openapi.json by outside tools, at t
       {
         type: 'mail.delivered',
         subject: { person: { email: 'claire.dubois@exemple.fr' }, refs: { mailbox_id: 'mbx_contact-boutique' } },
-        data: { internet_message_id: '<a@b.fr>', recipient: 'claire.dubois@exemple.fr', remote_mta: 'mx1.mail.ovh.net', smtp_response: '250 ok', delivery_ms: 12, attempt: 1 },
+        data: {
+          internet_message_id: '<a@b.fr>',
+          recipient: 'claire.dubois@exemple.fr',
+          remote_mta: 'mx1.mail.ovh.net',
+          smtp_response: '250 ok',
+          delivery_ms: 12,
+          attempt: 1,
+        },
       },
       writeKey,
     );
     assert.equal(seeded.status, 201, seeded.text);
     // Node 22 runs the TypeScript as written (its types stripped): what an integrator's `node consumer.ts` does.
-    const live = await run(tools.node22, ['openapi-fetch-consumer.ts'], dir, { ...process.env, EVENT_FEED_URL: server.url, READ_KEY: readKey, WRITE_KEY: writeKey });
+    const live = await run(tools.node22, ['openapi-fetch-consumer.ts'], dir, {
+      ...process.env,
+      EVENT_FEED_URL: server.url,
+      READ_KEY: readKey,
+      WRITE_KEY: writeKey,
+    });
     assert.equal(live.code, 0, live.output);
     const seen = JSON.parse(live.output.trim().split('\n').at(-1)!);
     assert.match(seen.stored, /^evt_/);
@@ -104,12 +122,36 @@ describe('clients generated from the served /openapi.json by outside tools, at t
 
     // Its generated client is TypeScript with `.js` imports: compiled as a project would, then run.
     const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-    const compiled = await run(process.execPath, [tsc, '--outDir', 'hey-api-build', '--target', 'ES2022', '--module', 'NodeNext', '--moduleResolution', 'NodeNext', '--skipLibCheck', '--types', 'node', '--typeRoots', join(root, 'node_modules', '@types'), 'hey-api-consumer.ts'], dir);
+    const compiled = await run(
+      process.execPath,
+      [
+        tsc,
+        '--outDir',
+        'hey-api-build',
+        '--target',
+        'ES2022',
+        '--module',
+        'NodeNext',
+        '--moduleResolution',
+        'NodeNext',
+        '--skipLibCheck',
+        '--types',
+        'node',
+        '--typeRoots',
+        join(root, 'node_modules', '@types'),
+        'hey-api-consumer.ts',
+      ],
+      dir,
+    );
     // The @ts-expect-error lines are errors tsc expects, so its exit code is 0; anything else is not.
     assert.equal(compiled.code, 0, compiled.output);
     const workspace = await server.workspace();
     const key = (await server.key(workspace, ['read', 'write'])).key;
-    const live = await run(tools.node22, [join('hey-api-build', 'hey-api-consumer.js')], dir, { ...process.env, EVENT_FEED_URL: server.url, KEY: key });
+    const live = await run(tools.node22, [join('hey-api-build', 'hey-api-consumer.js')], dir, {
+      ...process.env,
+      EVENT_FEED_URL: server.url,
+      KEY: key,
+    });
     assert.equal(live.code, 0, live.output);
     assert.deepEqual(JSON.parse(live.output.trim().split('\n').at(-1)!), ['p.martin@laposte.net bounced (unknown_user)']);
   });

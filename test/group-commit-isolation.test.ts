@@ -55,7 +55,15 @@ describe('group commit isolation (postgres)', { skip: !(await postgresAvailable(
   /** Whether the promise settled by now. */
   async function settled(promise: Promise<unknown>): Promise<boolean> {
     const marker = Symbol('pending');
-    return (await Promise.race([promise.then(() => true, () => true), sleep(0).then(() => marker)])) !== marker;
+    return (
+      (await Promise.race([
+        promise.then(
+          () => true,
+          () => true,
+        ),
+        sleep(0).then(() => marker),
+      ])) !== marker
+    );
   }
 
   it("skips a workspace whose counter row another transaction holds: the batch's other workspaces are stored at once, the skipped one's events in arrival order once the row is free", async () => {
@@ -67,15 +75,27 @@ describe('group commit isolation (postgres)', { skip: !(await postgresAvailable(
     const calls = [a, b, a, b, a, b].map((ws, n) => ({ ws, promise: groupCommit.append(ws, emitRequest(n + 1)) }));
     try {
       const stored = await Promise.all(calls.filter((c) => c.ws === b).map((c) => c.promise));
-      assert.deepEqual((await feed(b)).map((row) => idOf(row.envelope)), stored.map((p) => idOf(p.envelope)), "B's events, stored while A's row is held");
+      assert.deepEqual(
+        (await feed(b)).map((row) => idOf(row.envelope)),
+        stored.map((p) => idOf(p.envelope)),
+        "B's events, stored while A's row is held",
+      );
       for (const call of calls.filter((c) => c.ws === a)) assert.equal(await settled(call.promise), false, "A's events wait for A's row");
     } finally {
       await held.release();
     }
     const published = await Promise.all(calls.filter((c) => c.ws === a).map((c) => c.promise));
     const rows = await feed(a);
-    assert.deepEqual(rows.map((row) => Number(row.seq)), [1, 2, 3, 4], 'seqs without a hole');
-    assert.deepEqual(rows.slice(1).map((row) => idOf(row.envelope)), published.map((p) => idOf(p.envelope)), 'in arrival order');
+    assert.deepEqual(
+      rows.map((row) => Number(row.seq)),
+      [1, 2, 3, 4],
+      'seqs without a hole',
+    );
+    assert.deepEqual(
+      rows.slice(1).map((row) => idOf(row.envelope)),
+      published.map((p) => idOf(p.envelope)),
+      'in arrival order',
+    );
     // The lane is closed once empty: A is back in the shared statements.
     const next = await groupCommit.append(a, emitRequest(9));
     assert.equal(idOf((await feed(a)).at(-1)!.envelope), idOf(next.envelope));
@@ -93,8 +113,14 @@ describe('group commit isolation (postgres)', { skip: !(await postgresAvailable(
       // Batches of the free workspace, one after another, while the locked ones wait.
       const freeStored: string[] = [];
       for (let n = 0; n < 5; n++) freeStored.push(idOf((await groupCommit.append(free, emitRequest(100 + n))).envelope));
-      assert.ok(Date.now() - started < LOCK_TIMEOUT_MS, `the free workspace's five batches were stored while the others waited (${Date.now() - started} ms)`);
-      assert.deepEqual((await feed(free)).map((row) => idOf(row.envelope)), freeStored);
+      assert.ok(
+        Date.now() - started < LOCK_TIMEOUT_MS,
+        `the free workspace's five batches were stored while the others waited (${Date.now() - started} ms)`,
+      );
+      assert.deepEqual(
+        (await feed(free)).map((row) => idOf(row.envelope)),
+        freeStored,
+      );
       outcomes = await Promise.allSettled(waiting);
     } finally {
       await held.release();
@@ -144,9 +170,17 @@ describe('group commit isolation (postgres)', { skip: !(await postgresAvailable(
     }
     assert.ok(statements.length > 1);
     const contended = statements.filter((later, i) =>
-      statements.slice(0, i).some((earlier) => earlier.workspaces.includes(ws) && earlier.end! > later.start && later.start - earlier.start < SAME_WORKSPACE_PATIENCE_MS),
+      statements
+        .slice(0, i)
+        .some(
+          (earlier) =>
+            earlier.workspaces.includes(ws) && earlier.end! > later.start && later.start - earlier.start < SAME_WORKSPACE_PATIENCE_MS,
+        ),
     );
     assert.deepEqual(contended, [], 'no statement sent while a younger one of the same workspace was in flight');
-    assert.deepEqual((await feed(ws)).map((row) => Number(row.seq)), Array.from({ length: 240 }, (_, i) => i + 1));
+    assert.deepEqual(
+      (await feed(ws)).map((row) => Number(row.seq)),
+      Array.from({ length: 240 }, (_, i) => i + 1),
+    );
   });
 });

@@ -7,17 +7,25 @@ const LIMITS = { max: 4, perKey: 2, perWorkspace: 4, stallMs: 1000 };
 /** A key of a workspace of its own. */
 const k = (keyId: string, workspaceId = `ws_of_${keyId}`) => ({ keyId, workspaceId });
 const soon = () => performance.now() + 5000;
-const settled = async (promise: Promise<unknown>) => (await Promise.race([promise.then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 50))])) as boolean;
+const settled = async (promise: Promise<unknown>) =>
+  (await Promise.race([promise.then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 50))])) as boolean;
 
 describe('held reads (long-polls and streams)', () => {
   it('bounds held reads per key and in all, with 429 and Retry-After, and gives slots back', () => {
     const held = new HeldReads(LIMITS);
     const a1 = held.hold(k('key_a'));
     held.hold(k('key_a'));
-    assert.throws(() => held.hold(k('key_a')), (err: unknown) => err instanceof ApiError && err.status === 429 && err.headers['Retry-After'] === '1');
+    assert.throws(
+      () => held.hold(k('key_a')),
+      (err: unknown) => err instanceof ApiError && err.status === 429 && err.headers['Retry-After'] === '1',
+    );
     held.hold(k('key_b'));
     held.hold(k('key_c'));
-    assert.throws(() => held.hold(k('key_d')), (err: unknown) => err instanceof ApiError && err.code === 'rate_limited', 'the process bound');
+    assert.throws(
+      () => held.hold(k('key_d')),
+      (err: unknown) => err instanceof ApiError && err.code === 'rate_limited',
+      'the process bound',
+    );
     a1.release();
     a1.release(); // twice is once
     assert.equal(held.held, 3);
@@ -48,7 +56,10 @@ describe('held reads (long-polls and streams)', () => {
     held.close();
     assert.equal(await closing, 'closing');
     assert.equal(await held.watch('ws_1').until(soon()), 'closing');
-    assert.throws(() => held.hold(k('key_a')), (err: unknown) => err instanceof ApiError && err.status === 429);
+    assert.throws(
+      () => held.hold(k('key_a')),
+      (err: unknown) => err instanceof ApiError && err.status === 429,
+    );
   });
 
   it('after another process wrote (SQLite), wakes only the workspaces whose stored head moved', async () => {
@@ -99,7 +110,7 @@ describe('reads of polls woken by one commit, shared', () => {
     const wokenAt = performance.now();
     const first = shared.read('ws 5 100  *', wokenAt, read);
     const second = shared.read('ws 5 100  *', wokenAt, read);
-    assert.equal(await first, await second, 'the second poll woken by the same commit takes the first one\'s read');
+    assert.equal(await first, await second, "the second poll woken by the same commit takes the first one's read");
     assert.equal(reads, 1);
     assert.equal((await shared.read('ws 5 100  *', wokenAt, read)).events.lastSeq, 1, 'kept briefly for the others woken then');
     assert.equal((await shared.read('ws 5 100  *', performance.now() + 1, read)).events.lastSeq, 2, 'a later wake reads again');

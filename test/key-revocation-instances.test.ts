@@ -15,15 +15,17 @@ import { until } from './support/wait.ts';
 
 type Post = (path: string, body: unknown, key: string) => Promise<{ status: number; text: string; json: any }>;
 
-const postTo = (baseUrl: string): Post => async (path, body, key) => {
-  const response = await fetch(baseUrl + path, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, text, json: JSON.parse(text) };
-};
+const postTo =
+  (baseUrl: string): Post =>
+  async (path, body, key) => {
+    const response = await fetch(baseUrl + path, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, text, json: JSON.parse(text) };
+  };
 
 /** Creates a key through A, has B verify it, revokes it through A, and asks B again at once. */
 async function revokeThroughAOnB(a: Post, b: Post, admin: string): Promise<{ revokeMs: number }> {
@@ -40,38 +42,45 @@ async function revokeThroughAOnB(a: Post, b: Post, admin: string): Promise<{ rev
   return { revokeMs };
 }
 
-describe('revoke_key across two instances on one postgres database', { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' }, () => {
-  let database: TestDatabase;
-  let one: TestServer;
-  let two: TestServer;
-  let admin: string;
+describe(
+  'revoke_key across two instances on one postgres database',
+  { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' },
+  () => {
+    let database: TestDatabase;
+    let one: TestServer;
+    let two: TestServer;
+    let admin: string;
 
-  before(async () => {
-    database = await postgresDatabase();
-    one = await startTestServer(database);
-    two = await startTestServer(database);
-    ({ key: admin } = await one.key(await one.workspace(), ['read', 'admin']));
-    await until('both key channels are up', () => one.services.changes.live && two.services.changes.live, 10_000);
-  });
-  after(async () => {
-    await one?.stop();
-    await two?.stop();
-    await database?.drop();
-  });
+    before(async () => {
+      database = await postgresDatabase();
+      one = await startTestServer(database);
+      two = await startTestServer(database);
+      ({ key: admin } = await one.key(await one.workspace(), ['read', 'admin']));
+      await until('both key channels are up', () => one.services.changes.live && two.services.changes.live, 10_000);
+    });
+    after(async () => {
+      await one?.stop();
+      await two?.stop();
+      await database?.drop();
+    });
 
-  it('with the key channel up: refused by B on the very next request, every time', async () => {
-    const timings: number[] = [];
-    for (let i = 0; i < 5; i++) timings.push((await revokeThroughAOnB(one.post, two.post, admin)).revokeMs);
-    console.log(`# revoke_key on postgres answered in ${timings.map((ms) => ms.toFixed(0)).join(', ')} ms`);
-    assert.ok(Math.max(...timings) < VERIFIED_KEY_TTL_MS + 3000, 'answers within seconds');
-  });
+    it('with the key channel up: refused by B on the very next request, every time', async () => {
+      const timings: number[] = [];
+      for (let i = 0; i < 5; i++) timings.push((await revokeThroughAOnB(one.post, two.post, admin)).revokeMs);
+      console.log(`# revoke_key on postgres answered in ${timings.map((ms) => ms.toFixed(0)).join(', ')} ms`);
+      assert.ok(Math.max(...timings) < VERIFIED_KEY_TTL_MS + 3000, 'answers within seconds');
+    });
 
-  it("with B's key channel down: still refused on the very next request", async () => {
-    await one.db.raw('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ? AND datname = current_database()', [HEAD_LISTENER_NAME]);
-    await until('the channels are down', () => !two.services.changes.live, 5000);
-    await revokeThroughAOnB(one.post, two.post, admin);
-  });
-});
+    it("with B's key channel down: still refused on the very next request", async () => {
+      await one.db.raw(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ? AND datname = current_database()',
+        [HEAD_LISTENER_NAME],
+      );
+      await until('the channels are down', () => !two.services.changes.live, 5000);
+      await revokeThroughAOnB(one.post, two.post, admin);
+    });
+  },
+);
 
 describe('revoke_key across two processes on one sqlite file', () => {
   let database: TestDatabase;

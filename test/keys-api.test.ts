@@ -62,15 +62,18 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const created = await createKey({ permissions: ['read'], label: 'QA conformance kit' });
       assert.match(created.key, /^efk_[0-9A-HJKMNP-TV-Z]{26}_[A-Za-z0-9_-]{43}$/);
       assert.equal(created.api_key.id, `key_${created.key.slice(4, 30)}`);
-      assert.deepEqual({ ...created.api_key, id: undefined, created_at: undefined }, {
-        id: undefined,
-        workspace_id: ws,
-        permissions: ['read'],
-        mailboxes: null,
-        label: 'QA conformance kit',
-        created_at: undefined,
-        revoked_at: null,
-      });
+      assert.deepEqual(
+        { ...created.api_key, id: undefined, created_at: undefined },
+        {
+          id: undefined,
+          workspace_id: ws,
+          permissions: ['read'],
+          mailboxes: null,
+          label: 'QA conformance kit',
+          created_at: undefined,
+          revoked_at: null,
+        },
+      );
       assert.equal((await call('event_feed', {}, created.key)).status, 200);
       const emit = await call('emit_event', sampleEvent('mbx_sales', 1), created.key);
       assert.equal(emit.status, 403, emit.text);
@@ -202,7 +205,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
     it('keys without admin are refused, and the key operations are not MCP tools', async () => {
       const { key: writer } = await server.key(ws, ['read', 'write']);
       for (const operation of ['create_key', 'list_keys', 'revoke_key']) {
-        const response = await call(operation, operation === 'create_key' ? { permissions: ['read'] } : operation === 'revoke_key' ? { id: newKeyId() } : {}, writer);
+        const response = await call(
+          operation,
+          operation === 'create_key' ? { permissions: ['read'] } : operation === 'revoke_key' ? { id: newKeyId() } : {},
+          writer,
+        );
         assert.equal(response.status, 403, response.text);
         assert.match(response.json.error.message, /"admin" permission/);
       }
@@ -229,8 +236,14 @@ for (const { kind, create, skip } of await databaseKinds()) {
         pages.push(response.json.keys);
         token = response.json.next_page_token;
       } while (token);
-      assert.deepEqual(pages.map((p) => p.length), [3, 3, 1]);
-      assert.deepEqual(pages.flat().map((k) => k.label), [null, 'k0', 'k1', 'k2', 'k3', 'k4', 'k5']);
+      assert.deepEqual(
+        pages.map((p) => p.length),
+        [3, 3, 1],
+      );
+      assert.deepEqual(
+        pages.flat().map((k) => k.label),
+        [null, 'k0', 'k1', 'k2', 'k3', 'k4', 'k5'],
+      );
     });
 
     it(`a workspace holds at most ${MAX_ACTIVE_KEYS_PER_WORKSPACE} active keys; a restricted admin's list reads a bounded number per call`, async () => {
@@ -239,8 +252,20 @@ for (const { kind, create, skip } of await databaseKinds()) {
       // Rows written directly (the cap is about the count, not how keys came): revoked keys the
       // restricted admin may not see, then active ones up to one below the cap (the admin is one).
       const filler = (n: number, revokedAt: number | null) =>
-        Array.from({ length: n }, () => ({ id: newKeyId(), workspace_id: capWs, secret_sha256: '00'.repeat(32), permissions: 'read', mailboxes: null, label: null, created_at: Date.now(), revoked_at: revokedAt }));
-      for (const rows of chunks([...filler(LIST_KEYS_SCAN_BUDGET + 100, Date.now()), ...filler(MAX_ACTIVE_KEYS_PER_WORKSPACE - 2, null)], 200)) {
+        Array.from({ length: n }, () => ({
+          id: newKeyId(),
+          workspace_id: capWs,
+          secret_sha256: '00'.repeat(32),
+          permissions: 'read',
+          mailboxes: null,
+          label: null,
+          created_at: Date.now(),
+          revoked_at: revokedAt,
+        }));
+      for (const rows of chunks(
+        [...filler(LIST_KEYS_SCAN_BUDGET + 100, Date.now()), ...filler(MAX_ACTIVE_KEYS_PER_WORKSPACE - 2, null)],
+        200,
+      )) {
         await server.db('api_keys').insert(rows);
       }
       const last = await createKey({ permissions: ['read'], mailboxes: ['mbx_cap'] }, capAdmin);
@@ -253,7 +278,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
       // The restricted admin's own keys lie after thousands it may not see: pages stop looking and say where to go on.
       const first = await call('list_keys', { include_revoked: true }, capAdmin);
       assert.equal(first.status, 200, first.text);
-      assert.deepEqual(first.json.keys.map((k: any) => k.id), [capAdminId]);
+      assert.deepEqual(
+        first.json.keys.map((k: any) => k.id),
+        [capAdminId],
+      );
       assert.ok(first.json.next_page_token, 'it stopped looking: more to read');
       const all = await listAll(capAdmin, { include_revoked: true });
       assert.deepEqual(all.map((k) => k.id).sort(), [capAdminId, last.api_key.id, all.at(-1).id].sort());
@@ -263,7 +291,15 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const raceWs = await server.workspace({ name: 'Race' });
       const { key: raceAdmin } = await server.key(raceWs, ['read', 'admin']);
       const room = 5;
-      const rows = Array.from({ length: MAX_ACTIVE_KEYS_PER_WORKSPACE - 1 - room }, () => ({ id: newKeyId(), workspace_id: raceWs, secret_sha256: '00'.repeat(32), permissions: 'read', mailboxes: null, label: null, created_at: Date.now() }));
+      const rows = Array.from({ length: MAX_ACTIVE_KEYS_PER_WORKSPACE - 1 - room }, () => ({
+        id: newKeyId(),
+        workspace_id: raceWs,
+        secret_sha256: '00'.repeat(32),
+        permissions: 'read',
+        mailboxes: null,
+        label: null,
+        created_at: Date.now(),
+      }));
       for (const batch of chunks(rows, 200)) await server.db('api_keys').insert(batch);
       const answers = await Promise.all(Array.from({ length: 12 }, () => call('create_key', { permissions: ['read'] }, raceAdmin)));
       assert.deepEqual(answers.map((a) => a.status).sort(), [...Array(room).fill(201), ...Array(12 - room).fill(400)]);

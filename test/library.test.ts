@@ -12,13 +12,17 @@ import { sampleEvent } from './support/contract.ts';
 import { databaseKinds, type TestDatabase } from './support/databases.ts';
 
 const clockAt = (iso: string) => ({ now: () => new Date(iso) });
-const envelope = (text: string) => JSON.parse(text) as { id: string; subject: { refs: { message_id?: string; mailbox_id?: string } }; occurred_at: string; account: string };
+const envelope = (text: string) =>
+  JSON.parse(text) as { id: string; subject: { refs: { message_id?: string; mailbox_id?: string } }; occurred_at: string; account: string };
 
 function isApiError(code: string, messageStart: string) {
   return (err: unknown) => {
     assert.ok(err instanceof ApiError, `expected an ApiError, got ${String(err)}`);
     assert.equal(err.code, code);
-    assert.ok(err.message.startsWith(messageStart), `message ${JSON.stringify(err.message)} should start with ${JSON.stringify(messageStart)}`);
+    assert.ok(
+      err.message.startsWith(messageStart),
+      `message ${JSON.stringify(err.message)} should start with ${JSON.stringify(messageStart)}`,
+    );
     return true;
   };
 }
@@ -76,7 +80,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
       const [next] = await db.transaction((trx) => publish(trx, ws, [sampleEvent('mbx_sales', 3)]));
       const page = await feed(ws);
-      assert.deepEqual(page.map((row) => Number(row.seq)), [1], 'no hole where the rolled-back events were');
+      assert.deepEqual(
+        page.map((row) => Number(row.seq)),
+        [1],
+        'no hole where the rolled-back events were',
+      );
       assert.equal(page[0]!.envelope, next!.envelope);
       assert.equal(await counter(ws), 1);
     });
@@ -94,19 +102,38 @@ for (const { kind, create, skip } of await databaseKinds()) {
         if (kind === 'postgres') assert.deepEqual(await feed(ws), []);
         return result;
       });
-      assert.deepEqual((await db(orders).select('id').orderBy('id')).map((r) => r.id), ['o_1', 'o_2']);
+      assert.deepEqual(
+        (await db(orders).select('id').orderBy('id')).map((r) => r.id),
+        ['o_1', 'o_2'],
+      );
       const page = await feed(ws);
-      assert.deepEqual(page.map((row) => Number(row.seq)), [1, 2, 3]);
-      assert.deepEqual(page.map((row) => row.envelope), published.map((p) => p.envelope), 'stored text is what publish returned');
-      assert.deepEqual(page.map((row) => envelope(row.envelope).subject.refs.message_id), ['msg_1', 'msg_2', 'msg_3']);
-      assert.deepEqual(page.map((row) => envelope(row.envelope).subject.refs.mailbox_id), ['mbx_sales', 'mbx_support', 'mbx_sales']);
+      assert.deepEqual(
+        page.map((row) => Number(row.seq)),
+        [1, 2, 3],
+      );
+      assert.deepEqual(
+        page.map((row) => row.envelope),
+        published.map((p) => p.envelope),
+        'stored text is what publish returned',
+      );
+      assert.deepEqual(
+        page.map((row) => envelope(row.envelope).subject.refs.message_id),
+        ['msg_1', 'msg_2', 'msg_3'],
+      );
+      assert.deepEqual(
+        page.map((row) => envelope(row.envelope).subject.refs.mailbox_id),
+        ['mbx_sales', 'mbx_support', 'mbx_sales'],
+      );
       assert.ok(page.every((row) => envelope(row.envelope).account === ws));
       assert.ok(published.every((p) => p.created));
       assert.equal(await counter(ws), 3);
 
       // A second call appends after them.
       await db.transaction((trx) => publish(trx, ws, [sampleEvent('mbx_sales', 4)]));
-      assert.deepEqual((await feed(ws)).map((row) => Number(row.seq)), [1, 2, 3, 4]);
+      assert.deepEqual(
+        (await feed(ws)).map((row) => Number(row.seq)),
+        [1, 2, 3, 4],
+      );
     });
 
     it('refuses invalid events with invalid_argument "events[<index>]: …" and publishes none of the call', async () => {
@@ -158,13 +185,19 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
       // Mixed with a new event: the replay is not appended again, the new one takes seq 2.
       const mixed = await db.transaction((trx) => publish(trx, ws, [sampleEvent('mbx_sales', 8), input]));
-      assert.deepEqual(mixed.map((p) => p.created), [true, false]);
+      assert.deepEqual(
+        mixed.map((p) => p.created),
+        [true, false],
+      );
       assert.equal(mixed[1]!.envelope, first!.envelope);
       const page = await feed(ws);
-      assert.deepEqual(page.map((row) => [Number(row.seq), row.envelope]), [
-        [1, first!.envelope],
-        [2, mixed[0]!.envelope],
-      ]);
+      assert.deepEqual(
+        page.map((row) => [Number(row.seq), row.envelope]),
+        [
+          [1, first!.envelope],
+          [2, mixed[0]!.envelope],
+        ],
+      );
 
       // The stored event's own fields (occurred_at included, keys in another order) are the same event too.
       const { type, subject, data, occurred_at } = JSON.parse(first!.envelope);
@@ -183,7 +216,12 @@ for (const { kind, create, skip } of await databaseKinds()) {
       // Same id twice in one call: refused.
       const other = 'evt_01J9YYYYYYYYYYYYYYYYYYYYYY';
       await assert.rejects(
-        db.transaction((trx) => publish(trx, ws, [{ ...sampleEvent(), id: other }, { ...sampleEvent(), id: other }])),
+        db.transaction((trx) =>
+          publish(trx, ws, [
+            { ...sampleEvent(), id: other },
+            { ...sampleEvent(), id: other },
+          ]),
+        ),
         isApiError('invalid_argument', 'the same event id appears twice'),
       );
       assert.equal(await counter(ws), 2);
@@ -200,10 +238,12 @@ for (const { kind, create, skip } of await databaseKinds()) {
         return published;
       });
       await new Promise((resolve) => setTimeout(resolve, 50));
-      const second = db.transaction((trx) => publish(trx, ws, [event])).then(
-        (published) => ({ published }),
-        (err: unknown) => ({ err }),
-      );
+      const second = db
+        .transaction((trx) => publish(trx, ws, [event]))
+        .then(
+          (published) => ({ published }),
+          (err: unknown) => ({ err }),
+        );
       await new Promise((resolve) => setTimeout(resolve, 100));
       release();
       const [stored] = await first;

@@ -68,11 +68,24 @@ for (const { kind, create, skip } of await databaseKinds()) {
         ws = await server.workspace();
         key = (await server.key(ws, ['read'])).key;
         for (let i = 0; i < 40; i += 10) {
-          await server.db.transaction((trx) => publish(trx, ws, Array.from({ length: 10 }, (_, j) => largeEvent('mbx_a', i + j))));
+          await server.db.transaction((trx) =>
+            publish(
+              trx,
+              ws,
+              Array.from({ length: 10 }, (_, j) => largeEvent('mbx_a', i + j)),
+            ),
+          );
         }
-        const rows: Array<{ id: string; envelope: string }> = await server.db('events').select('id', 'envelope').where('workspace_id', ws).orderBy('seq', 'desc');
+        const rows: Array<{ id: string; envelope: string }> = await server
+          .db('events')
+          .select('id', 'envelope')
+          .where('workspace_id', ws)
+          .orderBy('seq', 'desc');
         stored = rows.map((row) => ({ id: row.id, size: Buffer.byteLength(row.envelope) }));
-        assert.ok(stored.every((e) => e.size > 60_000 && e.size < 66_000), `events of ~63 KB (${stored[0]!.size})`);
+        assert.ok(
+          stored.every((e) => e.size > 60_000 && e.size < 66_000),
+          `events of ~63 KB (${stored[0]!.size})`,
+        );
       });
 
       it('limit 500 gives as many events as fit, and the next page starts right after the last one', async () => {
@@ -83,8 +96,13 @@ for (const { kind, create, skip } of await databaseKinds()) {
           // As many as fit: the next event would have taken the page past the cap.
           const fit = stored.slice(at, at + p.events.length).reduce((sum, e) => sum + e.size, p.events.length - 1);
           assert.equal(fit, p.bytes, `page ${i}: the stored envelopes, byte for byte`);
-          if (p.next_page_token !== null) assert.ok(p.bytes + 1 + stored[at + p.events.length]!.size > PAGE_MAX_BYTES, `page ${i} is as full as the cap allows`);
-          assert.deepEqual(p.events.map((e) => e.id), stored.slice(at, at + p.events.length).map((e) => e.id), `page ${i} continues right after the previous one`);
+          if (p.next_page_token !== null)
+            assert.ok(p.bytes + 1 + stored[at + p.events.length]!.size > PAGE_MAX_BYTES, `page ${i} is as full as the cap allows`);
+          assert.deepEqual(
+            p.events.map((e) => e.id),
+            stored.slice(at, at + p.events.length).map((e) => e.id),
+            `page ${i} continues right after the previous one`,
+          );
           at += p.events.length;
         }
         assert.equal(at, stored.length, 'every event once');
@@ -93,17 +111,27 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
       it('limit stays a maximum below the cap', async () => {
         const p = await page(key, { limit: 3 });
-        assert.deepEqual(p.events.map((e) => e.id), stored.slice(0, 3).map((e) => e.id));
+        assert.deepEqual(
+          p.events.map((e) => e.id),
+          stored.slice(0, 3).map((e) => e.id),
+        );
         assert.notEqual(p.next_page_token, null);
       });
 
       it('an event larger than the cap comes alone, and the listing goes on', async () => {
         const w = await server.workspace();
         const k = (await server.key(w, ['read'])).key;
-        await server.db.transaction((trx) => publish(trx, w, [sampleEvent('mbx_a', 1), largeEvent('mbx_a', 2, true), sampleEvent('mbx_a', 3), sampleEvent('mbx_a', 4)]));
-        const ids: string[] = (await server.db('events').select('id').where('workspace_id', w).orderBy('seq', 'desc')).map((r: { id: string }) => r.id);
+        await server.db.transaction((trx) =>
+          publish(trx, w, [sampleEvent('mbx_a', 1), largeEvent('mbx_a', 2, true), sampleEvent('mbx_a', 3), sampleEvent('mbx_a', 4)]),
+        );
+        const ids: string[] = (await server.db('events').select('id').where('workspace_id', w).orderBy('seq', 'desc')).map(
+          (r: { id: string }) => r.id,
+        );
         const pages = await walk(k, { limit: 500 });
-        assert.deepEqual(pages.map((p) => p.events.map((e) => e.id)), [ids.slice(0, 2), [ids[2]], [ids[3]]]);
+        assert.deepEqual(
+          pages.map((p) => p.events.map((e) => e.id)),
+          [ids.slice(0, 2), [ids[2]], [ids[3]]],
+        );
         assert.ok(pages[1]!.bytes > PAGE_MAX_BYTES, `the large event: ${pages[1]!.bytes} bytes`);
       });
 
@@ -134,10 +162,17 @@ for (const { kind, create, skip } of await databaseKinds()) {
           });
           await server.db.transaction((trx) => publish(trx, ws, inputs));
         }
-        const rows: Array<{ id: string; seq: number; type: string }> = await server.db('events').select('id', 'seq', 'type').where('workspace_id', ws).orderBy('seq', 'desc');
+        const rows: Array<{ id: string; seq: number; type: string }> = await server
+          .db('events')
+          .select('id', 'seq', 'type')
+          .where('workspace_id', ws)
+          .orderBy('seq', 'desc');
         seqOf = new Map(rows.map((r) => [r.id, Number(r.seq)]));
         bounces = rows.filter((r) => r.type === 'mail.bounced').map((r) => r.id);
-        assert.deepEqual(bounces.map((id) => seqOf.get(id)), [24_000, 3]);
+        assert.deepEqual(
+          bounces.map((id) => seqOf.get(id)),
+          [24_000, 3],
+        );
       });
 
       /** Checks a bounded walk: each call stops SCAN_MAX below where it started, and together they return `expected`. */
@@ -150,26 +185,42 @@ for (const { kind, create, skip } of await databaseKinds()) {
           from = below;
         }
         assert.equal(pages.length, Math.ceil(N / SCAN_MAX), 'a call per SCAN_MAX events');
-        assert.deepEqual(pages.flatMap((p) => p.events.map((e) => e.id)), expected, 'nothing lost, nothing twice');
+        assert.deepEqual(
+          pages.flatMap((p) => p.events.map((e) => e.id)),
+          expected,
+          'nothing lost, nothing twice',
+        );
         return pages;
       }
 
       it('types and mailboxes: a short page, an empty one, then the end', async () => {
         const pages = await boundedWalk(key, { types: ['mail.bounced'], mailbox_ids: [SPARSE] }, bounces);
-        assert.deepEqual(pages.map((p) => p.events.length), [1, 0, 1]);
-        assert.deepEqual(pages.map((p) => p.next_page_token === null), [false, false, true]);
+        assert.deepEqual(
+          pages.map((p) => p.events.length),
+          [1, 0, 1],
+        );
+        assert.deepEqual(
+          pages.map((p) => p.next_page_token === null),
+          [false, false, true],
+        );
       });
 
       it('a combination that matches nothing: empty pages with tokens, then null', async () => {
         const pages = await boundedWalk(key, { types: ['mail.complained'], mailbox_ids: ['mbx_1', 'mbx_2'] }, []);
-        assert.deepEqual(pages.map((p) => p.events.length), [0, 0, 0]);
+        assert.deepEqual(
+          pages.map((p) => p.events.length),
+          [0, 0, 0],
+        );
       });
 
       it('over MCP, the French text of an empty or short page with a token says the listing goes on, with the token', async () => {
         const filters = { types: ['mail.bounced'], mailbox_ids: [SPARSE], limit: 100 };
         const first = (await rawToolCall(server.url, key, 'list_events', JSON.stringify(filters))).body.result;
         assert.equal(first.structuredContent.events.length, 1);
-        assert.match(first.content[0].text, /D’autres événements plus anciens peuvent correspondre : rappelez list_events avec les mêmes filtres et page_token = \S+$/);
+        assert.match(
+          first.content[0].text,
+          /D’autres événements plus anciens peuvent correspondre : rappelez list_events avec les mêmes filtres et page_token = \S+$/,
+        );
         const token = first.structuredContent.next_page_token;
         const empty = (await rawToolCall(server.url, key, 'list_events', JSON.stringify({ ...filters, page_token: token }))).body.result;
         assert.deepEqual(empty.structuredContent.events, []);
@@ -184,14 +235,21 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const many = (await server.key(ws, ['read'], [SPARSE, ...Array.from({ length: MERGE_MAX }, (_, i) => `mbx_none${i}`)])).key;
         await boundedWalk(many, {}, bounces);
         const one = (await server.key(ws, ['read'], [SPARSE])).key;
-        assert.deepEqual(await walk(one, { limit: 100 }).then((ps) => ps.map((p) => p.events.map((e) => e.id))), [bounces], 'one call, every match');
+        assert.deepEqual(
+          await walk(one, { limit: 100 }).then((ps) => ps.map((p) => p.events.map((e) => e.id))),
+          [bounces],
+          'one call, every match',
+        );
       });
 
       it('types alone, or mailboxes alone, cost what they return: one call, however far back', async () => {
         for (const filters of [{ types: ['mail.bounced'] }, { mailbox_ids: [SPARSE] }, { types: ['mail.complained'] }]) {
           const pages = await walk(key, { ...filters, limit: 100 });
           assert.equal(pages.length, 1, JSON.stringify(filters));
-          assert.deepEqual(pages[0]!.events.map((e) => e.id), filters.types?.[0] === 'mail.complained' ? [] : bounces);
+          assert.deepEqual(
+            pages[0]!.events.map((e) => e.id),
+            filters.types?.[0] === 'mail.complained' ? [] : bounces,
+          );
         }
       });
 
@@ -201,7 +259,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
         // 600 events deep in the feed, one of them the old bounce: one call.
         const narrow = { occurred_after: new Date(BASE).toISOString(), occurred_before: new Date(BASE + 600 * 60_000).toISOString() };
         const pages = await walk(key, { ...narrow, limit: 500 });
-        assert.deepEqual(pages.map((p) => p.events.length), [500, 100]);
+        assert.deepEqual(
+          pages.map((p) => p.events.length),
+          [500, 100],
+        );
         assert.equal(pages[1]!.events.at(-1).id, [...seqOf].find(([, seq]) => seq === 1)![0]);
       });
 
@@ -209,12 +270,29 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const w = await server.workspace();
         const k = (await server.key(w, ['read'])).key;
         const old = { now: () => new Date(BASE) };
-        await server.db.transaction((trx) => publish(trx, w, Array.from({ length: 15_000 }, (_, i) => sampleEvent('mbx_a', i)), old));
-        await server.db.transaction((trx) => publish(trx, w, Array.from({ length: 100 }, (_, i) => sampleEvent('mbx_a', i))));
+        await server.db.transaction((trx) =>
+          publish(
+            trx,
+            w,
+            Array.from({ length: 15_000 }, (_, i) => sampleEvent('mbx_a', i)),
+            old,
+          ),
+        );
+        await server.db.transaction((trx) =>
+          publish(
+            trx,
+            w,
+            Array.from({ length: 100 }, (_, i) => sampleEvent('mbx_a', i)),
+          ),
+        );
         const pruned = await pruneWorkspace(server.db, kindNamed(kind).sql, w, BASE + 1, 5000);
         assert.equal(pruned.prunedThrough, 15_000);
         const pages = await walk(k, { types: ['mail.bounced'], mailbox_ids: ['mbx_a'], limit: 100 });
-        assert.deepEqual(pages.map((p) => [p.events.length, p.next_page_token]), [[0, null]], 'one call: nothing is left below the watermark');
+        assert.deepEqual(
+          pages.map((p) => [p.events.length, p.next_page_token]),
+          [[0, null]],
+          'one call: nothing is left below the watermark',
+        );
       });
     });
   });

@@ -32,9 +32,17 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const db = store.knex;
       try {
         for (let i = 0; i < EVENTS; i += 50) {
-          await db.transaction((trx) => publish(trx, workspaceId, Array.from({ length: 50 }, (_, j) => largeEvent(`mbx_${(i + j) % 5}`, i + j))));
+          await db.transaction((trx) =>
+            publish(
+              trx,
+              workspaceId,
+              Array.from({ length: 50 }, (_, j) => largeEvent(`mbx_${(i + j) % 5}`, i + j)),
+            ),
+          );
         }
-        ids = (await db('events').select('id').where('workspace_id', workspaceId).orderBy('seq', 'desc')).map((row: { id: string }) => row.id);
+        ids = (await db('events').select('id').where('workspace_id', workspaceId).orderBy('seq', 'desc')).map(
+          (row: { id: string }) => row.id,
+        );
       } finally {
         await store.close();
       }
@@ -64,7 +72,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
         assert.equal(status, 200, text.slice(0, 300));
         assert.ok(eventsBytes(text) <= PAGE_MAX_BYTES, `${eventsBytes(text)} bytes of events`);
         const page = JSON.parse(text);
-        assert.deepEqual(page.events.map((e: { id: string }) => e.id), ids.slice(0, page.events.length));
+        assert.deepEqual(
+          page.events.map((e: { id: string }) => e.id),
+          ids.slice(0, page.events.length),
+        );
         assert.equal(typeof page.next_page_token, 'string');
       }
     });

@@ -58,12 +58,21 @@ const CASES: Array<[string, Filters, number, boolean?]> = [
   ['a large time window and a type', { ...none, occurredFromMs: T0, types: ['mail.received'] }, page + WINDOW_MAX + 1 + SCAN_MAX, true],
 ];
 
-const query = (f: Filters, beforeSeq: number | null): SearchQuery => ({ workspaceId: WS, ...f, beforeSeq, limit: LIMIT, maxBytes: PAGE_MAX_BYTES });
+const query = (f: Filters, beforeSeq: number | null): SearchQuery => ({
+  workspaceId: WS,
+  ...f,
+  beforeSeq,
+  limit: LIMIT,
+  maxBytes: PAGE_MAX_BYTES,
+});
 
 async function fill(db: Knex, kind: 'sqlite' | 'postgres'): Promise<void> {
   await db('workspaces').insert({ id: WS, name: 'plans', verified: true, created_at: 0 });
   await db('feed_counters').insert({ workspace_id: WS, last_seq: N });
-  const series = kind === 'postgres' ? `generate_series(1, ${N}) g` : `(WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < ${N}) SELECT g FROM s)`;
+  const series =
+    kind === 'postgres'
+      ? `generate_series(1, ${N}) g`
+      : `(WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < ${N}) SELECT g FROM s)`;
   // On Postgres the events spread over the partitions of five weeks, as a 30-day retention keeps them.
   const from = Date.now() - 5 * WEEK_MS;
   const step = Math.floor((5 * WEEK_MS) / N);
@@ -119,7 +128,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
       }
 
       it('the table was never analyzed', async () => {
-        const stats = (await db.raw(`SELECT last_analyze, last_autoanalyze FROM pg_stat_user_tables WHERE relid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass)`)).rows;
+        const stats = (
+          await db.raw(
+            `SELECT last_analyze, last_autoanalyze FROM pg_stat_user_tables WHERE relid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass)`,
+          )
+        ).rows;
         assert.ok(stats.length >= 5, `${stats.length} partitions`);
         for (const row of stats) assert.deepEqual(row, { last_analyze: null, last_autoanalyze: null });
       });
@@ -177,7 +190,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
           try {
             const lines = [...prepared]
               .filter((sql) => /\bevents\b/.test(sql) && /^\s*(SELECT|WITH)/i.test(sql))
-              .flatMap((sql) => (reader.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...nulls(sql)) as Array<{ detail: string }>).map((row) => `${row.detail}    [${sql.slice(0, 60)}…]`));
+              .flatMap((sql) =>
+                (reader.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...nulls(sql)) as Array<{ detail: string }>).map(
+                  (row) => `${row.detail}    [${sql.slice(0, 60)}…]`,
+                ),
+              );
             return { lines, continueBelow: result.continueBelow ?? null };
           } finally {
             reader.close();
@@ -201,7 +218,12 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const search = /^SEARCH (events|e) USING .*INDEX \S+ \((.*)\)/.exec(line);
         if (!search) return !/^SCAN (events|e)\b/.test(line) && !/AUTOMATIC/.test(line);
         const constraints = search[2]!;
-        return /seq=\?/.test(constraints) || (/seq>\?/.test(constraints) && /seq<\?/.test(constraints)) || /(type|mailbox_id)=\?/.test(constraints) || /occurred_at_ms[<>]/.test(constraints);
+        return (
+          /seq=\?/.test(constraints) ||
+          (/seq>\?/.test(constraints) && /seq<\?/.test(constraints)) ||
+          /(type|mailbox_id)=\?/.test(constraints) ||
+          /occurred_at_ms[<>]/.test(constraints)
+        );
       }
 
       for (const statistics of ['without statistics', 'after ANALYZE']) {
@@ -218,7 +240,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
                 assert.deepEqual(unbounded, [], `${label} below ${beforeSeq ?? 'the head'}:\n${lines.join('\n')}`);
                 if (scan && continueBelow !== null) {
                   // A bounded scan: it stopped looking within SCAN_MAX events of where it started.
-                  assert.ok(continueBelow >= (beforeSeq ?? N + 1) - SCAN_MAX, `${label}: the call stopped within SCAN_MAX (${continueBelow})`);
+                  assert.ok(
+                    continueBelow >= (beforeSeq ?? N + 1) - SCAN_MAX,
+                    `${label}: the call stopped within SCAN_MAX (${continueBelow})`,
+                  );
                 }
               }
             });

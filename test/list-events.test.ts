@@ -181,7 +181,9 @@ for (const { kind, create, skip } of await databaseKinds()) {
       }
       const other = await server.workspace();
       otherKey = (await server.key(other, ['read'])).key;
-      await server.db.transaction((trx) => publish(trx, other, [sampleEvent('mbx_a', 1), sampleEvent('mbx_a', 2), sampleEvent('mbx_b', 3)]));
+      await server.db.transaction((trx) =>
+        publish(trx, other, [sampleEvent('mbx_a', 1), sampleEvent('mbx_a', 2), sampleEvent('mbx_b', 3)]),
+      );
     });
     after(async () => {
       await server?.stop();
@@ -194,8 +196,16 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const page = assertPage(res);
         assert.deepEqual(page.events, all.slice(-100).reverse());
         assert.equal(typeof page.next_page_token, 'string');
-        const stored: Array<{ envelope: string }> = await server.db('events').select('envelope').where('workspace_id', ws).orderBy('seq', 'desc').limit(100);
-        assert.equal(res.text, `{"events":[${stored.map((r) => r.envelope).join(',')}],"next_page_token":${JSON.stringify(page.next_page_token)}}`);
+        const stored: Array<{ envelope: string }> = await server
+          .db('events')
+          .select('envelope')
+          .where('workspace_id', ws)
+          .orderBy('seq', 'desc')
+          .limit(100);
+        assert.equal(
+          res.text,
+          `{"events":[${stored.map((r) => r.envelope).join(',')}],"next_page_token":${JSON.stringify(page.next_page_token)}}`,
+        );
         assert.equal((await server.post(LIST, undefined, readKey)).text, res.text);
         assert.equal((await server.post(LIST, '', readKey)).text, res.text);
         assert.equal((await server.post(LIST, {}, readKey)).text, res.text, 'deterministic, token included');
@@ -216,7 +226,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const empty = await server.workspace();
         const { key } = await server.key(empty, ['read']);
         assert.equal((await server.post(LIST, {}, key)).text, '{"events":[],"next_page_token":null}');
-        assert.deepEqual(assertPage(await server.post(LIST, { mailbox_ids: ['mbx_nobody'] }, readKey)), { events: [], next_page_token: null });
+        assert.deepEqual(assertPage(await server.post(LIST, { mailbox_ids: ['mbx_nobody'] }, readKey)), {
+          events: [],
+          next_page_token: null,
+        });
         const at = '2026-03-01T00:00:00Z';
         assert.deepEqual(assertPage(await server.post(LIST, { occurred_after: at, occurred_before: at }, readKey)).events, []);
       });
@@ -235,7 +248,13 @@ for (const { kind, create, skip } of await databaseKinds()) {
       it('events emitted between pages appear on no later page (older pages stay stable)', async () => {
         const w = await server.workspace();
         const { key } = await server.key(w, ['read']);
-        const first = await server.db.transaction((trx) => publish(trx, w, Array.from({ length: 6 }, (_, i) => sampleEvent('mbx_a', i))));
+        const first = await server.db.transaction((trx) =>
+          publish(
+            trx,
+            w,
+            Array.from({ length: 6 }, (_, i) => sampleEvent('mbx_a', i)),
+          ),
+        );
         const p1 = assertPage(await server.post(LIST, { limit: 3 }, key));
         await server.db.transaction((trx) => publish(trx, w, [sampleEvent('mbx_a', 99)]));
         const p2 = assertPage(await server.post(LIST, { limit: 3, page_token: p1.next_page_token }, key));
@@ -261,11 +280,29 @@ for (const { kind, create, skip } of await databaseKinds()) {
         ['occurred_before (backfilled only)', { occurred_before: iso(BASE) }],
         ['occurred_before (most)', { occurred_before: iso(BASE + 900 * 60_000) }],
         ['narrow window', { occurred_after: T0, occurred_before: T1 }],
-        ['wide window + types', { occurred_after: iso(BASE - 2000 * 3_600_000), occurred_before: iso(BASE + 5000 * 60_000), types: ['mail.deferred', 'mail.bounced'] }],
+        [
+          'wide window + types',
+          {
+            occurred_after: iso(BASE - 2000 * 3_600_000),
+            occurred_before: iso(BASE + 5000 * 60_000),
+            types: ['mail.deferred', 'mail.bounced'],
+          },
+        ],
         ['wide window + mailboxes', { occurred_after: iso(BASE - 2000 * 3_600_000), mailbox_ids: ['mbx_a', 'mbx_b'] }],
-        ['narrow window + type + mailbox', { occurred_after: T0, occurred_before: T1, types: ['mail.received', 'mail.sent'], mailbox_ids: ['mbx_b'] }],
+        [
+          'narrow window + type + mailbox',
+          { occurred_after: T0, occurred_before: T1, types: ['mail.received', 'mail.sent'], mailbox_ids: ['mbx_b'] },
+        ],
         ['type + mailboxes', { types: ['mail.delivered'], mailbox_ids: ['mbx_a', 'mbx_b', 'mbx_c'] }],
-        ['everything', { types: ['mail.bounced', 'mail.rejected'], mailbox_ids: ['mbx_c'], occurred_after: iso(BASE - 500 * 3_600_000), occurred_before: iso(BASE + 800 * 60_000) }],
+        [
+          'everything',
+          {
+            types: ['mail.bounced', 'mail.rejected'],
+            mailbox_ids: ['mbx_c'],
+            occurred_after: iso(BASE - 500 * 3_600_000),
+            occurred_before: iso(BASE + 800 * 60_000),
+          },
+        ],
       ];
       for (const [label, f] of cases) {
         it(`${label}: the matching events of event_feed, reversed, with any limit`, async () => {
@@ -286,12 +323,22 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const exact = all[500]; // occurred at 08:20:00.123Z
         assert.equal(exact.occurred_at, '2026-03-01T08:20:00.123Z');
         const window = async (f: Filters) => ids(assertPage(await server.post(LIST, { ...f, limit: 500 }, readKey)).events);
-        assert.deepEqual(await window({ occurred_after: '2026-03-01T08:20:00.123Z', occurred_before: '2026-03-01T08:20:00.124Z' }), [exact.id]);
-        assert.deepEqual(await window({ occurred_after: '2026-03-01T08:20:00.1229999Z', occurred_before: '2026-03-01T08:20:00.1230001Z' }), [exact.id]);
+        assert.deepEqual(await window({ occurred_after: '2026-03-01T08:20:00.123Z', occurred_before: '2026-03-01T08:20:00.124Z' }), [
+          exact.id,
+        ]);
+        assert.deepEqual(
+          await window({ occurred_after: '2026-03-01T08:20:00.1229999Z', occurred_before: '2026-03-01T08:20:00.1230001Z' }),
+          [exact.id],
+        );
         assert.deepEqual(await window({ occurred_after: '2026-03-01T08:20:00.1230001Z', occurred_before: '2026-03-01T08:21:00Z' }), []);
         assert.deepEqual(await window({ occurred_after: '2026-03-01T08:20:00Z', occurred_before: '2026-03-01T08:20:00.123Z' }), []);
-        assert.deepEqual(await window({ occurred_after: '2026-03-01T08:20:00Z', occurred_before: '2026-03-01T08:20:00.12300001Z' }), [exact.id]);
-        const ties = all.slice(600, 605).map((e) => e.id).reverse();
+        assert.deepEqual(await window({ occurred_after: '2026-03-01T08:20:00Z', occurred_before: '2026-03-01T08:20:00.12300001Z' }), [
+          exact.id,
+        ]);
+        const ties = all
+          .slice(600, 605)
+          .map((e) => e.id)
+          .reverse();
         assert.deepEqual(await window({ occurred_after: iso(BASE + 600 * 60_000), occurred_before: iso(BASE + 600 * 60_000 + 1) }), ties);
       });
 
@@ -310,7 +357,13 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const texts = new Set<string>();
         for (const s of spellings) {
           const res = await server.post(LIST, { occurred_after: s, occurred_before: '2026-03-01T04:00:00Z', limit: 500 }, readKey);
-          assert.deepEqual(ids(assertPage(res, s).events), ids(all.filter((e) => matches(e, { occurred_after: '2026-03-01T02:00:00Z', occurred_before: '2026-03-01T04:00:00Z' })).reverse()), s);
+          assert.deepEqual(
+            ids(assertPage(res, s).events),
+            ids(
+              all.filter((e) => matches(e, { occurred_after: '2026-03-01T02:00:00Z', occurred_before: '2026-03-01T04:00:00Z' })).reverse(),
+            ),
+            s,
+          );
           texts.add(res.text);
         }
         assert.equal(texts.size, 1, 'same events, same token');
@@ -318,8 +371,14 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
       it('refuses impossible or contradictory times with 400, never 500', async () => {
         const cases: Array<[Record<string, unknown>, RegExp]> = [
-          [{ occurred_after: '2026-03-02T00:00:00Z', occurred_before: '2026-03-01T00:00:00Z' }, /occurred_after must not be later than occurred_before/],
-          [{ occurred_after: '2026-03-01T00:00:00.0002Z', occurred_before: '2026-03-01T00:00:00.0001Z' }, /occurred_after must not be later/],
+          [
+            { occurred_after: '2026-03-02T00:00:00Z', occurred_before: '2026-03-01T00:00:00Z' },
+            /occurred_after must not be later than occurred_before/,
+          ],
+          [
+            { occurred_after: '2026-03-01T00:00:00.0002Z', occurred_before: '2026-03-01T00:00:00.0001Z' },
+            /occurred_after must not be later/,
+          ],
           [{ occurred_after: '2016-12-31T23:59:60Z' }, /occurred_after "2016-12-31T23:59:60Z" is not a representable UTC date-time/],
           [{ occurred_before: '2017-01-01T00:59:60+01:00' }, /occurred_before .* leap second/],
           [{ occurred_after: '2026-02-30T00:00:00Z' }, /occurred_after must be a valid date-time/],
@@ -329,9 +388,19 @@ for (const { kind, create, skip } of await databaseKinds()) {
           [{ occurred_before: '2026-03-01T00:00:00+24:00' }, /occurred_before must be a valid date-time/],
           [{ occurred_before: `2026-03-01T00:00:00.${'1'.repeat(20)}Z` }, /occurred_before/],
         ];
-        for (const [body, pattern] of cases) assertError(await server.post(LIST, body, readKey), 400, 'invalid_argument', pattern, JSON.stringify(body));
+        for (const [body, pattern] of cases)
+          assertError(await server.post(LIST, body, readKey), 400, 'invalid_argument', pattern, JSON.stringify(body));
         // Extreme but valid: year 0000 and 9999 with offsets.
-        assert.equal(assertPage(await server.post(LIST, { occurred_after: '0000-01-01T00:00:00+23:59', occurred_before: '9999-12-31T23:59:59.999-23:59', limit: 1 }, readKey)).events.length, 1);
+        assert.equal(
+          assertPage(
+            await server.post(
+              LIST,
+              { occurred_after: '0000-01-01T00:00:00+23:59', occurred_before: '9999-12-31T23:59:59.999-23:59', limit: 1 },
+              readKey,
+            ),
+          ).events.length,
+          1,
+        );
       });
     });
 
@@ -342,7 +411,12 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const expected = all.filter((e) => matches(e, f)).reverse();
         const p2 = assertPage(await server.post(LIST, { ...f, limit: 9, page_token: p1.next_page_token }, readKey));
         assert.deepEqual(ids([...p1.events, ...p2.events]), ids(expected.slice(0, 14)));
-        const same = { types: ['mail.bounced', 'mail.sent'], occurred_after: '2026-03-01T01:00:00+01:00', limit: 9, page_token: p1.next_page_token };
+        const same = {
+          types: ['mail.bounced', 'mail.sent'],
+          occurred_after: '2026-03-01T01:00:00+01:00',
+          limit: 9,
+          page_token: p1.next_page_token,
+        };
         assert.deepEqual(assertPage(await server.post(LIST, same, readKey)), p2);
 
         for (const other of [
@@ -352,7 +426,13 @@ for (const { kind, create, skip } of await databaseKinds()) {
           { ...f, mailbox_ids: ['mbx_a'] },
           { ...f, occurred_after: '2026-03-01T00:00:00.001Z' },
         ]) {
-          assertError(await server.post(LIST, { ...other, page_token: p1.next_page_token }, readKey), 400, 'invalid_argument', /page_token was issued for other filters/, JSON.stringify(other));
+          assertError(
+            await server.post(LIST, { ...other, page_token: p1.next_page_token }, readKey),
+            400,
+            'invalid_argument',
+            /page_token was issued for other filters/,
+            JSON.stringify(other),
+          );
         }
       });
 
@@ -408,7 +488,13 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const { key } = await server.key(ws, ['read'], ['mbx_a', 'mbx_b']);
         for (const mailbox_ids of [['mbx_c'], ['mbx_a', 'mbx_c'], ['mbx_zz', 'mbx_a']]) {
           const outside = mailbox_ids.find((m) => m !== 'mbx_a' && m !== 'mbx_b')!;
-          const message = assertError(await server.post(LIST, { mailbox_ids }, key), 403, 'forbidden', undefined, JSON.stringify(mailbox_ids));
+          const message = assertError(
+            await server.post(LIST, { mailbox_ids }, key),
+            403,
+            'forbidden',
+            undefined,
+            JSON.stringify(mailbox_ids),
+          );
           assert.ok(message.includes(`"${outside}"`), message);
         }
         const none = await server.key(ws, ['read'], []);
@@ -433,7 +519,13 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
       it('limit is an integer from 1 to 500, 100 by default', async () => {
         for (const limit of ['0', '501', '-1', '1.5', '"10"', 'null', 'true', '1e400']) {
-          assertError(await server.post(LIST, `{"limit":${limit}}`, readKey), 400, 'invalid_argument', /^limit must be an integer between 1 and 500$/, limit);
+          assertError(
+            await server.post(LIST, `{"limit":${limit}}`, readKey),
+            400,
+            'invalid_argument',
+            /^limit must be an integer between 1 and 500$/,
+            limit,
+          );
         }
         assert.equal(assertPage(await server.post(LIST, { limit: 1 }, readKey)).events.length, 1);
         assert.equal(assertPage(await server.post(LIST, { limit: 500 }, readKey)).events.length, 500);
@@ -468,10 +560,23 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const rand = random(kind === 'sqlite' ? 7 : 11);
         const pick = <T>(values: readonly T[]) => values[Math.floor(rand() * values.length)]!;
         const subset = <T>(values: readonly T[]) => values.filter(() => rand() < 0.4);
-        const times = [BASE - 1200 * 3_600_000, BASE - 50 * 3_600_000, BASE, BASE + 100 * 60_000, BASE + 130 * 60_000, BASE + 600 * 60_000, BASE + 2000 * 60_000];
+        const times = [
+          BASE - 1200 * 3_600_000,
+          BASE - 50 * 3_600_000,
+          BASE,
+          BASE + 100 * 60_000,
+          BASE + 130 * 60_000,
+          BASE + 600 * 60_000,
+          BASE + 2000 * 60_000,
+        ];
         for (let round = 0; round < 80; round++) {
           const types = rand() < 0.5 ? null : subset(TYPES).sort();
-          const mailboxes = rand() < 0.4 ? null : rand() < 0.1 ? ['mbx_a', ...Array.from({ length: 35 }, (_, i) => `mbx_y${i}`)] : subset(['mbx_a', 'mbx_b', 'mbx_c', 'mbx_d']);
+          const mailboxes =
+            rand() < 0.4
+              ? null
+              : rand() < 0.1
+                ? ['mbx_a', ...Array.from({ length: 35 }, (_, i) => `mbx_y${i}`)]
+                : subset(['mbx_a', 'mbx_b', 'mbx_c', 'mbx_d']);
           let from = rand() < 0.5 ? null : pick(times) + Math.floor(rand() * 3) * 60_000;
           let until = rand() < 0.5 ? null : pick(times) + Math.floor(rand() * 90) * 60_000;
           if (from !== null && until !== null && from > until) [from, until] = [until, from];
@@ -485,12 +590,29 @@ for (const { kind, create, skip } of await databaseKinds()) {
           let beforeSeq: number | null = null;
           for (let calls = 0; ; calls++) {
             assert.ok(calls < 1000, 'the listing ends');
-            const q: SearchQuery = { workspaceId: ws, types, mailboxes, occurredFromMs: from, occurredBeforeMs: until, beforeSeq, limit, maxBytes: PAGE_MAX_BYTES };
+            const q: SearchQuery = {
+              workspaceId: ws,
+              types,
+              mailboxes,
+              occurredFromMs: from,
+              occurredBeforeMs: until,
+              beforeSeq,
+              limit,
+              maxBytes: PAGE_MAX_BYTES,
+            };
             const page = await server.store.searchEvents(q);
             const events = JSON.parse(`[${page.bytes.toString('utf8')}]`) as Array<{ id: string; type: string; occurred_at: string }>;
             assert.equal(page.count, events.length);
-            assert.deepEqual(page.types, events.map((e) => e.type), 'facts: types in page order');
-            assert.deepEqual(page.occurredAtMs, events.map((e) => Date.parse(e.occurred_at)), 'facts: times in page order');
+            assert.deepEqual(
+              page.types,
+              events.map((e) => e.type),
+              'facts: types in page order',
+            );
+            assert.deepEqual(
+              page.occurredAtMs,
+              events.map((e) => Date.parse(e.occurred_at)),
+              'facts: times in page order',
+            );
             got.push(...events.map((e) => e.id));
             if (page.continueBelow === null) break;
             beforeSeq = page.continueBelow;
@@ -515,7 +637,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
             assert.match(text, /^Aucun événement/);
             break;
           }
-          assert.match(text, new RegExp(`^${events.length} événements? \\(types : mail\\.bounced\\)(, du plus récent au plus ancien)?\\.\n`));
+          assert.match(
+            text,
+            new RegExp(`^${events.length} événements? \\(types : mail\\.bounced\\)(, du plus récent au plus ancien)?\\.\n`),
+          );
           assert.match(text, /mail\.bounced \(message rejeté par le destinataire \(rebond\)\) : \d+/);
           assert.match(text, /^(Le plus récent est survenu le .*, le plus ancien le .*|(Tous survenus|Survenu) le .*) \(UTC\)\.$/m);
           if (next_page_token) {
@@ -536,18 +661,71 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const token = assertPage(await server.post(LIST, { limit: 3 }, readKey)).next_page_token!;
         const typedToken = assertPage(await server.post(LIST, { types: ['mail.bounced'], limit: 3 }, readKey)).next_page_token!;
         const foreign = assertPage(await server.post(LIST, { limit: 1 }, otherKey)).next_page_token!;
-        const dates = ['"2026-03-01T00:00:00Z"', '"2026-03-01t00:00:00z"', '"2026-03-01T01:00:00+01:00"', '"2026-03-01T01:00:00+0100"',
-          '"2026-03-01T01:00:00+01"', '"2026-03-01 00:00:00Z"', '"2026-03-01\\t00:00:00Z"', '"2026-03-01\\u00a000:00:00Z"', '"2016-12-31T23:59:60Z"',
-          '"2016-12-31T23:59:60.5Z"', '"2017-01-01T00:59:60+01:00"', '"2026-03-01T23:59:60Z"', '"2026-02-30T00:00:00Z"', '"2024-02-29T12:00:00Z"',
-          '"2026-03-01T00:00:00.123456789Z"', '"2026-03-01T00:00:00.Z"', '"2026-03-01T00:00:00,5Z"', '"2026-03-01T00:00:00"', '"2026-03-01"',
-          '"2026-03-01T24:00:00Z"', '"0000-01-01T00:00:00Z"', '"9999-12-31T23:59:59.999-23:59"', '"2026-03-01T00:00:00+24:00"', '"20260301T000000Z"',
-          '"2026-03-01TT00:00:00Z"', '"２０２６-03-01T00:00:00Z"', `"${'2'.repeat(36)}"`, '""', '123', 'null'];
-        const types = ['["mail.bounced"]', '["mail.*"]', '["mail.sent","mail.bounced"]', '[]', '["mail.unknown"]',
-          '["*"]', '["MAIL.BOUNCED"]', '"mail.bounced"', '[1]', '["mail.*.*"]', '["other.*"]'];
-        const mailboxes = ['["mbx_a"]', '["mbx_a","mbx_b"]', '["mbx_zz"]', '[]', '["mbx_"]', '["inbox"]',
-          JSON.stringify(Array.from({ length: 101 }, (_, i) => `mbx_${i}`)), '"mbx_a"'];
-        const tokens = [token, typedToken, foreign, token.slice(0, -3), `${token.slice(0, 5)}${token[5] === 'A' ? 'B' : 'A'}${token.slice(6)}`, 'x', '', 'x'.repeat(1025)]
-          .map((t) => JSON.stringify(t));
+        const dates = [
+          '"2026-03-01T00:00:00Z"',
+          '"2026-03-01t00:00:00z"',
+          '"2026-03-01T01:00:00+01:00"',
+          '"2026-03-01T01:00:00+0100"',
+          '"2026-03-01T01:00:00+01"',
+          '"2026-03-01 00:00:00Z"',
+          '"2026-03-01\\t00:00:00Z"',
+          '"2026-03-01\\u00a000:00:00Z"',
+          '"2016-12-31T23:59:60Z"',
+          '"2016-12-31T23:59:60.5Z"',
+          '"2017-01-01T00:59:60+01:00"',
+          '"2026-03-01T23:59:60Z"',
+          '"2026-02-30T00:00:00Z"',
+          '"2024-02-29T12:00:00Z"',
+          '"2026-03-01T00:00:00.123456789Z"',
+          '"2026-03-01T00:00:00.Z"',
+          '"2026-03-01T00:00:00,5Z"',
+          '"2026-03-01T00:00:00"',
+          '"2026-03-01"',
+          '"2026-03-01T24:00:00Z"',
+          '"0000-01-01T00:00:00Z"',
+          '"9999-12-31T23:59:59.999-23:59"',
+          '"2026-03-01T00:00:00+24:00"',
+          '"20260301T000000Z"',
+          '"2026-03-01TT00:00:00Z"',
+          '"２０２６-03-01T00:00:00Z"',
+          `"${'2'.repeat(36)}"`,
+          '""',
+          '123',
+          'null',
+        ];
+        const types = [
+          '["mail.bounced"]',
+          '["mail.*"]',
+          '["mail.sent","mail.bounced"]',
+          '[]',
+          '["mail.unknown"]',
+          '["*"]',
+          '["MAIL.BOUNCED"]',
+          '"mail.bounced"',
+          '[1]',
+          '["mail.*.*"]',
+          '["other.*"]',
+        ];
+        const mailboxes = [
+          '["mbx_a"]',
+          '["mbx_a","mbx_b"]',
+          '["mbx_zz"]',
+          '[]',
+          '["mbx_"]',
+          '["inbox"]',
+          JSON.stringify(Array.from({ length: 101 }, (_, i) => `mbx_${i}`)),
+          '"mbx_a"',
+        ];
+        const tokens = [
+          token,
+          typedToken,
+          foreign,
+          token.slice(0, -3),
+          `${token.slice(0, 5)}${token[5] === 'A' ? 'B' : 'A'}${token.slice(6)}`,
+          'x',
+          '',
+          'x'.repeat(1025),
+        ].map((t) => JSON.stringify(t));
         const limits = ['1', '100', '500', '0', '501', '1.5', '"5"', 'null', '5e1'];
         const extras = ['"foo":1', '"__proto__":{}', '"Types":["mail.bounced"]', '"after":"x"', '"":1'];
         const corpus = ['{}'];
@@ -557,10 +735,13 @@ for (const { kind, create, skip } of await databaseKinds()) {
         for (const t of tokens) corpus.push(`{"page_token":${t},"limit":2}`, `{"types":["mail.bounced"],"page_token":${t},"limit":2}`);
         for (const l of limits) corpus.push(`{"limit":${l}}`);
         for (const e of extras) corpus.push(`{${e}}`, `{"limit":2,${e}}`);
-        corpus.push('{"occurred_after":"2026-03-02T00:00:00Z","occurred_before":"2026-03-01T00:00:00Z"}',
+        corpus.push(
+          '{"occurred_after":"2026-03-02T00:00:00Z","occurred_before":"2026-03-01T00:00:00Z"}',
           '{"occurred_after":"2026-03-01T00:00:00Z","occurred_before":"2026-03-01T00:00:00Z"}',
           '{"occurred_after":"2026-03-01T01:00:00+01:00","occurred_before":"2026-03-01T00:30:00Z","types":["mail.*"]}',
-          '{"limit":5,"limit":6}', '{"types":["mail.sent"],"mailbox_ids":["mbx_b"],"occurred_after":"2026-03-01T00:00:00Z","limit":4}');
+          '{"limit":5,"limit":6}',
+          '{"types":["mail.sent"],"mailbox_ids":["mbx_b"],"occurred_after":"2026-03-01T00:00:00Z","limit":4}',
+        );
         assert.ok(corpus.length >= 100, `corpus has ${corpus.length} cases`);
 
         const scoped = (await server.key(ws, ['read'], ['mbx_a'])).key;

@@ -61,7 +61,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const res = await held;
       assert.equal(res.status, 200, res.text);
       assert.equal(res.headers.get('preference-applied'), 'wait=10');
-      assert.deepEqual(res.json.events.map((e: any) => e.id), [emitted.id]);
+      assert.deepEqual(
+        res.json.events.map((e: any) => e.id),
+        [emitted.id],
+      );
       assert.ok(res.ms < 5000, `answered when the event came, not at the end of the wait (${res.ms} ms)`);
       assert.equal(server.services.heldReads.held, 0, 'its slot is given back');
     });
@@ -101,7 +104,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       }
     });
 
-    it('wakes a key restricted to mailboxes only for its own mailboxes\' events', async () => {
+    it("wakes a key restricted to mailboxes only for its own mailboxes' events", async () => {
       const restricted = (await server.key(ws, ['read'], ['mbx_b'])).key;
       const cursor = await head(server, restricted);
       const held = poll(server, restricted, { after: cursor }, 'wait=10');
@@ -112,12 +115,20 @@ for (const { kind, create, skip } of await databaseKinds()) {
       assert.equal(server.services.heldReads.held, 1, 'still held after events of other mailboxes');
       const mine = await emit(server, writeKey, 'mbx_b', 6);
       const res = await held;
-      assert.deepEqual(res.json.events.map((e: any) => e.id), [mine.id], 'only its own event');
+      assert.deepEqual(
+        res.json.events.map((e: any) => e.id),
+        [mine.id],
+        'only its own event',
+      );
     });
 
-    it('holds many polls of one workspace without spending the memory budget or the key\'s rate', async () => {
+    it("holds many polls of one workspace without spending the memory budget or the key's rate", async () => {
       // With a rate limit a page reserves 15 tokens: twelve held polls would owe 180 of a burst of 40.
-      const limited = await startTestServer(server.database, { RATE_LIMIT_PER_SECOND: '20', RATE_LIMIT_BURST: '40', HELD_READS_PER_KEY: '12' });
+      const limited = await startTestServer(server.database, {
+        RATE_LIMIT_PER_SECOND: '20',
+        RATE_LIMIT_BURST: '40',
+        HELD_READS_PER_KEY: '12',
+      });
       try {
         const cursor = await head(limited, readKey);
         // One after the other, each once the one before is held: twelve held at once would owe 192
@@ -130,7 +141,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const emitted = await emit(limited, writeKey, 'mbx_a', 7);
         for (const res of await Promise.all(polls)) {
           assert.equal(res.status, 200, res.text);
-          assert.deepEqual(res.json.events.map((e: any) => e.id), [emitted.id]);
+          assert.deepEqual(
+            res.json.events.map((e: any) => e.id),
+            [emitted.id],
+          );
         }
       } finally {
         await limited.close();
@@ -138,11 +152,16 @@ for (const { kind, create, skip } of await databaseKinds()) {
       }
     });
 
-    it('refuses a held read past the key\'s bound with 429 and Retry-After; others keys still hold', async () => {
+    it("refuses a held read past the key's bound with 429 and Retry-After; others keys still hold", async () => {
       const cursor = await head(server, readKey);
       const gone = new AbortController();
       const polls = Array.from({ length: 12 }, () =>
-        fetch(server.url + FEED, { method: 'POST', signal: gone.signal, headers: { authorization: `Bearer ${readKey}`, prefer: 'wait=30', 'content-type': 'application/json' }, body: JSON.stringify({ after: cursor }) }).catch(() => undefined),
+        fetch(server.url + FEED, {
+          method: 'POST',
+          signal: gone.signal,
+          headers: { authorization: `Bearer ${readKey}`, prefer: 'wait=30', 'content-type': 'application/json' },
+          body: JSON.stringify({ after: cursor }),
+        }).catch(() => undefined),
       );
       await until('twelve held', () => server.services.heldReads.held === 12);
       const refused = await poll(server, readKey, { after: cursor }, 'wait=30');
@@ -162,7 +181,12 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const cursor = await head(server, readKey);
       const gone = new AbortController();
       const polls = Array.from({ length: 3 }, () =>
-        fetch(server.url + FEED, { method: 'POST', signal: gone.signal, headers: { authorization: `Bearer ${readKey}`, prefer: 'wait=30', 'content-type': 'application/json' }, body: JSON.stringify({ after: cursor }) }).catch(() => undefined),
+        fetch(server.url + FEED, {
+          method: 'POST',
+          signal: gone.signal,
+          headers: { authorization: `Bearer ${readKey}`, prefer: 'wait=30', 'content-type': 'application/json' },
+          body: JSON.stringify({ after: cursor }),
+        }).catch(() => undefined),
       );
       await until('held', () => server.services.heldReads.held === 3);
       assert.equal(server.services.memory.used, 0, 'a held poll holds no memory while it waits');
@@ -180,7 +204,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
       // server.store is a handle of its own: on SQLite another connection, as another process's would be.
       const [published] = await server.db.transaction((trx) => publish(trx, ws, [sampleEvent('mbx_a', 8)]));
       const res = await held;
-      assert.deepEqual(res.json.events.map((e: any) => e.id), [JSON.parse(published!.envelope).id]);
+      assert.deepEqual(
+        res.json.events.map((e: any) => e.id),
+        [JSON.parse(published!.envelope).id],
+      );
       assert.ok(res.ms < 5000, `${res.ms} ms`);
     });
 
@@ -196,10 +223,18 @@ for (const { kind, create, skip } of await databaseKinds()) {
         process.stdout.write(JSON.parse(p.envelope).id);
         await db.destroy();`;
       const id = await new Promise<string>((resolve, reject) =>
-        execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env: { ...process.env, URL: server.database.url, WS: ws, EVENT: JSON.stringify(sampleEvent('mbx_a', 9)) } }, (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(stdout))),
+        execFile(
+          process.execPath,
+          ['--import', 'tsx', '--input-type=module', '-e', script],
+          { env: { ...process.env, URL: server.database.url, WS: ws, EVENT: JSON.stringify(sampleEvent('mbx_a', 9)) } },
+          (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(stdout)),
+        ),
       );
       const res = await held;
-      assert.deepEqual(res.json.events.map((e: any) => e.id), [id]);
+      assert.deepEqual(
+        res.json.events.map((e: any) => e.id),
+        [id],
+      );
     });
 
     it('answers held reads at once when the server shuts down', async () => {
@@ -235,7 +270,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
         await until('held', () => a.services.heldReads.held === 1);
         const emitted = await emit(b, writeKey, 'mbx_a');
         const res = await held;
-        assert.deepEqual(res.json.events.map((e: any) => e.id), [emitted.id]);
+        assert.deepEqual(
+          res.json.events.map((e: any) => e.id),
+          [emitted.id],
+        );
         assert.ok(res.ms < 5000, `${res.ms} ms`);
       } finally {
         await a.stop();

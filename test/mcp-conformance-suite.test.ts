@@ -25,7 +25,8 @@ import { outsideTools, type OutsideTools } from './support/outside-tools.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 
 const REVISIONS = ['2025-11-25', '2026-07-28'] as const;
-const baselineFile = (revision: string) => fileURLToPath(new URL(`./fixtures/mcp-conformance/expected-failures-${revision}.yaml`, import.meta.url));
+const baselineFile = (revision: string) =>
+  fileURLToPath(new URL(`./fixtures/mcp-conformance/expected-failures-${revision}.yaml`, import.meta.url));
 
 interface Check {
   id: string;
@@ -45,7 +46,13 @@ describe('the official MCP conformance suite', { timeout: 600_000 }, () => {
     server = await startTestServer(await sqliteDatabase(), { RATE_LIMIT_PER_SECOND: '' });
     const workspace = await server.workspace();
     const key = (await server.key(workspace, ['read'])).key;
-    await server.db.transaction((trx) => publish(trx, workspace, Array.from({ length: 6 }, (_, i) => sampleEvent('mbx_a', i))));
+    await server.db.transaction((trx) =>
+      publish(
+        trx,
+        workspace,
+        Array.from({ length: 6 }, (_, i) => sampleEvent('mbx_a', i)),
+      ),
+    );
     proxy = await startBearerProxy(server.url, key);
   });
   after(async () => {
@@ -58,23 +65,31 @@ describe('the official MCP conformance suite', { timeout: 600_000 }, () => {
   /** Runs `conformance server` under Node 22; its exit code, output and each scenario's checks (by scenario name). */
   const suite = (args: string[], out: string) =>
     new Promise<{ code: number; output: string; checks: Map<string, Check[]> }>((resolve) => {
-      execFile(tools.node22, [tools.bin('conformance'), 'server', '--url', `${proxy.url}/mcp`, '-o', out, ...args], { timeout: 300_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-        const checks = new Map<string, Check[]>();
-        for (const dir of readdirSync(out, { withFileTypes: true }).filter((entry) => entry.isDirectory())) {
-          const scenario = dir.name.replace(/^server-/, '').replace(/-\d{4}-\d\d-\d\dT[\d-]+Z$/, '');
-          try {
-            checks.set(scenario, JSON.parse(readFileSync(join(out, dir.name, 'checks.json'), 'utf8')));
-          } catch {
-            // a scenario that wrote no checks
+      execFile(
+        tools.node22,
+        [tools.bin('conformance'), 'server', '--url', `${proxy.url}/mcp`, '-o', out, ...args],
+        { timeout: 300_000, maxBuffer: 64 * 1024 * 1024 },
+        (error, stdout, stderr) => {
+          const checks = new Map<string, Check[]>();
+          for (const dir of readdirSync(out, { withFileTypes: true }).filter((entry) => entry.isDirectory())) {
+            const scenario = dir.name.replace(/^server-/, '').replace(/-\d{4}-\d\d-\d\dT[\d-]+Z$/, '');
+            try {
+              checks.set(scenario, JSON.parse(readFileSync(join(out, dir.name, 'checks.json'), 'utf8')));
+            } catch {
+              // a scenario that wrote no checks
+            }
           }
-        }
-        resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, output: stdout + stderr, checks });
-      });
+          resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, output: stdout + stderr, checks });
+        },
+      );
     });
 
   for (const revision of REVISIONS) {
     it(`--requirements ${revision}: every check passes but the expected failures, and those still fail`, async () => {
-      const run = await suite(['--requirements', revision, '--expected-failures', baselineFile(revision)], mkdtempSync(join(work, `${revision}-`)));
+      const run = await suite(
+        ['--requirements', revision, '--expected-failures', baselineFile(revision)],
+        mkdtempSync(join(work, `${revision}-`)),
+      );
       const summary = run.output.slice(run.output.indexOf('=== SUMMARY ==='));
       assert.equal(run.code, 0, `the suite's verdict against the baseline:\n${summary.slice(-6000)}`);
       assert.match(summary, /Baseline check passed/);
@@ -83,13 +98,18 @@ describe('the official MCP conformance suite', { timeout: 600_000 }, () => {
       // revision's schema, and the checks of what the service does offer passed.
       assert.ok(run.checks.size >= 30, `${run.checks.size} scenarios ran`);
       for (const [scenario, checks] of run.checks) {
-        for (const check of checks.filter((c) => c.id === 'wire-schema-valid')) assert.equal(check.status, 'SUCCESS', `${scenario}: ${check.errorMessage}`);
+        for (const check of checks.filter((c) => c.id === 'wire-schema-valid'))
+          assert.equal(check.status, 'SUCCESS', `${scenario}: ${check.errorMessage}`);
       }
       const passed = (scenario: string) => {
         const checks = run.checks.get(scenario);
         assert.ok(checks?.length, `${scenario} ran`);
         const failed = checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
-        assert.deepEqual(failed.map((c) => `${c.id}: ${c.errorMessage}`), [], scenario);
+        assert.deepEqual(
+          failed.map((c) => `${c.id}: ${c.errorMessage}`),
+          [],
+          scenario,
+        );
       };
       passed('tools-list');
       passed('dns-rebinding-protection');
@@ -99,11 +119,19 @@ describe('the official MCP conformance suite', { timeout: 600_000 }, () => {
       } else {
         passed('http-header-validation');
         const stateless = run.checks.get('server-stateless')!;
-        const excused = new Set(['sep-2575-server-rejects-undeclared-capability', 'sep-2575-missing-capability-http-400', 'sep-2575-http-server-no-independent-requests-on-stream', 'sep-2575-server-no-log-without-loglevel']);
+        const excused = new Set([
+          'sep-2575-server-rejects-undeclared-capability',
+          'sep-2575-missing-capability-http-400',
+          'sep-2575-http-server-no-independent-requests-on-stream',
+          'sep-2575-server-no-log-without-loglevel',
+        ]);
         const others = stateless.filter((c) => !excused.has(c.id));
         // Skipped: the subscriptions/listen checks, for a server that advertises no list changes.
         assert.ok(others.filter((c) => c.status === 'SUCCESS').length >= 20, 'server-stateless: the checks that apply pass');
-        assert.deepEqual(others.filter((c) => c.status !== 'SUCCESS' && c.status !== 'SKIPPED').map((c) => `${c.id}: ${c.errorMessage}`), []);
+        assert.deepEqual(
+          others.filter((c) => c.status !== 'SUCCESS' && c.status !== 'SKIPPED').map((c) => `${c.id}: ${c.errorMessage}`),
+          [],
+        );
         const caching = run.checks.get('caching')!;
         assert.equal(caching.find((c) => c.id === 'sep-2549-tools-list-caching-hints')?.status, 'SUCCESS');
       }

@@ -33,8 +33,11 @@ const SHOWS: Array<{ contains: string; output: RegExp }> = [
 
 const bash = (script: string, env: NodeJS.ProcessEnv, cwd: string) =>
   new Promise<{ code: number; output: string }>((resolve) => {
-    execFile('bash', ['-euo', 'pipefail', '-c', script], { cwd, env, timeout: 300_000, maxBuffer: 20 * 1024 * 1024 }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, output: stdout + stderr }),
+    execFile(
+      'bash',
+      ['-euo', 'pipefail', '-c', script],
+      { cwd, env, timeout: 300_000, maxBuffer: 20 * 1024 * 1024 },
+      (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, output: stdout + stderr }),
     );
   });
 
@@ -50,13 +53,28 @@ describe(`the commands of ${DOC}`, { timeout: 900_000 }, () => {
     tools = await outsideTools();
     server = await startTestServer(await sqliteDatabase(), { RATE_LIMIT_PER_SECOND: '' });
     const workspace = await server.workspace();
-    await server.db.transaction((trx) => publish(trx, workspace, Array.from({ length: 9 }, (_, i) => sampleEvent(i % 2 ? 'mbx_a' : 'mbx_b', i))));
+    await server.db.transaction((trx) =>
+      publish(
+        trx,
+        workspace,
+        Array.from({ length: 9 }, (_, i) => sampleEvent(i % 2 ? 'mbx_a' : 'mbx_b', i)),
+      ),
+    );
     symlinkSync(tools.node22, join(bin, 'node'));
     writeFileSync(join(home, '.curlrc'), '--fail-with-body\n');
     // npx keeps what it fetches in npm's cache: the machine's, so a second run fetches nothing.
     const npmCache = execFileSync('npm', ['config', 'get', 'cache'], { encoding: 'utf8' }).trim();
-    const shell = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('npm_') && !name.startsWith('EVENT_FEED_')));
-    env = { ...shell, PATH: `${bin}:${process.env.PATH}`, HOME: home, CURL_HOME: home, npm_config_cache: npmCache, READ_KEY: (await server.key(workspace, ['read'])).key };
+    const shell = Object.fromEntries(
+      Object.entries(process.env).filter(([name]) => !name.startsWith('npm_') && !name.startsWith('EVENT_FEED_')),
+    );
+    env = {
+      ...shell,
+      PATH: `${bin}:${process.env.PATH}`,
+      HOME: home,
+      CURL_HOME: home,
+      npm_config_cache: npmCache,
+      READ_KEY: (await server.key(workspace, ['read'])).key,
+    };
   });
   after(async () => {
     await server?.stop();
@@ -85,11 +103,17 @@ describe(`the commands of ${DOC}`, { timeout: 900_000 }, () => {
     const file = join(home, 'client-config.json');
     writeFileSync(file, JSON.stringify(config));
     const result = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
-      execFile(tools.node22, [tools.bin('mcp-inspector'), '--cli', '--config', file, '--server', 'event-feed', '--method', 'tools/list', '--format', 'json'], { env, timeout: 120_000 }, (error, stdout, stderr) =>
-        resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      execFile(
+        tools.node22,
+        [tools.bin('mcp-inspector'), '--cli', '--config', file, '--server', 'event-feed', '--method', 'tools/list', '--format', 'json'],
+        { env, timeout: 120_000 },
+        (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
       ),
     );
     assert.equal(result.code, 0, result.stderr);
-    assert.deepEqual(JSON.parse(result.stdout).result.tools.map((t: { name: string }) => t.name), ['event_feed', 'feed_cursor', 'list_events']);
+    assert.deepEqual(
+      JSON.parse(result.stdout).result.tools.map((t: { name: string }) => t.name),
+      ['event_feed', 'feed_cursor', 'list_events'],
+    );
   });
 });

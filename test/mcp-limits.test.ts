@@ -10,15 +10,28 @@ import { largeEvent, sampleEvent } from './support/contract.ts';
 import { sqliteDatabase } from './support/databases.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 
-const HEADERS = (key: string) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' });
+const HEADERS = (key: string) => ({
+  authorization: `Bearer ${key}`,
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+});
 
 async function mcp(server: TestServer, key: string, body: unknown) {
-  const response = await fetch(`${server.url}/mcp`, { method: 'POST', headers: HEADERS(key), body: typeof body === 'string' ? body : JSON.stringify(body) });
+  const response = await fetch(`${server.url}/mcp`, {
+    method: 'POST',
+    headers: HEADERS(key),
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
   const text = await response.text();
   return { status: response.status, headers: response.headers, text, json: text ? JSON.parse(text) : undefined };
 }
 
-const call = (id: number | string, name: unknown, args: unknown = {}) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+const call = (id: number | string, name: unknown, args: unknown = {}) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name, arguments: args },
+});
 
 describe('MCP messages, one at a time', () => {
   let server: TestServer;
@@ -28,7 +41,13 @@ describe('MCP messages, one at a time', () => {
     server = await startTestServer(await sqliteDatabase());
     ws = await server.workspace();
     key = (await server.key(ws, ['read'])).key;
-    await server.db.transaction((trx) => publish(trx, ws, Array.from({ length: 5 }, (_, i) => sampleEvent('mbx_a', i))));
+    await server.db.transaction((trx) =>
+      publish(
+        trx,
+        ws,
+        Array.from({ length: 5 }, (_, i) => sampleEvent('mbx_a', i)),
+      ),
+    );
   });
   after(async () => {
     await server.stop();
@@ -36,7 +55,11 @@ describe('MCP messages, one at a time', () => {
   });
 
   it('a JSON-RPC batch is refused with a clear error, whatever it holds', async () => {
-    for (const batch of [[call(1, 'event_feed')], Array.from({ length: 100 }, (_, i) => call(i, 'event_feed', { limit: 500 })), [{ jsonrpc: '2.0', id: 1, method: 'ping' }]]) {
+    for (const batch of [
+      [call(1, 'event_feed')],
+      Array.from({ length: 100 }, (_, i) => call(i, 'event_feed', { limit: 500 })),
+      [{ jsonrpc: '2.0', id: 1, method: 'ping' }],
+    ]) {
       const res = await mcp(server, key, batch);
       assert.equal(res.status, 400, res.text.slice(0, 200));
       assert.equal(res.json.error.code, -32600);
@@ -79,7 +102,12 @@ describe('MCP messages, one at a time', () => {
       // The schema library's issue list (`"code":"invalid_type"`, `"expected":…`) is no message for a client.
       assert.doesNotMatch(res.json.error.message, /invalid_type|"code"|"expected"|"path"/, where);
     }
-    const fine = await mcp(server, key, { jsonrpc: '2.0', id: 4, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
+    const fine = await mcp(server, key, {
+      jsonrpc: '2.0',
+      id: 4,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    });
     assert.equal(fine.json.result.protocolVersion, '2025-11-25');
   });
 
@@ -99,7 +127,12 @@ describe('MCP messages pay for themselves', () => {
   let other: string;
   before(async () => {
     // One token per 100 s: none comes back during the test.
-    server = await startTestServer(await sqliteDatabase(), { RATE_LIMIT_PER_SECOND: '0.01', RATE_LIMIT_BURST: '5', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0.01', RATE_LIMIT_PER_ADDRESS_BURST: '5' });
+    server = await startTestServer(await sqliteDatabase(), {
+      RATE_LIMIT_PER_SECOND: '0.01',
+      RATE_LIMIT_BURST: '5',
+      RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0.01',
+      RATE_LIMIT_PER_ADDRESS_BURST: '5',
+    });
     const ws = await server.workspace();
     key = (await server.key(ws, ['read'])).key;
     other = (await server.key(ws, ['read'])).key;
@@ -128,10 +161,23 @@ describe('MCP messages pay for themselves', () => {
   it("requests with unknown, missing or malformed keys are paid by the client's address: 401, then 429 without a lookup", async () => {
     const statuses: number[] = [];
     const unknown = 'efk_01M7Z2GFMXTKJ34K0R1E1X1QBB_' + 'x'.repeat(43);
-    for (const authorization of [`Bearer ${unknown}`, undefined, 'Bearer', `Bearer ${unknown}`, `Basic abc`, `Bearer ${unknown}`, `Bearer ${unknown}`, `Bearer ${unknown}`]) {
+    for (const authorization of [
+      `Bearer ${unknown}`,
+      undefined,
+      'Bearer',
+      `Bearer ${unknown}`,
+      `Basic abc`,
+      `Bearer ${unknown}`,
+      `Bearer ${unknown}`,
+      `Bearer ${unknown}`,
+    ]) {
       const response = await fetch(`${server.url}/mcp`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(authorization ? { authorization } : {}) },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...(authorization ? { authorization } : {}),
+        },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
       });
       await response.arrayBuffer();
@@ -139,7 +185,11 @@ describe('MCP messages pay for themselves', () => {
       if (response.status === 401) assert.match(response.headers.get('www-authenticate') ?? '', /^Bearer error="invalid_token"/);
     }
     assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429, 429, 429]);
-    assert.equal((await mcp(server, other, { jsonrpc: '2.0', id: 1, method: 'ping' })).status, 200, 'a valid key that authenticated before is unaffected');
+    assert.equal(
+      (await mcp(server, other, { jsonrpc: '2.0', id: 1, method: 'ping' })).status,
+      200,
+      'a valid key that authenticated before is unaffected',
+    );
   });
 });
 
@@ -151,7 +201,13 @@ describe('MCP text of a page cut at the byte cap', () => {
     const ws = await server.workspace();
     key = (await server.key(ws, ['read'])).key;
     for (let batch = 0; batch < 2; batch++) {
-      await server.db.transaction((trx) => publish(trx, ws, Array.from({ length: 20 }, (_, i) => largeEvent('mbx_a', batch * 20 + i))));
+      await server.db.transaction((trx) =>
+        publish(
+          trx,
+          ws,
+          Array.from({ length: 20 }, (_, i) => largeEvent('mbx_a', batch * 20 + i)),
+        ),
+      );
     }
   });
   after(async () => {

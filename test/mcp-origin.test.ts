@@ -19,12 +19,21 @@ const LIST_TOOLS = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' 
 function post(server: TestServer, headers: Record<string, string>, body = LIST_TOOLS, method = 'POST') {
   const url = new URL(`${server.url}/mcp`);
   return new Promise<{ status: number; json: any }>((resolve, reject) => {
-    const req = request({ host: url.hostname, port: url.port, path: url.pathname, method, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, json: text ? JSON.parse(text) : undefined }));
-    });
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method,
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode!, json: text ? JSON.parse(text) : undefined }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -36,7 +45,12 @@ describe('MCP and the Origin header', () => {
   let host: string;
   before(async () => {
     // Two tokens per key and five per address, none refilled during the test: a refusal that cost one would show.
-    server = await startTestServer(await sqliteDatabase(), { RATE_LIMIT_PER_SECOND: '0.01', RATE_LIMIT_BURST: '2', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0.01', RATE_LIMIT_PER_ADDRESS_BURST: '5' });
+    server = await startTestServer(await sqliteDatabase(), {
+      RATE_LIMIT_PER_SECOND: '0.01',
+      RATE_LIMIT_BURST: '2',
+      RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0.01',
+      RATE_LIMIT_PER_ADDRESS_BURST: '5',
+    });
     key = (await server.key(await server.workspace(), ['read'])).key;
     host = new URL(server.url).host;
   });
@@ -57,7 +71,12 @@ describe('MCP and the Origin header', () => {
     ];
     for (const headers of foreign) {
       for (const authorization of [undefined, 'Bearer nope', `Bearer ${key}`]) {
-        for (const [method, body] of [['POST', LIST_TOOLS], ['POST', '{not json'], ['GET', ''], ['DELETE', '']] as const) {
+        for (const [method, body] of [
+          ['POST', LIST_TOOLS],
+          ['POST', '{not json'],
+          ['GET', ''],
+          ['DELETE', ''],
+        ] as const) {
           const answer = await post(server, { ...headers, ...(authorization ? { authorization } : {}) }, body, method);
           const where = `${method} ${JSON.stringify(headers)} ${authorization} ${body}`;
           assert.equal(answer.status, 403, where);
@@ -114,15 +133,36 @@ describe('MCP origins that are allowed', () => {
       assert.equal((await post(server, headers)).status, 401, JSON.stringify(headers));
     }
     // A DNS name is the deployment's own only when listed: otherwise it may be a rebinding page's.
-    assert.equal((await post(server, { origin: 'https://events.example.com', host: 'events.example.com', authorization: `Bearer ${key}` })).status, 403);
-    assert.equal((await post(server, { origin: 'http://app.example.com', authorization: `Bearer ${key}` })).status, 403, 'the scheme is part of the origin');
+    assert.equal(
+      (await post(server, { origin: 'https://events.example.com', host: 'events.example.com', authorization: `Bearer ${key}` })).status,
+      403,
+    );
+    assert.equal(
+      (await post(server, { origin: 'http://app.example.com', authorization: `Bearer ${key}` })).status,
+      403,
+      'the scheme is part of the origin',
+    );
   });
 
   it('MCP_ALLOWED_ORIGINS takes origins only: anything else stops the service at start', () => {
-    assert.deepEqual(loadConfig({ MCP_ALLOWED_ORIGINS: 'https://a.example, http://b.example:8080/' }).mcpAllowedOrigins, ['https://a.example', 'http://b.example:8080']);
+    assert.deepEqual(loadConfig({ MCP_ALLOWED_ORIGINS: 'https://a.example, http://b.example:8080/' }).mcpAllowedOrigins, [
+      'https://a.example',
+      'http://b.example:8080',
+    ]);
     assert.deepEqual(loadConfig({}).mcpAllowedOrigins, []);
-    for (const bad of ['app.example.com', 'https://a.example/path', 'ftp://a.example', '*', 'https://a.example?x=1', 'https://user@a.example']) {
-      assert.throws(() => loadConfig({ MCP_ALLOWED_ORIGINS: bad }), (err: Error) => err instanceof ConfigError && /MCP_ALLOWED_ORIGINS/.test(err.message), bad);
+    for (const bad of [
+      'app.example.com',
+      'https://a.example/path',
+      'ftp://a.example',
+      '*',
+      'https://a.example?x=1',
+      'https://user@a.example',
+    ]) {
+      assert.throws(
+        () => loadConfig({ MCP_ALLOWED_ORIGINS: bad }),
+        (err: Error) => err instanceof ConfigError && /MCP_ALLOWED_ORIGINS/.test(err.message),
+        bad,
+      );
     }
   });
 });

@@ -25,14 +25,21 @@ describe('MCP 2026-07-28 (stateless)', () => {
     server = await startTestServer(await sqliteDatabase());
     const workspace = await server.workspace();
     key = (await server.key(workspace, ['read'])).key;
-    await server.db.transaction((trx) => publish(trx, workspace, Array.from({ length: 7 }, (_, i) => sampleEvent('mbx_a', i))));
+    await server.db.transaction((trx) =>
+      publish(
+        trx,
+        workspace,
+        Array.from({ length: 7 }, (_, i) => sampleEvent('mbx_a', i)),
+      ),
+    );
   });
   after(async () => {
     await server.stop();
     await server.database.drop();
   });
 
-  const post = (method: string, params?: Record<string, unknown>, options?: Parameters<typeof statelessPost>[4]) => statelessPost(server.url, key, method, params, options);
+  const post = (method: string, params?: Record<string, unknown>, options?: Parameters<typeof statelessPost>[4]) =>
+    statelessPost(server.url, key, method, params, options);
 
   /** A success as the revision's schema says: the JSON-RPC envelope, then the result as `definition`, complete, with who answered. */
   function assertResult(answer: { status: number; json: any }, definition: string, id: string | number = 1) {
@@ -72,11 +79,20 @@ describe('MCP 2026-07-28 (stateless)', () => {
     const first = await post('tools/list', {}, { id: 'a' });
     assertResult(first, 'ListToolsResult', 'a');
     const { tools, ttlMs, cacheScope } = first.json.result;
-    assert.deepEqual(tools.map((t: { name: string }) => t.name), ['event_feed', 'feed_cursor', 'list_events']);
+    assert.deepEqual(
+      tools.map((t: { name: string }) => t.name),
+      ['event_feed', 'feed_cursor', 'list_events'],
+    );
     for (const tool of tools) {
       assert.equal(mcpSchemaErrors('Tool', tool), null, tool.name);
-      assert.deepEqual(tool, mcpTools.find((t) => t.name === tool.name));
-      assert.deepEqual({ ...tool!.annotations, title: undefined }, { title: undefined, readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false });
+      assert.deepEqual(
+        tool,
+        mcpTools.find((t) => t.name === tool.name),
+      );
+      assert.deepEqual(
+        { ...tool!.annotations, title: undefined },
+        { title: undefined, readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
+      );
     }
     assert.ok(ttlMs > 0 && cacheScope === 'public');
     // Deterministic: byte for byte the same answer every time.
@@ -118,7 +134,14 @@ describe('MCP 2026-07-28 (stateless)', () => {
   it('a request without its _meta, its protocol version or the client capabilities: 400 and -32602', async () => {
     const { 'io.modelcontextprotocol/protocolVersion': _v, ...noVersion } = validMeta();
     const { 'io.modelcontextprotocol/clientCapabilities': _c, ...noCapabilities } = validMeta();
-    const cases: Array<Record<string, unknown> | undefined> = [undefined, { _meta: undefined }, { _meta: noVersion }, { _meta: noCapabilities }, { _meta: { ...validMeta(), 'io.modelcontextprotocol/protocolVersion': 7 } }, { _meta: 'x' }];
+    const cases: Array<Record<string, unknown> | undefined> = [
+      undefined,
+      { _meta: undefined },
+      { _meta: noVersion },
+      { _meta: noCapabilities },
+      { _meta: { ...validMeta(), 'io.modelcontextprotocol/protocolVersion': 7 } },
+      { _meta: 'x' },
+    ];
     for (const params of cases) {
       const answer = await post('server/discover', params, { id: 'm' });
       assertError(answer, 400, -32602, undefined, 'm');
@@ -143,20 +166,38 @@ describe('MCP 2026-07-28 (stateless)', () => {
       assert.match(answer.json.error.message, /^Header mismatch: /, `${method} ${JSON.stringify(headers)}`);
     }
     // A name carried Base64-encoded, as clients must for names outside plain ASCII, is decoded first.
-    const encoded = await post('tools/call', { name: 'event_feed', arguments: { limit: 1 } }, { headers: { 'mcp-name': `=?base64?${Buffer.from('event_feed').toString('base64')}?=` } });
+    const encoded = await post(
+      'tools/call',
+      { name: 'event_feed', arguments: { limit: 1 } },
+      { headers: { 'mcp-name': `=?base64?${Buffer.from('event_feed').toString('base64')}?=` } },
+    );
     assertResult(encoded, 'CallToolResult');
   });
 
   it('a version it does not serve: 400 and -32022 with the versions it does, and the one asked', async () => {
     const answer = await post('tools/list', { _meta: validMeta('2027-01-01') }, { id: 9 });
     assertError(answer, 400, -32022, 'UnsupportedProtocolVersionError', 9);
-    assert.deepEqual(answer.json.error.data, { supported: ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05', '2024-10-07'], requested: '2027-01-01' });
+    assert.deepEqual(answer.json.error.data, {
+      supported: ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05', '2024-10-07'],
+      requested: '2027-01-01',
+    });
     const discovered = (await post('server/discover', {})).json.result.supportedVersions;
     assert.deepEqual(answer.json.error.data.supported, discovered);
   });
 
   it('methods 2026-07-28 removed, and unknown ones: 404 and -32601', async () => {
-    for (const method of ['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe', 'prompts/list', 'resources/list', 'completion/complete', 'subscriptions/listen', 'no/such']) {
+    for (const method of [
+      'initialize',
+      'ping',
+      'logging/setLevel',
+      'resources/subscribe',
+      'resources/unsubscribe',
+      'prompts/list',
+      'resources/list',
+      'completion/complete',
+      'subscriptions/listen',
+      'no/such',
+    ]) {
       const answer = await post(method, {}, { id: method });
       assertError(answer, 404, -32601, undefined, method);
       assert.equal(mcpSchemaErrors('MethodNotFoundError', answer.json.error), null);
@@ -171,7 +212,12 @@ describe('MCP 2026-07-28 (stateless)', () => {
     assert.equal(notification.text, '');
     const response = await fetch(`${server.url}/mcp`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28' },
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 4, result: {} }),
     });
     assert.equal(response.status, 400);
@@ -205,7 +251,8 @@ describe('MCP 2026-07-28 messages pay for themselves', () => {
   });
 
   it('one token per message, whatever it is; past the budget, 429 with the request id, a tool call a rate_limited tool error', async () => {
-    const post = (method: string, params?: Record<string, unknown>, options?: Parameters<typeof statelessPost>[4]) => statelessPost(server.url, key, method, params, options);
+    const post = (method: string, params?: Record<string, unknown>, options?: Parameters<typeof statelessPost>[4]) =>
+      statelessPost(server.url, key, method, params, options);
     assert.equal((await post('server/discover', {})).status, 200);
     assert.equal((await post('tools/list', {})).status, 200);
     assert.equal((await post('ping', {})).status, 404);

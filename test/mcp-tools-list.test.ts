@@ -13,9 +13,79 @@ const MAX_TOOLS_LIST_BYTES = 24 * 1024;
  * English words that French prose never uses (no `on`, `or`, `an`, `pas`, `page`…, which are
  * French too). Code between backticks (`after`, `next_cursor`, `mail.*`) is left out first.
  */
-const ENGLISH = new Set(['the', 'and', 'of', 'to', 'is', 'are', 'with', 'for', 'when', 'this', 'that', 'from', 'by', 'which', 'not', 'be', 'its', 'it', 'in', 'at', 'if', 'each', 'every', 'only', 'after', 'before', 'all', 'was', 'will', 'has', 'have', 'event', 'events', 'returns', 'omit']);
+const ENGLISH = new Set([
+  'the',
+  'and',
+  'of',
+  'to',
+  'is',
+  'are',
+  'with',
+  'for',
+  'when',
+  'this',
+  'that',
+  'from',
+  'by',
+  'which',
+  'not',
+  'be',
+  'its',
+  'it',
+  'in',
+  'at',
+  'if',
+  'each',
+  'every',
+  'only',
+  'after',
+  'before',
+  'all',
+  'was',
+  'will',
+  'has',
+  'have',
+  'event',
+  'events',
+  'returns',
+  'omit',
+]);
 /** French function words, one of which any sentence of three words or more holds. */
-const FRENCH = new Set(['le', 'la', 'les', 'de', 'des', 'du', 'un', 'une', 'et', 'est', 'à', 'au', 'aux', 'en', 'pour', 'par', 'sur', 'ou', 'avec', 'sans', 'ne', 'ce', 'qui', 'que', 'son', 'sa', 'ses', 'd', 'l', 's', 'il', 'chaque', 'selon']);
+const FRENCH = new Set([
+  'le',
+  'la',
+  'les',
+  'de',
+  'des',
+  'du',
+  'un',
+  'une',
+  'et',
+  'est',
+  'à',
+  'au',
+  'aux',
+  'en',
+  'pour',
+  'par',
+  'sur',
+  'ou',
+  'avec',
+  'sans',
+  'ne',
+  'ce',
+  'qui',
+  'que',
+  'son',
+  'sa',
+  'ses',
+  'd',
+  'l',
+  's',
+  'il',
+  'chaque',
+  'selon',
+]);
 
 const words = (text: string) =>
   text
@@ -71,7 +141,7 @@ describe('MCP tools/list', () => {
     assert.ok(bytes <= MAX_TOOLS_LIST_BYTES, `tools/list is ${bytes} bytes`);
   });
 
-  it('speaks French only: every title and description, the schemas\' included', () => {
+  it("speaks French only: every title and description, the schemas' included", () => {
     const all = texts(result);
     assert.ok(all.length > 20, `${all.length} texts found`);
     for (const tool of result.tools) {
@@ -103,8 +173,11 @@ describe('MCP tools/list', () => {
     assert.deepEqual(listEvents.outputSchema.properties.next_page_token.anyOf, [{ type: 'string' }, { type: 'null' }]);
   });
 
-  it('the language check tells the contract\'s English texts from French ones', () => {
-    assert.match(String(notFrench('Opaque cursor returned as `next_cursor` by a previous call; the feed resumes right after it.')), /English/);
+  it("the language check tells the contract's English texts from French ones", () => {
+    assert.match(
+      String(notFrench('Opaque cursor returned as `next_cursor` by a previous call; the feed resumes right after it.')),
+      /English/,
+    );
     assert.match(String(notFrench('Events after the cursor, in emission order (oldest first).')), /English/);
     assert.equal(notFrench("Curseur opaque reçu en `next_cursor` à l'appel précédent : le flux reprend juste après."), undefined);
     assert.equal(notFrench('Flux des événements'), undefined);

@@ -20,7 +20,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
       workspace = await server.workspace();
       readKey = (await server.key(workspace, ['read'])).key;
       await server.db.transaction((trx) =>
-        publish(trx, workspace, Array.from({ length: 12 }, (_, i) => ({ ...sampleEvent(i % 2 ? 'mbx_a' : 'mbx_b', i), type: 'mail.received' }))),
+        publish(
+          trx,
+          workspace,
+          Array.from({ length: 12 }, (_, i) => ({ ...sampleEvent(i % 2 ? 'mbx_a' : 'mbx_b', i), type: 'mail.received' })),
+        ),
       );
       client = await mcpClient(server.url, readKey);
     });
@@ -84,7 +88,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
       for (const authorization of [undefined, 'Bearer nope', `Bearer ${revoked.key}`, `Basic ${readKey}`, `Bearer ${readKey} junk`]) {
         const response = await fetch(`${server.url}/mcp`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(authorization ? { authorization } : {}) },
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            ...(authorization ? { authorization } : {}),
+          },
           body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
         });
         assert.equal(response.status, 401, String(authorization));
@@ -175,7 +183,13 @@ describe('HTTP and MCP give the same verdict for the same arguments', () => {
     const b = await server.workspace();
     keyA = (await server.key(a, ['read'])).key;
     const keyB = (await server.key(b, ['read'])).key;
-    await server.db.transaction((trx) => publish(trx, a, Array.from({ length: 30 }, (_, i) => sampleEvent('mbx_a', i))));
+    await server.db.transaction((trx) =>
+      publish(
+        trx,
+        a,
+        Array.from({ length: 30 }, (_, i) => sampleEvent('mbx_a', i)),
+      ),
+    );
     cursorA = (await server.post('/v1/event_feed', { limit: 3 }, keyA)).json.next_cursor;
     cursorB = (await server.post('/v1/event_feed', {}, keyB)).json.next_cursor;
   });
@@ -186,12 +200,59 @@ describe('HTTP and MCP give the same verdict for the same arguments', () => {
 
   /** Argument objects as raw JSON text, valid and invalid, including where validators tend to disagree. */
   function corpus(): string[] {
-    const limits = ['1', '2', '7', '100', '499', '500', '1.0', '500.0', '1e2', '5E1', '0', '501', '-1', '1.5', '0.999', '100.0000001',
-      '1e400', '-1e400', '9007199254740993', '1e-400', '"10"', '"1"', '""', 'null', 'true', 'false', '[]', '[5]', '{}', '{"n":1}'];
+    const limits = [
+      '1',
+      '2',
+      '7',
+      '100',
+      '499',
+      '500',
+      '1.0',
+      '500.0',
+      '1e2',
+      '5E1',
+      '0',
+      '501',
+      '-1',
+      '1.5',
+      '0.999',
+      '100.0000001',
+      '1e400',
+      '-1e400',
+      '9007199254740993',
+      '1e-400',
+      '"10"',
+      '"1"',
+      '""',
+      'null',
+      'true',
+      'false',
+      '[]',
+      '[5]',
+      '{}',
+      '{"n":1}',
+    ];
     const flipped = cursorA.slice(0, 10) + (cursorA[10] === 'A' ? 'B' : 'A') + cursorA.slice(11);
-    const afters = [JSON.stringify(cursorA), JSON.stringify(cursorB), JSON.stringify(flipped), JSON.stringify(cursorA.slice(0, -4)),
-      JSON.stringify(`${cursorA}=`), JSON.stringify(`${cursorA} `), '""', '"garbage"', '"é€𝄞"', JSON.stringify('x'.repeat(513)),
-      JSON.stringify('A'.repeat(512)), '123', '0', 'null', 'true', '[]', '{}', JSON.stringify(cursorA.toLowerCase())];
+    const afters = [
+      JSON.stringify(cursorA),
+      JSON.stringify(cursorB),
+      JSON.stringify(flipped),
+      JSON.stringify(cursorA.slice(0, -4)),
+      JSON.stringify(`${cursorA}=`),
+      JSON.stringify(`${cursorA} `),
+      '""',
+      '"garbage"',
+      '"é€𝄞"',
+      JSON.stringify('x'.repeat(513)),
+      JSON.stringify('A'.repeat(512)),
+      '123',
+      '0',
+      'null',
+      'true',
+      '[]',
+      '{}',
+      JSON.stringify(cursorA.toLowerCase()),
+    ];
     const extras = ['"foo":1', '"__proto__":{}', '"constructor":1', '"Limit":5', '"after ":"x"', '"":1', '"limit\\u0000":1'];
     const out = ['{}'];
     for (const limit of limits) out.push(`{"limit":${limit}}`);

@@ -37,7 +37,10 @@ describe('MemoryBudget: answers in flight admitted against a budget', () => {
     const budget = new MemoryBudget(10, 10, 30);
     const held = await budget.admit('a', 10);
     const started = Date.now();
-    await assert.rejects(budget.admit('b', 5), (err) => err instanceof ApiError && err.code === 'rate_limited' && err.status === 429 && err.headers['Retry-After'] === '1');
+    await assert.rejects(
+      budget.admit('b', 5),
+      (err) => err instanceof ApiError && err.code === 'rate_limited' && err.status === 429 && err.headers['Retry-After'] === '1',
+    );
     assert.ok(Date.now() - started >= 25);
     held.release();
     assert.equal(budget.used, 0, 'the refused request left nothing reserved');
@@ -67,7 +70,11 @@ describe('MemoryBudget: answers in flight admitted against a budget', () => {
     const small = await budget.admit('k', 4096);
     const page = await budget.admit('k', 2 * MiB);
     assert.equal(budget.used, 2 * MiB + 4096);
-    await assert.rejects(budget.admit('k', 2 * MiB), (err) => err instanceof ApiError && err.code === 'rate_limited', 'a second page waits for the first');
+    await assert.rejects(
+      budget.admit('k', 2 * MiB),
+      (err) => err instanceof ApiError && err.code === 'rate_limited',
+      'a second page waits for the first',
+    );
     small.release();
     page.release();
   });
@@ -89,7 +96,7 @@ describe('MemoryBudget: answers in flight admitted against a budget', () => {
 });
 
 describe('pages over HTTP and MCP are admitted against the memory budget', () => {
-  it("a workspace at its share waits, then gets 429 rate_limited with Retry-After; other workspaces and other operations go on", async () => {
+  it('a workspace at its share waits, then gets 429 rate_limited with Retry-After; other workspaces and other operations go on', async () => {
     const { startTestServer } = await import('./support/server.ts');
     const { sqliteDatabase } = await import('./support/databases.ts');
     const server = await startTestServer(await sqliteDatabase(), { MEMORY_BUDGET_MB: '8' });
@@ -113,9 +120,17 @@ describe('pages over HTTP and MCP are admitted against the memory budget', () =>
       }).then((res) => res.json() as Promise<any>);
       assert.equal(overMcp.result.isError, true);
       assert.match(overMcp.result.content[0].text, /^rate_limited : /);
-      assert.equal((await server.post('/v1/list_events', {}, sameTenant.key)).status, 429, 'another key of the same workspace waits as well');
+      assert.equal(
+        (await server.post('/v1/list_events', {}, sameTenant.key)).status,
+        429,
+        'another key of the same workspace waits as well',
+      );
       assert.equal((await server.post('/v1/list_events', {}, calm.key)).status, 200, 'another workspace is served');
-      assert.equal((await server.post('/v1/emit_event', (await import('./support/contract.ts')).sampleEvent('mbx_a', 1), busy.key)).status, 201, 'what answers no page is not held back');
+      assert.equal(
+        (await server.post('/v1/emit_event', (await import('./support/contract.ts')).sampleEvent('mbx_a', 1), busy.key)).status,
+        201,
+        'what answers no page is not held back',
+      );
       held.release();
       assert.equal((await server.post('/v1/event_feed', {}, busy.key)).status, 200);
       const { until } = await import('./support/wait.ts');

@@ -89,14 +89,17 @@ describe('metrics on METRICS_PORT', () => {
     assert.equal(tool.body.result.isError, undefined);
     // The flooder spends its burst: its next call is refused by its key's bucket.
     let refused = 0;
-    for (let i = 0; i < 45 && refused === 0; i++) if ((await server.post('/v1/feed_cursor', { at: 'now' }, flooder.key)).status === 429) refused++;
+    for (let i = 0; i < 45 && refused === 0; i++)
+      if ((await server.post('/v1/feed_cursor', { at: 'now' }, flooder.key)).status === 429) refused++;
     assert.equal(refused, 1);
-    const calls = valueOf(await scrape(), 'event_feed_requests_total', { operation: 'feed_cursor', transport: 'http', status: '200', code: 'none' }) -
+    const calls =
+      valueOf(await scrape(), 'event_feed_requests_total', { operation: 'feed_cursor', transport: 'http', status: '200', code: 'none' }) -
       valueOf(before, 'event_feed_requests_total', { operation: 'feed_cursor', transport: 'http', status: '200', code: 'none' });
     const now = await scrape();
 
     const moved = (name: string, labels: Record<string, string> = {}) => sumOf(now, name, labels) - sumOf(before, name, labels);
-    const requests = (operation: string, transport: string, status: string, code: string) => moved('event_feed_requests_total', { operation, transport, status, code });
+    const requests = (operation: string, transport: string, status: string, code: string) =>
+      moved('event_feed_requests_total', { operation, transport, status, code });
     assert.equal(requests('event_feed', 'http', '200', 'none'), 1);
     assert.equal(requests('event_feed', 'http', '400', 'invalid_argument'), 1);
     assert.equal(requests('event_feed', 'http', '401', 'unauthorized'), 1, 'a 401 still names the operation it was for');
@@ -122,8 +125,17 @@ describe('metrics on METRICS_PORT', () => {
   });
 
   it('reads its gauges when scraped: held reads by kind, the database pool, Node itself', async () => {
-    const poll = server.post('/v1/event_feed', { after: (await server.post('/v1/feed_cursor', { at: 'now' }, reader.key)).json.cursor }, reader.key, { prefer: 'wait=10' });
-    await waitFor(async () => valueOf(await scrape(), 'event_feed_held_reads', { kind: 'long_poll' }) === 1, 5000, 'the long-poll to be held');
+    const poll = server.post(
+      '/v1/event_feed',
+      { after: (await server.post('/v1/feed_cursor', { at: 'now' }, reader.key)).json.cursor },
+      reader.key,
+      { prefer: 'wait=10' },
+    );
+    await waitFor(
+      async () => valueOf(await scrape(), 'event_feed_held_reads', { kind: 'long_poll' }) === 1,
+      5000,
+      'the long-poll to be held',
+    );
     const held = await scrape();
     assert.equal(valueOf(held, 'event_feed_held_reads', { kind: 'stream' }), 0);
     await server.post('/v1/emit_event', sampleEvent('mbx_a', 2), reader.key);
@@ -132,7 +144,12 @@ describe('metrics on METRICS_PORT', () => {
     assert.equal(valueOf(after, 'event_feed_held_reads', { kind: 'long_poll' }), 0);
     // SQLite: knex's pool is the one writing connection.
     assert.equal(valueOf(after, 'event_feed_db_pool_max'), 1);
-    assert.equal(sumOf(after, 'event_feed_db_pool_connections'), valueOf(after, 'event_feed_db_pool_connections', { state: 'used' }) + valueOf(after, 'event_feed_db_pool_connections', { state: 'free' }) + valueOf(after, 'event_feed_db_pool_connections', { state: 'pending' }));
+    assert.equal(
+      sumOf(after, 'event_feed_db_pool_connections'),
+      valueOf(after, 'event_feed_db_pool_connections', { state: 'used' }) +
+        valueOf(after, 'event_feed_db_pool_connections', { state: 'free' }) +
+        valueOf(after, 'event_feed_db_pool_connections', { state: 'pending' }),
+    );
     assert.equal(after.types.get('nodejs_eventloop_lag_seconds'), 'gauge');
     assert.ok(valueOf(after, 'process_resident_memory_bytes') > 0);
     assert.ok(valueOf(after, 'nodejs_heap_size_used_bytes') > 0);
@@ -150,14 +167,24 @@ describe('metrics on METRICS_PORT', () => {
       assert.equal(valueOf(before, 'event_feed_webhook_oldest_pending_age_seconds'), 0);
       assert.equal((await server.post('/v1/set_webhook', { url: receiver.url }, reader.key)).status, 200);
       await server.post('/v1/emit_event', sampleEvent('mbx_a', 3), reader.key);
-      await waitFor(async () => sumOf(await scrape(), 'event_feed_webhook_deliveries_total', { outcome: 'retry' }) > sumOf(before, 'event_feed_webhook_deliveries_total', { outcome: 'retry' }), 5000, 'a failed attempt');
+      await waitFor(
+        async () =>
+          sumOf(await scrape(), 'event_feed_webhook_deliveries_total', { outcome: 'retry' }) >
+          sumOf(before, 'event_feed_webhook_deliveries_total', { outcome: 'retry' }),
+        5000,
+        'a failed attempt',
+      );
       // The backlog is looked up at most every 5 s: wait for a look after the delivery was queued.
       await waitFor(async () => valueOf(await scrape(), 'event_feed_webhook_deliveries_pending') === 1, 8000, 'the pending delivery');
       assert.ok(valueOf(await scrape(), 'event_feed_webhook_oldest_pending_age_seconds') >= 0);
       failing = false;
       // The retry after the first failure comes 4–6 s after it; if the look above took longer, that
       // retry failed too, and the next one comes 24–36 s later.
-      await waitFor(async () => sumOf(await scrape(), 'event_feed_webhook_deliveries_total', { outcome: 'delivered' }) === 1, 45_000, 'the delivery');
+      await waitFor(
+        async () => sumOf(await scrape(), 'event_feed_webhook_deliveries_total', { outcome: 'delivered' }) === 1,
+        45_000,
+        'the delivery',
+      );
     } finally {
       await receiver.close();
     }
@@ -172,7 +199,8 @@ describe('metrics on METRICS_PORT', () => {
         assert.ok(ALLOWED_LABELS[label]?.(value), `${sample.name}: label ${label}="${value}" is not from a fixed set`);
       }
     }
-    for (const secret of [workspace, reader.id, reader.key, flooder.id, flooder.key]) assert.ok(!text.includes(secret), `the output names ${secret.slice(0, 8)}…`);
+    for (const secret of [workspace, reader.id, reader.key, flooder.id, flooder.key])
+      assert.ok(!text.includes(secret), `the output names ${secret.slice(0, 8)}…`);
   });
 });
 

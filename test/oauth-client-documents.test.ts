@@ -47,7 +47,12 @@ describe('clients named by their metadata document', () => {
   let strict: TestServer;
   let docs: Awaited<ReturnType<typeof documentServer>>;
   let key: string;
-  const clientDoc = (path: string, extra: Record<string, unknown> = {}) => ({ client_id: `${docs.url}${path}`, client_name: 'Assistant publié', redirect_uris: [REDIRECT], ...extra });
+  const clientDoc = (path: string, extra: Record<string, unknown> = {}) => ({
+    client_id: `${docs.url}${path}`,
+    client_name: 'Assistant publié',
+    redirect_uris: [REDIRECT],
+    ...extra,
+  });
 
   before(async () => {
     docs = await documentServer();
@@ -80,7 +85,11 @@ describe('clients named by their metadata document', () => {
 
   it('fetches a no-store document each time', async () => {
     docs.documents.set('/fresh.json', { body: clientDoc('/fresh.json'), headers: { 'cache-control': 'no-store' } });
-    for (let i = 0; i < 2; i++) assert.equal((await openConsent(authorizationUrl(insecure.url, { clientId: `${docs.url}/fresh.json`, challenge: pkce().challenge }))).status, 200);
+    for (let i = 0; i < 2; i++)
+      assert.equal(
+        (await openConsent(authorizationUrl(insecure.url, { clientId: `${docs.url}/fresh.json`, challenge: pkce().challenge }))).status,
+        200,
+      );
     assert.equal(docs.hits.get('/fresh.json'), 2);
   });
 
@@ -90,7 +99,11 @@ describe('clients named by their metadata document', () => {
       ['/no-name.json', { body: { ...clientDoc('/no-name.json'), client_name: undefined } }, /no client_name/],
       ['/secret.json', { body: clientDoc('/secret.json', { client_secret: 'x' }) }, /client secret/],
       ['/jwt.json', { body: clientDoc('/jwt.json', { token_endpoint_auth_method: 'private_key_jwt' }) }, /token_endpoint_auth_method/],
-      ['/bad-redirect.json', { body: clientDoc('/bad-redirect.json', { redirect_uris: ['http://evil.example/cb'] }) }, /redirect URI refused/],
+      [
+        '/bad-redirect.json',
+        { body: clientDoc('/bad-redirect.json', { redirect_uris: ['http://evil.example/cb'] }) },
+        /redirect URI refused/,
+      ],
       ['/not-json.json', { body: 'not json' }, /not JSON/],
       ['/array.json', { body: [1] }, /not a JSON object/],
       ['/missing.json', { status: 404, body: {} }, /HTTP 404/],
@@ -98,7 +111,9 @@ describe('clients named by their metadata document', () => {
     ];
     for (const [path, published, reason] of cases) {
       docs.documents.set(path, published);
-      const refused = await openConsent(authorizationUrl(insecure.url, { clientId: `${docs.url}${path}`, redirectUri: REDIRECT, challenge: pkce().challenge }));
+      const refused = await openConsent(
+        authorizationUrl(insecure.url, { clientId: `${docs.url}${path}`, redirectUri: REDIRECT, challenge: pkce().challenge }),
+      );
       assert.equal(refused.status, 400, path);
       assert.equal(refused.json?.error, 'invalid_client', path);
       assert.match(refused.json.error_description, reason, path);
@@ -117,7 +132,13 @@ describe('clients named by their metadata document', () => {
 
   it('refuses a redirect URI the document does not list', async () => {
     docs.documents.set('/listed.json', { body: clientDoc('/listed.json') });
-    const refused = await openConsent(authorizationUrl(insecure.url, { clientId: `${docs.url}/listed.json`, redirectUri: 'http://127.0.0.1:7777/other', challenge: pkce().challenge }));
+    const refused = await openConsent(
+      authorizationUrl(insecure.url, {
+        clientId: `${docs.url}/listed.json`,
+        redirectUri: 'http://127.0.0.1:7777/other',
+        challenge: pkce().challenge,
+      }),
+    );
     assert.equal(refused.status, 400);
     assert.equal(refused.json.error, 'invalid_request');
   });
@@ -125,7 +146,9 @@ describe('clients named by their metadata document', () => {
   it('gives up on a document that does not come within 5 s', async () => {
     docs.documents.set('/stalled.json', { stall: true });
     const started = performance.now();
-    const refused = await openConsent(authorizationUrl(insecure.url, { clientId: `${docs.url}/stalled.json`, challenge: pkce().challenge }));
+    const refused = await openConsent(
+      authorizationUrl(insecure.url, { clientId: `${docs.url}/stalled.json`, challenge: pkce().challenge }),
+    );
     const ms = performance.now() - started;
     assert.equal(refused.status, 400);
     assert.match(refused.json.error_description, /could not be fetched/);
@@ -134,7 +157,13 @@ describe('clients named by their metadata document', () => {
 
   it('by default fetches nothing from a private address or over http (the webhooks’ outbound policy)', async () => {
     docs.documents.set('/private.json', { body: clientDoc('/private.json') });
-    for (const clientId of [`${docs.url}/private.json`, `https://127.0.0.1:${new URL(docs.url).port}/private.json`, 'https://localhost/client.json', 'https://[::1]/client.json', 'https://10.0.0.1/client.json']) {
+    for (const clientId of [
+      `${docs.url}/private.json`,
+      `https://127.0.0.1:${new URL(docs.url).port}/private.json`,
+      'https://localhost/client.json',
+      'https://[::1]/client.json',
+      'https://10.0.0.1/client.json',
+    ]) {
       const refused = await openConsent(authorizationUrl(strict.url, { clientId, challenge: pkce().challenge }));
       assert.equal(refused.status, 400, clientId);
       assert.equal(refused.json.error, 'invalid_client');

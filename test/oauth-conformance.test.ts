@@ -67,7 +67,18 @@ describe('the MCP conformance suite’s authorization scenarios', { skip: noBrow
     const port = await freePort();
     const clientId = await registeredClient(server.url, `http://127.0.0.1:${port}/callback`, 'Suite de conformité MCP');
     const outputDir = mkdtempSync(join(tmpdir(), 'oauth-conformance-'));
-    const args = [tools.bin('conformance'), 'authorization', '--url', `${server.url}/`, '--client-id', clientId, '--port', String(port), '-o', outputDir];
+    const args = [
+      tools.bin('conformance'),
+      'authorization',
+      '--url',
+      `${server.url}/`,
+      '--client-id',
+      clientId,
+      '--port',
+      String(port),
+      '-o',
+      outputDir,
+    ];
     if (withResource) args.push('--resource', `${server.url}/mcp`);
     const child = spawn(tools.node22, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -97,7 +108,9 @@ describe('the MCP conformance suite’s authorization scenarios', { skip: noBrow
       await page.close();
       const code = await Promise.race([exited, new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 60_000))]);
       assert.notEqual(code, 'timeout', `the suite did not end:\n${output}`);
-      const checks = readdirSync(outputDir).flatMap((dir) => JSON.parse(readFileSync(join(outputDir, dir, 'checks.json'), 'utf8')) as Check[]);
+      const checks = readdirSync(outputDir).flatMap(
+        (dir) => JSON.parse(readFileSync(join(outputDir, dir, 'checks.json'), 'utf8')) as Check[],
+      );
       return { checks, output };
     } finally {
       child.kill();
@@ -108,8 +121,14 @@ describe('the MCP conformance suite’s authorization scenarios', { skip: noBrow
   for (const withResource of [true, false]) {
     it(`every check passes (${withResource ? 'with' : 'without'} the resource parameter)`, async () => {
       const { checks, output } = await runSuite(withResource);
-      console.log(`# conformance authorization (${withResource ? 'with' : 'without'} resource): ${checks.map((check) => `${check.id} ${check.status}`).join(', ')}`);
-      assert.deepEqual(checks.map((check) => check.id).sort(), ['authorization-code-grant', 'authorization-server-metadata', 'authorization-server-metadata-cimd'], output);
+      console.log(
+        `# conformance authorization (${withResource ? 'with' : 'without'} resource): ${checks.map((check) => `${check.id} ${check.status}`).join(', ')}`,
+      );
+      assert.deepEqual(
+        checks.map((check) => check.id).sort(),
+        ['authorization-code-grant', 'authorization-server-metadata', 'authorization-server-metadata-cimd'],
+        output,
+      );
       const failing = checks.filter((check) => check.status !== 'SUCCESS');
       assert.deepEqual(
         failing.map((check) => `${check.id}: ${check.status} ${check.errorMessage ?? ''}`.trim()),

@@ -5,7 +5,15 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isAccessToken, isAuthorizationCode, newAccessToken, newAuthorizationCode, newGrantId, newRefreshToken, refreshTokenGrant } from '../src/auth/oauth-tokens.ts';
+import {
+  isAccessToken,
+  isAuthorizationCode,
+  newAccessToken,
+  newAuthorizationCode,
+  newGrantId,
+  newRefreshToken,
+  refreshTokenGrant,
+} from '../src/auth/oauth-tokens.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { redirectTarget, redirectUriProblem } from '../src/oauth/redirect-uris.ts';
 import { canonicalResource, mcpResource } from '../src/oauth/urls.ts';
@@ -20,7 +28,15 @@ describe('PUBLIC_URL', () => {
   });
 
   it('refuses anything an OAuth issuer may not be', () => {
-    for (const value of ['feed.example.com', 'http://feed.example.com', 'https://feed.example.com/api', 'https://feed.example.com/?x=1', 'https://feed.example.com/#x', 'https://user:pw@feed.example.com', 'ftp://feed.example.com']) {
+    for (const value of [
+      'feed.example.com',
+      'http://feed.example.com',
+      'https://feed.example.com/api',
+      'https://feed.example.com/?x=1',
+      'https://feed.example.com/#x',
+      'https://user:pw@feed.example.com',
+      'ftp://feed.example.com',
+    ]) {
       assert.throws(() => loadConfig({ PUBLIC_URL: value }), ConfigError, value);
     }
   });
@@ -29,12 +45,28 @@ describe('PUBLIC_URL', () => {
 describe('the resource parameter (RFC 8707)', () => {
   const origin = 'https://feed.example.com';
   it('names this deployment’s /mcp however it is spelled', () => {
-    for (const raw of ['https://feed.example.com/mcp', 'HTTPS://FEED.EXAMPLE.COM/mcp', 'https://feed.example.com:443/mcp', 'https://feed.example.com/mcp/']) {
+    for (const raw of [
+      'https://feed.example.com/mcp',
+      'HTTPS://FEED.EXAMPLE.COM/mcp',
+      'https://feed.example.com:443/mcp',
+      'https://feed.example.com/mcp/',
+    ]) {
       assert.equal(canonicalResource(raw, origin), mcpResource(origin), raw);
     }
   });
   it('names nothing else', () => {
-    for (const raw of ['https://feed.example.com', 'https://feed.example.com/', 'https://feed.example.com/v1', 'https://feed.example.com/mcp?x', 'https://feed.example.com/mcp#f', 'http://feed.example.com/mcp', 'https://other.example/mcp', 'https://feed.example.com:8443/mcp', 'not a url', 'https://feed.example.com/MCP']) {
+    for (const raw of [
+      'https://feed.example.com',
+      'https://feed.example.com/',
+      'https://feed.example.com/v1',
+      'https://feed.example.com/mcp?x',
+      'https://feed.example.com/mcp#f',
+      'http://feed.example.com/mcp',
+      'https://other.example/mcp',
+      'https://feed.example.com:8443/mcp',
+      'not a url',
+      'https://feed.example.com/MCP',
+    ]) {
       assert.equal(canonicalResource(raw, origin), undefined, raw);
     }
   });
@@ -42,12 +74,29 @@ describe('the resource parameter (RFC 8707)', () => {
 
 describe('redirect URIs', () => {
   it('takes https, loopback http on any port, and an application’s own scheme', () => {
-    for (const uri of ['https://claude.ai/api/mcp/auth_callback', 'http://127.0.0.1:33418/', 'http://localhost/callback', 'http://[::1]:9/cb', 'com.example.app:/oauth', 'cursor://anysphere.cursor-retrieval/oauth/callback']) {
+    for (const uri of [
+      'https://claude.ai/api/mcp/auth_callback',
+      'http://127.0.0.1:33418/',
+      'http://localhost/callback',
+      'http://[::1]:9/cb',
+      'com.example.app:/oauth',
+      'cursor://anysphere.cursor-retrieval/oauth/callback',
+    ]) {
       assert.equal(redirectUriProblem(uri), undefined, uri);
     }
   });
   it('refuses plain http elsewhere, what a browser runs itself, fragments, credentials, and overlong URIs', () => {
-    for (const uri of ['http://assistant.example/cb', 'http://192.168.1.2/cb', 'javascript:alert(1)', 'data:text/html,x', 'file:///etc/passwd', 'https://a.example/cb#frag', 'https://u:p@a.example/cb', 'relative/path', `https://a.example/${'x'.repeat(1000)}`]) {
+    for (const uri of [
+      'http://assistant.example/cb',
+      'http://192.168.1.2/cb',
+      'javascript:alert(1)',
+      'data:text/html,x',
+      'file:///etc/passwd',
+      'https://a.example/cb#frag',
+      'https://u:p@a.example/cb',
+      'relative/path',
+      `https://a.example/${'x'.repeat(1000)}`,
+    ]) {
       assert.ok(redirectUriProblem(uri), uri);
     }
   });

@@ -56,7 +56,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
       restrictedKey = await server.key(workspace, ['read'], ['mbx_ventes']);
       adminKey = (await server.key(workspace, ['read', 'admin'])).key;
       await server.db.transaction((trx) =>
-        publish(trx, workspace, Array.from({ length: 10 }, (_, i) => sampleEvent(i % 2 ? 'mbx_ventes' : 'mbx_support', i))),
+        publish(
+          trx,
+          workspace,
+          Array.from({ length: 10 }, (_, i) => sampleEvent(i % 2 ? 'mbx_ventes' : 'mbx_support', i)),
+        ),
       );
     });
     after(async () => {
@@ -67,7 +71,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
     describe('discovery', () => {
       it('/mcp answers 401 with resource_metadata and the scope in its challenge', async () => {
         for (const headers of [{}, { authorization: 'Bearer efo_not-a-token' }] as Array<Record<string, string>>) {
-          const response = await fetch(`${base}/mcp`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+          const response = await fetch(`${base}/mcp`, {
+            method: 'POST',
+            headers: { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+            body: '{}',
+          });
           assert.equal(response.status, 401);
           const challenge = response.headers.get('www-authenticate') ?? '';
           assert.match(challenge, /^Bearer /);
@@ -107,7 +115,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
     describe('dynamic client registration (RFC 7591)', () => {
       it('registers a public client, even one that asked for a secret', async () => {
-        const registered = await register(base, { redirect_uris: [REDIRECT], client_name: 'Assistant', token_endpoint_auth_method: 'client_secret_post' });
+        const registered = await register(base, {
+          redirect_uris: [REDIRECT],
+          client_name: 'Assistant',
+          token_endpoint_auth_method: 'client_secret_post',
+        });
         assert.equal(registered.status, 201, registered.text);
         assert.equal(registered.json.token_endpoint_auth_method, 'none');
         assert.equal(registered.json.client_secret, undefined);
@@ -116,7 +128,14 @@ for (const { kind, create, skip } of await databaseKinds()) {
       });
 
       it('refuses redirect URIs that are neither https nor loopback, with a fragment, or too many', async () => {
-        for (const uris of [['http://assistant.example/cb'], ['javascript:alert(1)'], ['https://assistant.example/cb#x'], ['data:text/html,x'], [], Array.from({ length: 11 }, (_, i) => `https://a.example/${i}`)]) {
+        for (const uris of [
+          ['http://assistant.example/cb'],
+          ['javascript:alert(1)'],
+          ['https://assistant.example/cb#x'],
+          ['data:text/html,x'],
+          [],
+          Array.from({ length: 11 }, (_, i) => `https://a.example/${i}`),
+        ]) {
           const refused = await register(base, { redirect_uris: uris, client_name: 'x' });
           assert.equal(refused.status, 400, `${JSON.stringify(uris)}: ${refused.text}`);
           assert.match(refused.json.error, /^invalid_(redirect_uri|client_metadata)$/);
@@ -147,7 +166,9 @@ for (const { kind, create, skip } of await databaseKinds()) {
     describe('authorization and consent', () => {
       it('shows a French page naming the client and its redirect host, with the key field, unframeable, uncached', async () => {
         const clientId = await registeredClient(base, REDIRECT, 'Claude <script>');
-        const start = await openConsent(authorizationUrl(base, { clientId, redirectUri: REDIRECT, challenge: pkce().challenge, state: 's', resource: `${base}/mcp` }));
+        const start = await openConsent(
+          authorizationUrl(base, { clientId, redirectUri: REDIRECT, challenge: pkce().challenge, state: 's', resource: `${base}/mcp` }),
+        );
         assert.equal(start.status, 200);
         assert.match(start.text, /<html lang="fr">/);
         assert.ok(start.text.includes('« Claude &lt;script&gt; »'), 'the client named, escaped');
@@ -166,7 +187,15 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
       it('checks the key, shows its workspace and mailboxes before consent, then redirects with code, state and iss', async () => {
         const clientId = await registeredClient(base);
-        const start = await openConsent(authorizationUrl(base, { clientId, redirectUri: REDIRECT, challenge: pkce().challenge, state: 'état 1', resource: `${base}/mcp` }));
+        const start = await openConsent(
+          authorizationUrl(base, {
+            clientId,
+            redirectUri: REDIRECT,
+            challenge: pkce().challenge,
+            state: 'état 1',
+            resource: `${base}/mcp`,
+          }),
+        );
         const checked = await postConsent(base, start, { action: 'check', api_key: restrictedKey.key });
         assert.equal(checked.status, 200, checked.text);
         assert.ok(checked.text.includes('« Atelier Dupont »'), 'the workspace by name');
@@ -207,11 +236,27 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const clientId = await registeredClient(base);
         const start = await openConsent(authorizationUrl(base, { clientId, challenge: pkce().challenge }));
         const other = await openConsent(authorizationUrl(base, { clientId, challenge: pkce().challenge }));
-        assert.equal((await postConsent(base, { handle: start.handle }, { action: 'check', api_key: readKey.key })).status, 403, 'no cookie');
-        assert.equal((await postConsent(base, { handle: start.handle, cookie: other.cookie }, { action: 'check', api_key: readKey.key })).status, 403, 'another browser’s cookie');
-        const crossSite = await postForm(`${base}/authorize/consent`, { request: start.handle, action: 'check', api_key: readKey.key }, { cookie: start.cookie!, 'sec-fetch-site': 'cross-site' });
+        assert.equal(
+          (await postConsent(base, { handle: start.handle }, { action: 'check', api_key: readKey.key })).status,
+          403,
+          'no cookie',
+        );
+        assert.equal(
+          (await postConsent(base, { handle: start.handle, cookie: other.cookie }, { action: 'check', api_key: readKey.key })).status,
+          403,
+          'another browser’s cookie',
+        );
+        const crossSite = await postForm(
+          `${base}/authorize/consent`,
+          { request: start.handle, action: 'check', api_key: readKey.key },
+          { cookie: start.cookie!, 'sec-fetch-site': 'cross-site' },
+        );
         assert.equal(crossSite.status, 403);
-        assert.equal((await postConsent(base, { handle: 'A'.repeat(43), cookie: start.cookie }, { action: 'check', api_key: readKey.key })).status, 400, 'an unknown request');
+        assert.equal(
+          (await postConsent(base, { handle: 'A'.repeat(43), cookie: start.cookie }, { action: 'check', api_key: readKey.key })).status,
+          400,
+          'an unknown request',
+        );
         // The right browser still can: nothing above spent its attempts.
         assert.equal((await postConsent(base, start, { action: 'check', api_key: readKey.key })).status, 200);
       });
@@ -236,15 +281,21 @@ for (const { kind, create, skip } of await databaseKinds()) {
         }
         // Its other spellings are the same resource.
         const upper = new URL(base);
-        const start = await openConsent(authorizationUrl(base, { clientId, challenge: pkce().challenge, resource: `HTTP://${upper.host}/mcp/` }));
+        const start = await openConsent(
+          authorizationUrl(base, { clientId, challenge: pkce().challenge, resource: `HTTP://${upper.host}/mcp/` }),
+        );
         assert.equal(start.status, 200);
       });
 
       it('refuses what the SDK checks before the consent: an unknown client, an unregistered redirect, no PKCE or plain PKCE', async () => {
         const clientId = await registeredClient(base);
-        const unknown = await openConsent(authorizationUrl(base, { clientId: '00000000-0000-0000-0000-000000000000', challenge: pkce().challenge }));
+        const unknown = await openConsent(
+          authorizationUrl(base, { clientId: '00000000-0000-0000-0000-000000000000', challenge: pkce().challenge }),
+        );
         assert.equal(unknown.status, 400);
-        const unregistered = await openConsent(authorizationUrl(base, { clientId, redirectUri: 'http://127.0.0.1:7777/elsewhere', challenge: pkce().challenge }));
+        const unregistered = await openConsent(
+          authorizationUrl(base, { clientId, redirectUri: 'http://127.0.0.1:7777/elsewhere', challenge: pkce().challenge }),
+        );
         assert.equal(unregistered.status, 400);
         assert.equal(unregistered.headers.get('location'), null, 'never redirected to an unregistered URI');
         const plain = new URL(authorizationUrl(base, { clientId, challenge: 'x'.repeat(43) }));
@@ -269,7 +320,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const restricted = await mcpFeed(base, tokens.access, { limit: 100 });
         assert.equal(restricted.status, 200, JSON.stringify(restricted.body));
         assert.equal(restricted.events?.length, 5);
-        assert.ok(restricted.events!.every((event) => event.subject.refs.mailbox_id === 'mbx_ventes'), 'only the key’s mailbox');
+        assert.ok(
+          restricted.events!.every((event) => event.subject.refs.mailbox_id === 'mbx_ventes'),
+          'only the key’s mailbox',
+        );
         const whole = await mcpFeed(base, (await tokensFor(base, readKey.key)).access, { limit: 100 });
         assert.equal(whole.events?.length, 10);
       });
@@ -278,7 +332,12 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const tokens = await tokensFor(base, readKey.key);
         const response = await fetch(`${base}/mcp`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${tokens.access}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-request-id': 'oauth-paid-by-key' },
+          headers: {
+            authorization: `Bearer ${tokens.access}`,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'x-request-id': 'oauth-paid-by-key',
+          },
           body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
         });
         assert.equal(response.status, 200);
@@ -336,28 +395,53 @@ for (const { kind, create, skip } of await databaseKinds()) {
         assert.equal(reused.status, 400);
         assert.equal(reused.json.error, 'invalid_grant');
         assert.equal((await mcpFeed(base, rotated.json.access_token)).status, 401, 'the family is revoked');
-        assert.equal((await refresh(base, { clientId: tokens.clientId, refreshToken: rotated.json.refresh_token })).json.error, 'invalid_grant');
+        assert.equal(
+          (await refresh(base, { clientId: tokens.clientId, refreshToken: rotated.json.refresh_token })).json.error,
+          'invalid_grant',
+        );
       });
 
       it('refuses a refresh for another resource or scope, or by another client', async () => {
         const tokens = await tokensFor(base, readKey.key);
-        assert.equal((await refresh(base, { clientId: tokens.clientId, refreshToken: tokens.refresh, resource: 'https://other.example/mcp' })).json.error, 'invalid_target');
-        assert.equal((await refresh(base, { clientId: tokens.clientId, refreshToken: tokens.refresh, scope: 'read write' })).json.error, 'invalid_scope');
-        assert.equal((await refresh(base, { clientId: await registeredClient(base), refreshToken: tokens.refresh })).json.error, 'invalid_grant');
-        assert.equal((await refresh(base, { clientId: tokens.clientId, refreshToken: tokens.refresh })).status, 200, 'still usable by its own client');
+        assert.equal(
+          (await refresh(base, { clientId: tokens.clientId, refreshToken: tokens.refresh, resource: 'https://other.example/mcp' })).json
+            .error,
+          'invalid_target',
+        );
+        assert.equal(
+          (await refresh(base, { clientId: tokens.clientId, refreshToken: tokens.refresh, scope: 'read write' })).json.error,
+          'invalid_scope',
+        );
+        assert.equal(
+          (await refresh(base, { clientId: await registeredClient(base), refreshToken: tokens.refresh })).json.error,
+          'invalid_grant',
+        );
+        assert.equal(
+          (await refresh(base, { clientId: tokens.clientId, refreshToken: tokens.refresh })).status,
+          200,
+          'still usable by its own client',
+        );
       });
 
       it('revokes a token (RFC 7009): the access token and its refresh token stop at once', async () => {
         for (const which of ['access', 'refresh'] as const) {
           const tokens = await tokensFor(base, readKey.key);
-          assert.equal((await postForm(`${base}/revoke`, { client_id: await registeredClient(base), token: tokens[which] })).status, 200, 'another client’s revocation');
+          assert.equal(
+            (await postForm(`${base}/revoke`, { client_id: await registeredClient(base), token: tokens[which] })).status,
+            200,
+            'another client’s revocation',
+          );
           assert.equal((await mcpFeed(base, tokens.access)).status, 200, 'changes nothing');
           const revoked = await postForm(`${base}/revoke`, { client_id: tokens.clientId, token: tokens[which] });
           assert.equal(revoked.status, 200);
           assert.equal((await mcpFeed(base, tokens.access)).status, 401, which);
           assert.equal((await refresh(base, { clientId: tokens.clientId, refreshToken: tokens.refresh })).json.error, 'invalid_grant');
         }
-        assert.equal((await postForm(`${base}/revoke`, { client_id: await registeredClient(base), token: 'nonsense' })).status, 200, 'an unknown token is no error (§2.2)');
+        assert.equal(
+          (await postForm(`${base}/revoke`, { client_id: await registeredClient(base), token: 'nonsense' })).status,
+          200,
+          'an unknown token is no error (§2.2)',
+        );
       });
 
       it('stops every token of a key at once when the key is revoked (revoke_key), and issues none for it', async () => {
@@ -373,7 +457,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
         assert.equal(refused.status, 401);
         assert.match(refused.challenge ?? '', /invalid_token/);
         assert.equal((await refresh(base, { clientId: tokens.clientId, refreshToken: tokens.refresh })).json.error, 'invalid_grant');
-        assert.equal((await exchangeCode(base, { clientId, code, verifier, redirectUri: REDIRECT })).json.error, 'invalid_grant', 'a code given before is not exchanged');
+        assert.equal(
+          (await exchangeCode(base, { clientId, code, verifier, redirectUri: REDIRECT })).json.error,
+          'invalid_grant',
+          'a code given before is not exchanged',
+        );
       });
 
       it('refuses an OAuth access token on /v1: it is for /mcp only', async () => {
@@ -403,17 +491,40 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const attempts: Array<[string, RequestInit]> = [
           ['/token', { method: 'POST' }],
           ['/token', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"grant_type":"authorization_code"}' }],
-          ['/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=password&client_id=x' }],
-          ['/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `grant_type=authorization_code&client_id=${'x'.repeat(20_000)}` }],
-          ['/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=refresh_token&client_id=x&refresh_token=efr_grt_AAAAAAAAAAAAAAAAAAAAAA_' }],
+          [
+            '/token',
+            { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=password&client_id=x' },
+          ],
+          [
+            '/token',
+            {
+              method: 'POST',
+              headers: { 'content-type': 'application/x-www-form-urlencoded' },
+              body: `grant_type=authorization_code&client_id=${'x'.repeat(20_000)}`,
+            },
+          ],
+          [
+            '/token',
+            {
+              method: 'POST',
+              headers: { 'content-type': 'application/x-www-form-urlencoded' },
+              body: 'grant_type=refresh_token&client_id=x&refresh_token=efr_grt_AAAAAAAAAAAAAAAAAAAAAA_',
+            },
+          ],
           ['/token', { method: 'GET' }],
           ['/revoke', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'token=' }],
-          ['/authorize/consent', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'request[]=1&action=allow' }],
+          [
+            '/authorize/consent',
+            { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'request[]=1&action=allow' },
+          ],
           ['/authorize', { method: 'DELETE' }],
         ];
         for (const [path, init] of attempts) {
           const response = await fetch(base + path, { ...init, redirect: 'manual' });
-          assert.ok(response.status >= 400 && response.status < 500, `${path} ${init.method} ${String(init.body).slice(0, 40)}: ${response.status}`);
+          assert.ok(
+            response.status >= 400 && response.status < 500,
+            `${path} ${init.method} ${String(init.body).slice(0, 40)}: ${response.status}`,
+          );
           await response.text();
         }
       });
@@ -422,7 +533,8 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const tokens = await tokensFor(base, readKey.key);
         await refresh(base, { clientId: tokens.clientId, refreshToken: tokens.refresh });
         const log = logLines.join('');
-        for (const secret of [readKey.key, restrictedKey.key, tokens.access, tokens.refresh]) assert.ok(!log.includes(secret), `${secret.slice(0, 4)}… is not logged`);
+        for (const secret of [readKey.key, restrictedKey.key, tokens.access, tokens.refresh])
+          assert.ok(!log.includes(secret), `${secret.slice(0, 4)}… is not logged`);
         assert.doesNotMatch(log, /efc_|efo_|efr_|efk_|code_verifier|api_key=/);
       });
     });
@@ -439,7 +551,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const expired = await mcpFeed(timed.url, tokens.access);
         assert.equal(expired.status, 401, 'at 61 minutes');
         assert.match(expired.challenge ?? '', /resource_metadata=/);
-        assert.equal((await refresh(timed.url, { clientId: tokens.clientId, refreshToken: tokens.refresh })).status, 200, 'its refresh token still works');
+        assert.equal(
+          (await refresh(timed.url, { clientId: tokens.clientId, refreshToken: tokens.refresh })).status,
+          200,
+          'its refresh token still works',
+        );
       } finally {
         await timed.stop();
       }
@@ -452,7 +568,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
         assert.equal((await mcpFeed(elsewhere.url, theirs.access)).status, 200);
         assert.notEqual(elsewhere.url, base, 'another origin');
         assert.equal((await mcpFeed(base, theirs.access)).status, 401);
-        assert.equal((await refresh(base, { clientId: theirs.clientId, refreshToken: theirs.refresh, resource: `${base}/mcp` })).json.error, 'invalid_target');
+        assert.equal(
+          (await refresh(base, { clientId: theirs.clientId, refreshToken: theirs.refresh, resource: `${base}/mcp` })).json.error,
+          'invalid_target',
+        );
       } finally {
         await elsewhere.stop();
       }
@@ -464,7 +583,9 @@ for (const { kind, create, skip } of await databaseKinds()) {
       try {
         const clientId = await registeredClient(timed.url);
         const { verifier, challenge } = pkce();
-        const code = (await consentWithKey(timed.url, { clientId, redirectUri: REDIRECT, challenge }, readKey.key)).searchParams.get('code')!;
+        const code = (await consentWithKey(timed.url, { clientId, redirectUri: REDIRECT, challenge }, readKey.key)).searchParams.get(
+          'code',
+        )!;
         clock.advanceDays(61 / (24 * 3600));
         const refused = await exchangeCode(timed.url, { clientId, code, verifier, redirectUri: REDIRECT });
         assert.equal(refused.json.error, 'invalid_grant');

@@ -84,7 +84,8 @@ const naiveScheme: Scheme = {
   },
   async read(reader, workspaceId, cursor) {
     const after = cursor === undefined ? 0 : Number(cursor);
-    const rows: Array<{ id: number | string; event_id: string }> = await reader.knex('naive_events')
+    const rows: Array<{ id: number | string; event_id: string }> = await reader
+      .knex('naive_events')
       .select('id', 'event_id')
       .where('workspace_id', workspaceId)
       .andWhere('id', '>', after)
@@ -93,7 +94,11 @@ const naiveScheme: Scheme = {
     return { ids: rows.map((row) => row.event_id), cursor: String(rows.length ? Number(rows.at(-1)!.id) : after) };
   },
   async committed(reader, workspaceId) {
-    const rows: Array<{ event_id: string }> = await reader.knex('naive_events').select('event_id').where({ workspace_id: workspaceId }).orderBy('id');
+    const rows: Array<{ event_id: string }> = await reader
+      .knex('naive_events')
+      .select('event_id')
+      .where({ workspace_id: workspaceId })
+      .orderBy('id');
     return rows.map((row) => row.event_id);
   },
 };
@@ -118,7 +123,13 @@ interface InterleavingOutcome {
  * connection) appends and commits; 300 ms later the reader polls from its cursor; A commits; B's
  * commit is awaited; the reader polls again from its saved cursor.
  */
-async function runInterleaving(scheme: Scheme, dbA: Knex, dbB: Knex, reader: OpenedStore, workspaceId: string): Promise<InterleavingOutcome> {
+async function runInterleaving(
+  scheme: Scheme,
+  dbA: Knex,
+  dbB: Knex,
+  reader: OpenedStore,
+  workspaceId: string,
+): Promise<InterleavingOutcome> {
   const e0 = await dbA.transaction((trx) => scheme.append(trx, workspaceId, 0));
   const seen: string[] = [];
   const first = await scheme.read(reader, workspaceId, undefined);
@@ -369,19 +380,32 @@ describe('gap-free ordering on postgres', { skip: !(await postgresAvailable()) &
       const expectedIds = new Set(txs.flatMap((tx) => tx.ids));
       const truth = await dbReader('events').select('seq', 'id').where({ workspace_id: ws }).orderBy('seq');
       // The stored feed: exactly the committed events, seq 1..N with no hole.
-      assert.deepEqual(truth.map((row) => Number(row.seq)), Array.from({ length: truth.length }, (_, i) => i + 1));
+      assert.deepEqual(
+        truth.map((row) => Number(row.seq)),
+        Array.from({ length: truth.length }, (_, i) => i + 1),
+      );
       assert.deepEqual(new Set(truth.map((row) => row.id as string)), expectedIds);
       const seqOf = new Map(truth.map((row) => [row.id as string, Number(row.seq)]));
       // Each transaction's events are consecutive, in the order given.
       for (const tx of txs) {
         const seqs = tx.ids.map((id) => seqOf.get(id)!);
-        assert.deepEqual(seqs, seqs.map((_, i) => seqs[0]! + i));
+        assert.deepEqual(
+          seqs,
+          seqs.map((_, i) => seqs[0]! + i),
+        );
       }
 
       for (const seen of results) {
         const got = seen.get(ws)!;
-        assert.deepEqual(got.map((e) => e.seq), Array.from({ length: expectedIds.size }, (_, i) => i + 1), 'contiguous from 1, each once');
-        assert.deepEqual(got, truth.map((row) => ({ seq: Number(row.seq), id: row.id as string })));
+        assert.deepEqual(
+          got.map((e) => e.seq),
+          Array.from({ length: expectedIds.size }, (_, i) => i + 1),
+          'contiguous from 1, each once',
+        );
+        assert.deepEqual(
+          got,
+          truth.map((row) => ({ seq: Number(row.seq), id: row.id as string })),
+        );
         assert.equal(got.filter((e) => rolledBack.has(e.id)).length, 0, 'no rolled-back event');
       }
     }

@@ -35,7 +35,12 @@ interface Call {
   body?: string;
 }
 
-async function call(base: string, what: Call['what'], phase: () => Phase, options: { key?: string; body?: string; emitId?: string } = {}): Promise<Call> {
+async function call(
+  base: string,
+  what: Call['what'],
+  phase: () => Phase,
+  options: { key?: string; body?: string; emitId?: string } = {},
+): Promise<Call> {
   const c: Call = { what, phaseAtStart: phase(), started: Date.now(), emitId: options.emitId, body: options.body };
   const path = what === 'emit' ? '/v1/emit_event' : what === 'feed' ? '/v1/event_feed' : `/${what}`;
   try {
@@ -97,142 +102,155 @@ async function readAll(base: string, key: string): Promise<any[]> {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe('database outage (postgres through a TCP proxy)', { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' }, () => {
-  let database: TestDatabase;
-  let proxy: TcpProxy;
-  let server: ProcessServer;
-  let key: string;
+describe(
+  'database outage (postgres through a TCP proxy)',
+  { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' },
+  () => {
+    let database: TestDatabase;
+    let proxy: TcpProxy;
+    let server: ProcessServer;
+    let key: string;
 
-  before(async () => {
-    database = await postgresDatabase();
-    key = (await provision(database.url, { rw: { permissions: ['read', 'write'] } })).keys.rw!;
-    proxy = await startTcpProxy();
-    server = await startProcessServer({ databaseUrl: proxy.via(database.url) });
-  });
-  after(async () => {
-    await server?.kill();
-    await proxy?.close();
-    await database?.drop();
-  });
+    before(async () => {
+      database = await postgresDatabase();
+      key = (await provision(database.url, { rw: { permissions: ['read', 'write'] } })).keys.rw!;
+      proxy = await startTcpProxy();
+      server = await startProcessServer({ databaseUrl: proxy.via(database.url) });
+    });
+    after(async () => {
+      await server?.kill();
+      await proxy?.close();
+      await database?.drop();
+    });
 
-  /**
-   * Runs a light load (2 writers, 2 readers, probes) through healthy → outage → recovering →
-   * recovered, then checks every answer. `breakIt` starts the outage, `restore` ends it.
-   */
-  async function outage(t: { diagnostic(message: string): void }, label: string, breakIt: () => unknown) {
-    let phase: Phase = 'healthy';
-    const now = () => phase;
-    const calls: Call[] = [];
-    const probes: Call[] = [];
-    let n = 0;
-    let running = true;
+    /**
+     * Runs a light load (2 writers, 2 readers, probes) through healthy → outage → recovering →
+     * recovered, then checks every answer. `breakIt` starts the outage, `restore` ends it.
+     */
+    async function outage(t: { diagnostic(message: string): void }, label: string, breakIt: () => unknown) {
+      let phase: Phase = 'healthy';
+      const now = () => phase;
+      const calls: Call[] = [];
+      const probes: Call[] = [];
+      let n = 0;
+      let running = true;
 
-    const writer = async () => {
-      while (running) {
-        const id = newEventId();
-        const body = JSON.stringify({ ...sampleEvent('mbx_sales', n++), id });
-        calls.push(await call(server.url, 'emit', now, { key, body, emitId: id }));
-        await sleep(25);
-      }
-    };
-    const reader = async () => {
-      while (running) {
-        calls.push(await call(server.url, 'feed', now, { key, body: JSON.stringify({ limit: 20 }) }));
-        await sleep(25);
-      }
-    };
-    const prober = async () => {
-      while (running) {
-        probes.push(await call(server.url, 'healthz', now), await call(server.url, 'readyz', now));
-        await sleep(200);
-      }
-    };
-    const load = [writer(), writer(), reader(), reader(), prober()];
+      const writer = async () => {
+        while (running) {
+          const id = newEventId();
+          const body = JSON.stringify({ ...sampleEvent('mbx_sales', n++), id });
+          calls.push(await call(server.url, 'emit', now, { key, body, emitId: id }));
+          await sleep(25);
+        }
+      };
+      const reader = async () => {
+        while (running) {
+          calls.push(await call(server.url, 'feed', now, { key, body: JSON.stringify({ limit: 20 }) }));
+          await sleep(25);
+        }
+      };
+      const prober = async () => {
+        while (running) {
+          probes.push(await call(server.url, 'healthz', now), await call(server.url, 'readyz', now));
+          await sleep(200);
+        }
+      };
+      const load = [writer(), writer(), reader(), reader(), prober()];
 
-    await sleep(1500);
-    phase = 'outage';
-    const cutAt = Date.now();
-    await breakIt();
-    await sleep(OUTAGE_MS);
-    phase = 'recovering';
-    const restoredAt = Date.now();
-    await proxy.restore();
-    let readyAfter: number | undefined;
-    while (Date.now() - restoredAt < RECOVERY_MS + FAIL_FAST_MS) {
-      const probe = await call(server.url, 'readyz', now);
-      if (probe.status === 200) {
-        readyAfter = Date.now() - restoredAt;
-        break;
+      await sleep(1500);
+      phase = 'outage';
+      const cutAt = Date.now();
+      await breakIt();
+      await sleep(OUTAGE_MS);
+      phase = 'recovering';
+      const restoredAt = Date.now();
+      await proxy.restore();
+      let readyAfter: number | undefined;
+      while (Date.now() - restoredAt < RECOVERY_MS + FAIL_FAST_MS) {
+        const probe = await call(server.url, 'readyz', now);
+        if (probe.status === 200) {
+          readyAfter = Date.now() - restoredAt;
+          break;
+        }
+        await sleep(100);
       }
-      await sleep(100);
+      phase = 'recovered';
+      await sleep(2000);
+      running = false;
+      await Promise.all(load);
+
+      const all = [...calls, ...probes];
+      const slowest = Math.max(...all.map((c) => c.ms!));
+      const outageCalls = calls.filter((c) => c.phaseAtStart === 'outage' && c.phaseAtEnd === 'outage');
+      const failedFastest = outageCalls.map((c) => c.ms!).sort((a, b) => a - b);
+      t.diagnostic(
+        `${label}: ${calls.length} requests (${outageCalls.length} during the outage, ms p50 ${failedFastest[Math.floor(failedFastest.length / 2)]} ` +
+          `max ${failedFastest.at(-1)}), slowest answer overall ${slowest} ms, /readyz 200 again ${readyAfter} ms after restore, ` +
+          `process alive: ${server.alive}, proxy connections accepted: ${proxy.accepted}`,
+      );
+
+      // The process survived and answered everything.
+      assert.ok(
+        server.alive,
+        `the service process died: ${JSON.stringify(await Promise.race([server.exited, sleep(10)]))}\n${server.output().slice(-3000)}`,
+      );
+      const unanswered = all.filter((c) => c.clientError !== undefined);
+      assert.deepEqual(unanswered.map(describeCall), [], 'every request got an HTTP answer');
+
+      // Fail fast: nothing took longer than FAIL_FAST_MS, whatever the phase.
+      const slow = all.filter((c) => c.ms! > FAIL_FAST_MS);
+      assert.deepEqual(slow.map(describeCall), [], `every answer within ${FAIL_FAST_MS} ms`);
+
+      // Healthy before.
+      for (const c of calls.filter((c) => c.phaseAtEnd === 'healthy')) assertSuccess(c);
+      // During the outage: the contract's internal error, every time.
+      assert.ok(outageCalls.length >= 4, `some requests ran during the outage (${outageCalls.length})`);
+      for (const c of outageCalls) assertInternalError(c);
+      // Straddling the cut or the restore: either outcome, but only these two.
+      for (const c of calls.filter((c) => c.phaseAtStart !== c.phaseAtEnd && c.phaseAtEnd !== 'recovered')) {
+        if (c.status !== undefined && c.status < 300) assertSuccess(c);
+        else assertInternalError(c);
+      }
+
+      // Probes: liveness always 200; readiness 503 throughout the outage.
+      for (const p of probes) if (p.what === 'healthz') assert.equal(p.status, 200, `/healthz: ${describeCall(p)}`);
+      const readyDuring = probes.filter((p) => p.what === 'readyz' && p.phaseAtStart === 'outage' && p.phaseAtEnd === 'outage');
+      assert.ok(readyDuring.length >= 2, 'readiness was probed during the outage');
+      for (const p of readyDuring) assert.equal(p.status, 503, `/readyz during the outage: ${describeCall(p)}`);
+
+      // Recovery without a restart.
+      assert.ok(
+        readyAfter !== undefined && readyAfter <= RECOVERY_MS,
+        `/readyz 200 within ${RECOVERY_MS} ms of restore (after ${readyAfter ?? 'never'})`,
+      );
+      const recovered = calls.filter((c) => c.phaseAtStart === 'recovered');
+      assert.ok(
+        recovered.some((c) => c.what === 'emit') && recovered.some((c) => c.what === 'feed'),
+        'reads and writes ran after recovery',
+      );
+      for (const c of recovered) assertSuccess(c);
+
+      // No acknowledged write lost; failed writes are whole or absent, and a retry settles them.
+      const acked = calls.filter((c) => c.what === 'emit' && c.status !== undefined && c.status < 300);
+      const failed = calls.filter((c) => c.what === 'emit' && !(c.status !== undefined && c.status < 300));
+      let ids = new Set((await readAll(server.url, key)).map((e) => e.id));
+      for (const c of acked) assert.ok(ids.has(c.emitId!), `acknowledged write ${c.emitId} (${c.phaseAtStart}) was lost`);
+      for (const c of failed) {
+        const res = await call(server.url, 'emit', now, { key, body: c.body! });
+        assert.equal(res.status, ids.has(c.emitId!) ? 200 : 201, `retry of failed write: ${describeCall(res)}`);
+      }
+      const events = await readAll(server.url, key);
+      ids = new Set(events.map((e) => e.id));
+      assert.equal(ids.size, events.length, 'ids unique');
+      for (const c of [...acked, ...failed]) assert.ok(ids.has(c.emitId!), `${c.emitId} present after retries`);
     }
-    phase = 'recovered';
-    await sleep(2000);
-    running = false;
-    await Promise.all(load);
 
-    const all = [...calls, ...probes];
-    const slowest = Math.max(...all.map((c) => c.ms!));
-    const outageCalls = calls.filter((c) => c.phaseAtStart === 'outage' && c.phaseAtEnd === 'outage');
-    const failedFastest = outageCalls.map((c) => c.ms!).sort((a, b) => a - b);
-    t.diagnostic(
-      `${label}: ${calls.length} requests (${outageCalls.length} during the outage, ms p50 ${failedFastest[Math.floor(failedFastest.length / 2)]} ` +
-        `max ${failedFastest.at(-1)}), slowest answer overall ${slowest} ms, /readyz 200 again ${readyAfter} ms after restore, ` +
-        `process alive: ${server.alive}, proxy connections accepted: ${proxy.accepted}`,
-    );
+    it('cut (connections reset, new ones refused): fails fast with internal, /readyz 503, then recovers without a restart', async (t) => {
+      await outage(t, 'cut', () => proxy.cut());
+    });
 
-    // The process survived and answered everything.
-    assert.ok(server.alive, `the service process died: ${JSON.stringify(await Promise.race([server.exited, sleep(10)]))}\n${server.output().slice(-3000)}`);
-    const unanswered = all.filter((c) => c.clientError !== undefined);
-    assert.deepEqual(unanswered.map(describeCall), [], 'every request got an HTTP answer');
-
-    // Fail fast: nothing took longer than FAIL_FAST_MS, whatever the phase.
-    const slow = all.filter((c) => c.ms! > FAIL_FAST_MS);
-    assert.deepEqual(slow.map(describeCall), [], `every answer within ${FAIL_FAST_MS} ms`);
-
-    // Healthy before.
-    for (const c of calls.filter((c) => c.phaseAtEnd === 'healthy')) assertSuccess(c);
-    // During the outage: the contract's internal error, every time.
-    assert.ok(outageCalls.length >= 4, `some requests ran during the outage (${outageCalls.length})`);
-    for (const c of outageCalls) assertInternalError(c);
-    // Straddling the cut or the restore: either outcome, but only these two.
-    for (const c of calls.filter((c) => c.phaseAtStart !== c.phaseAtEnd && c.phaseAtEnd !== 'recovered')) {
-      if (c.status !== undefined && c.status < 300) assertSuccess(c);
-      else assertInternalError(c);
-    }
-
-    // Probes: liveness always 200; readiness 503 throughout the outage.
-    for (const p of probes) if (p.what === 'healthz') assert.equal(p.status, 200, `/healthz: ${describeCall(p)}`);
-    const readyDuring = probes.filter((p) => p.what === 'readyz' && p.phaseAtStart === 'outage' && p.phaseAtEnd === 'outage');
-    assert.ok(readyDuring.length >= 2, 'readiness was probed during the outage');
-    for (const p of readyDuring) assert.equal(p.status, 503, `/readyz during the outage: ${describeCall(p)}`);
-
-    // Recovery without a restart.
-    assert.ok(readyAfter !== undefined && readyAfter <= RECOVERY_MS, `/readyz 200 within ${RECOVERY_MS} ms of restore (after ${readyAfter ?? 'never'})`);
-    const recovered = calls.filter((c) => c.phaseAtStart === 'recovered');
-    assert.ok(recovered.some((c) => c.what === 'emit') && recovered.some((c) => c.what === 'feed'), 'reads and writes ran after recovery');
-    for (const c of recovered) assertSuccess(c);
-
-    // No acknowledged write lost; failed writes are whole or absent, and a retry settles them.
-    const acked = calls.filter((c) => c.what === 'emit' && c.status !== undefined && c.status < 300);
-    const failed = calls.filter((c) => c.what === 'emit' && !(c.status !== undefined && c.status < 300));
-    let ids = new Set((await readAll(server.url, key)).map((e) => e.id));
-    for (const c of acked) assert.ok(ids.has(c.emitId!), `acknowledged write ${c.emitId} (${c.phaseAtStart}) was lost`);
-    for (const c of failed) {
-      const res = await call(server.url, 'emit', now, { key, body: c.body! });
-      assert.equal(res.status, ids.has(c.emitId!) ? 200 : 201, `retry of failed write: ${describeCall(res)}`);
-    }
-    const events = await readAll(server.url, key);
-    ids = new Set(events.map((e) => e.id));
-    assert.equal(ids.size, events.length, 'ids unique');
-    for (const c of [...acked, ...failed]) assert.ok(ids.has(c.emitId!), `${c.emitId} present after retries`);
-  }
-
-  it('cut (connections reset, new ones refused): fails fast with internal, /readyz 503, then recovers without a restart', async (t) => {
-    await outage(t, 'cut', () => proxy.cut());
-  });
-
-  it('partition (packets swallowed, connections hang): fails fast with internal, /readyz 503, then recovers without a restart', async (t) => {
-    await outage(t, 'partition', () => proxy.blackhole());
-  });
-});
+    it('partition (packets swallowed, connections hang): fails fast with internal, /readyz 503, then recovers without a restart', async (t) => {
+      await outage(t, 'partition', () => proxy.blackhole());
+    });
+  },
+);

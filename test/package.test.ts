@@ -11,7 +11,18 @@
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -76,16 +87,36 @@ describe('the package, packed and installed from its tarball', { timeout: 240_00
     const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
     assert.deepEqual(manifest.exports['.'], { types: './dist/src/library.d.ts', default: './dist/src/library.js' });
     const files = readdirSync(installed, { recursive: true }).map(String);
-    for (const file of ['dist/src/library.js', 'dist/src/library.d.ts', 'dist/src/cli/main.js', 'dist/view/view.js', 'dist/BUILT', 'generated/openapi.json', 'openapi.yaml', 'src/store/sqlite/checkpoint-worker.cjs', 'bin/event-feed.js', 'README.md', 'docs/reading-the-feed.md']) {
+    for (const file of [
+      'dist/src/library.js',
+      'dist/src/library.d.ts',
+      'dist/src/cli/main.js',
+      'dist/view/view.js',
+      'dist/BUILT',
+      'generated/openapi.json',
+      'openapi.yaml',
+      'src/store/sqlite/checkpoint-worker.cjs',
+      'bin/event-feed.js',
+      'README.md',
+      'docs/reading-the-feed.md',
+    ]) {
       assert.ok(files.includes(file), `${file} is in the package`);
     }
-    assert.deepEqual(files.filter((file) => /^(test|bench|dist\/bench|scripts)(\/|$)/.test(file)), []);
+    assert.deepEqual(
+      files.filter((file) => /^(test|bench|dist\/bench|scripts)(\/|$)/.test(file)),
+      [],
+    );
   });
 
   it('plain node imports it, publishes in a transaction, and the installed service serves the events back', async () => {
     const databaseUrl = `sqlite:${join(consumer, 'feed.sqlite')}`;
     const cli = async (...args: string[]) =>
-      (await run(join(consumer, 'node_modules', '.bin', 'event-feed'), args, { cwd: consumer, env: plainEnv({ DATABASE_URL: databaseUrl }) })).stdout.trim();
+      (
+        await run(join(consumer, 'node_modules', '.bin', 'event-feed'), args, {
+          cwd: consumer,
+          env: plainEnv({ DATABASE_URL: databaseUrl }),
+        })
+      ).stdout.trim();
     // Only `migrate` and `serve` create a database: the CLI never makes an empty one by mistake.
     await cli('migrate');
     const workspace = await cli('workspace', 'create', '--name', 'Boutique');
@@ -116,11 +147,17 @@ await db.destroy();
 console.log(JSON.stringify({ resolved: import.meta.resolve('event-feed'), execArgv: process.execArgv, published, replay, orders }));
 `,
     );
-    const { stdout } = await run(process.execPath, ['publish.mjs', databaseUrl, workspace, JSON.stringify(event)], { cwd: consumer, env: plainEnv() });
+    const { stdout } = await run(process.execPath, ['publish.mjs', databaseUrl, workspace, JSON.stringify(event)], {
+      cwd: consumer,
+      env: plainEnv(),
+    });
     const out = JSON.parse(stdout);
     assert.match(out.resolved, /\/node_modules\/event-feed\/dist\/src\/library\.js$/, 'the compiled entry point, not a .ts file');
     assert.deepEqual(out.execArgv, [], 'plain node: no loader');
-    assert.deepEqual(out.published.map((p: { created: boolean }) => p.created), [true, true]);
+    assert.deepEqual(
+      out.published.map((p: { created: boolean }) => p.created),
+      [true, true],
+    );
     assert.deepEqual(out.replay, { envelope: out.published[0].envelope, created: false });
     assert.deepEqual(out.orders, ['order_1']);
 
@@ -137,14 +174,18 @@ console.log(JSON.stringify({ resolved: import.meta.resolve('event-feed'), execAr
       if (url) break;
     }
     assert.ok(url, 'the service said where it listens');
-    const res = await fetch(`${url}/v1/event_feed`, { method: 'POST', headers: { authorization: `Bearer ${readKey}`, 'content-type': 'application/json' }, body: '{}' });
+    const res = await fetch(`${url}/v1/event_feed`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${readKey}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
     const text = await res.text();
     assert.equal(res.status, 200, text);
     assert.ok(text.includes(`"events":[${out.published[0].envelope},${out.published[1].envelope}]`), text);
     // The web view's script: the bundle the build wrote from its TypeScript (dist/view/view.js).
     const view = await fetch(`${url}/view.js`);
     assert.equal(view.status, 200);
-    assert.ok((await view.text()).startsWith(VIEW_BUNDLE_BANNER), 'the view\'s bundle');
+    assert.ok((await view.text()).startsWith(VIEW_BUNDLE_BANNER), "the view's bundle");
     server.kill();
   });
 

@@ -33,7 +33,9 @@ describe('health and readiness probes', () => {
     for (const path of ['/healthz', '/readyz']) {
       const other = await fetch(`${server.url}${path}`, { method: 'POST' });
       assert.equal(other.status, 404);
-      assert.deepEqual(await other.json(), { error: { code: 'invalid_argument', message: `nothing at POST ${path}; the API is described at /openapi.json` } });
+      assert.deepEqual(await other.json(), {
+        error: { code: 'invalid_argument', message: `nothing at POST ${path}; the API is described at /openapi.json` },
+      });
     }
   });
 

@@ -20,8 +20,14 @@ describe('token bucket', () => {
   it('allows a burst, then refills at the rate', () => {
     let now = 0;
     const limiter = new RateLimiter(2, 3, () => now);
-    assert.deepEqual([1, 2, 3].map(() => limiter.take(p('k'))!.remaining), [2, 1, 0]);
-    assert.throws(() => limiter.take(p('k')), (err: ApiError) => err.code === 'rate_limited' && err.headers['Retry-After'] === '1');
+    assert.deepEqual(
+      [1, 2, 3].map(() => limiter.take(p('k'))!.remaining),
+      [2, 1, 0],
+    );
+    assert.throws(
+      () => limiter.take(p('k')),
+      (err: ApiError) => err.code === 'rate_limited' && err.headers['Retry-After'] === '1',
+    );
     now += 500; // one token back
     assert.equal(limiter.take(p('k'))!.remaining, 0);
     assert.throws(() => limiter.take(p('k')));
@@ -41,7 +47,10 @@ describe('token bucket', () => {
     const charged = limiter.charge(p('k'), 30)!;
     assert.equal(charged.remaining, 0);
     assert.equal(charged.resetSeconds, 4, '-11 tokens: 31 to go at 10/s');
-    assert.throws(() => limiter.take(p('k')), (err: ApiError) => err.code === 'rate_limited' && err.headers['Retry-After'] === '2');
+    assert.throws(
+      () => limiter.take(p('k')),
+      (err: ApiError) => err.code === 'rate_limited' && err.headers['Retry-After'] === '2',
+    );
     now += 1100; // -11 + 11 = 0: still short of one token
     assert.throws(() => limiter.take(p('k')));
     now += 200;
@@ -141,8 +150,16 @@ describe('what no key pays for is paid by the client address', async () => {
         assert.equal((await requestFrom(server.url, '127.0.0.2', '/readyz', undefined, 'GET')).status, 200);
         assert.equal((await requestFrom(server.url, '127.0.0.2', '/healthz', undefined, 'GET')).status, 200);
 
-        assert.equal((await requestFrom(server.url, '127.0.0.2', '/v1/event_feed', key)).status, 200, 'a key that authenticated before still works from that address');
-        assert.equal((await requestFrom(server.url, '127.0.0.3', '/v1/event_feed', unknown(0))).status, 401, 'another address has its own budget');
+        assert.equal(
+          (await requestFrom(server.url, '127.0.0.2', '/v1/event_feed', key)).status,
+          200,
+          'a key that authenticated before still works from that address',
+        );
+        assert.equal(
+          (await requestFrom(server.url, '127.0.0.3', '/v1/event_feed', unknown(0))).status,
+          401,
+          'another address has its own budget',
+        );
         assert.equal((await requestFrom(server.url, '127.0.0.3', '/v1/event_feed', key)).status, 200);
       });
 
@@ -150,16 +167,26 @@ describe('what no key pays for is paid by the client address', async () => {
         const { key: fresh } = await server.key(await server.workspace(), ['read']);
         for (let i = 0; i < 10; i++) assert.equal((await requestFrom(server.url, '127.0.0.4', '/v1/event_feed', fresh)).status, 200);
         const statuses = [];
-        for (let i = 0; i < 6; i++) statuses.push((await requestFrom(server.url, '127.0.0.4', '/v1/event_feed', `${fresh.slice(0, -1)}${fresh.at(-1) === 'A' ? 'B' : 'A'}`)).status);
+        for (let i = 0; i < 6; i++)
+          statuses.push(
+            (await requestFrom(server.url, '127.0.0.4', '/v1/event_feed', `${fresh.slice(0, -1)}${fresh.at(-1) === 'A' ? 'B' : 'A'}`))
+              .status,
+          );
         assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429], 'the wrong secret of a known key id pays like any unknown key');
       });
 
       it('/readyz answers every call from at most one query per 100 ms', async () => {
         const started = performance.now();
-        const queries = await keyLookupsDuring(serverKnex(server), async () => {
-          const answers = await Promise.all(Array.from({ length: 200 }, () => requestFrom(server.url, '127.0.0.5', '/readyz', undefined, 'GET')));
-          assert.ok(answers.every((a) => a.status === 200 && a.json.status === 'ready'));
-        }, /select 1/);
+        const queries = await keyLookupsDuring(
+          serverKnex(server),
+          async () => {
+            const answers = await Promise.all(
+              Array.from({ length: 200 }, () => requestFrom(server.url, '127.0.0.5', '/readyz', undefined, 'GET')),
+            );
+            assert.ok(answers.every((a) => a.status === 200 && a.json.status === 'ready'));
+          },
+          /select 1/,
+        );
         const elapsed = performance.now() - started;
         assert.ok(queries <= 2 + elapsed / 100, `${queries} queries for 200 probes in ${Math.round(elapsed)} ms`);
       });
@@ -171,7 +198,11 @@ describe('X-Forwarded-For counts only behind trusted proxies (TRUST_PROXY_HOPS)'
   const limits = { RATE_LIMIT_PER_SECOND: '0.01', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0.01', RATE_LIMIT_PER_ADDRESS_BURST: '2' };
   const flood = async (server: TestServer) => {
     const statuses = [];
-    for (let i = 0; i < 6; i++) statuses.push((await requestFrom(server.url, '127.0.0.6', '/openapi.json', undefined, 'GET', '', { 'x-forwarded-for': `198.51.100.${i}` })).status);
+    for (let i = 0; i < 6; i++)
+      statuses.push(
+        (await requestFrom(server.url, '127.0.0.6', '/openapi.json', undefined, 'GET', '', { 'x-forwarded-for': `198.51.100.${i}` }))
+          .status,
+      );
     return statuses;
   };
 
@@ -219,7 +250,8 @@ describe('a response pays for its size', () => {
       let refused;
       for (let i = 0; i < 60 && !refused; i++) {
         const res = await server.post('/v1/event_feed', { limit }, key);
-        if (res.status === 200) served.push({ bytes: Buffer.byteLength(res.text), remaining: Number(res.headers.get('ratelimit-remaining')) });
+        if (res.status === 200)
+          served.push({ bytes: Buffer.byteLength(res.text), remaining: Number(res.headers.get('ratelimit-remaining')) });
         else refused = res;
       }
       return { served, refused };
@@ -304,7 +336,11 @@ describe('refusals are counted, not logged one by one', () => {
         done();
       },
     });
-    const server = await startTestServer(await sqliteDatabase(), { RATE_LIMIT_PER_SECOND: '0.01', RATE_LIMIT_BURST: '2' }, { log: pino({ level: 'info' }, sink) });
+    const server = await startTestServer(
+      await sqliteDatabase(),
+      { RATE_LIMIT_PER_SECOND: '0.01', RATE_LIMIT_BURST: '2' },
+      { log: pino({ level: 'info' }, sink) },
+    );
     try {
       const { key } = await server.key(await server.workspace(), ['read']);
       const statuses = [];
@@ -316,18 +352,24 @@ describe('refusals are counted, not logged one by one', () => {
         [200, 200, ...Array<number>(10).fill(429)],
         'the answered requests, and the first 10 refusals of the window',
       );
-      for (const line of requests.slice(2)) assert.deepEqual([line.error_code, line.limit, line.operation], ['rate_limited', 'key', 'event_feed']);
+      for (const line of requests.slice(2))
+        assert.deepEqual([line.error_code, line.limit, line.operation], ['rate_limited', 'key', 'event_feed']);
     } finally {
       await server.stop();
       await server.database.drop();
     }
 
     const warned: Array<Record<string, unknown>> = [];
-    const refusals = new RefusalLog(pino({ level: 'warn' }, new Writable({ write: (chunk, _e, done) => (warned.push(JSON.parse(String(chunk))), done()) })));
+    const refusals = new RefusalLog(
+      pino({ level: 'warn' }, new Writable({ write: (chunk, _e, done) => (warned.push(JSON.parse(String(chunk))), done()) })),
+    );
     for (let i = 0; i < 5; i++) refusals.note();
     refusals.flush();
     refusals.flush();
-    assert.deepEqual(warned.map((w) => [w.msg, w.refused]), [['requests refused by rate limits', 5]]);
+    assert.deepEqual(
+      warned.map((w) => [w.msg, w.refused]),
+      [['requests refused by rate limits', 5]],
+    );
   });
 });
 
@@ -346,16 +388,20 @@ describe('a page read reserves what a whole page costs while it runs', () => {
     const { port } = new URL(server.url);
     // Twenty reads whose bodies are held back: each stays in flight, holding its reservation.
     const held = await Promise.all(
-      Array.from({ length: 20 }, () =>
-        new Promise<{ socket: net.Socket; answer: () => string }>((resolve) => {
-          let answer = '';
-          const socket = net.connect(Number(port), '127.0.0.1', () => {
-            socket.write(`POST /v1/event_feed HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"limit":`);
-            resolve({ socket, answer: () => answer });
-          });
-          socket.on('data', (chunk) => (answer += chunk));
-          socket.on('error', () => {});
-        }),
+      Array.from(
+        { length: 20 },
+        () =>
+          new Promise<{ socket: net.Socket; answer: () => string }>((resolve) => {
+            let answer = '';
+            const socket = net.connect(Number(port), '127.0.0.1', () => {
+              socket.write(
+                `POST /v1/event_feed HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"limit":`,
+              );
+              resolve({ socket, answer: () => answer });
+            });
+            socket.on('data', (chunk) => (answer += chunk));
+            socket.on('error', () => {});
+          }),
       ),
     );
     await until('seven refused', () => held.filter((h) => h.answer().startsWith('HTTP/1.1 429')).length === 7, 5000);

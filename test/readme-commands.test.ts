@@ -23,31 +23,101 @@ const README_ADDRESS = 'http://127.0.0.1:3000';
 
 /** Blocks that cannot run here, by README and a line they contain, and why. */
 const EXCUSED: Array<{ readme: string; contains: string; why: string; placeholders?: boolean }> = [
-  { readme: 'README.md', contains: 'npm install && npm start', why: 'installs packages and serves the demo on port 3000 until stopped: the test server stands for it' },
+  {
+    readme: 'README.md',
+    contains: 'npm install && npm start',
+    why: 'installs packages and serves the demo on port 3000 until stopped: the test server stands for it',
+  },
   { readme: 'README.md', contains: 'npm test', why: 'the test suite this test is part of' },
-  { readme: 'bench/README.md', contains: 'npm run bench', why: 'the benchmark takes minutes; test/bench-quick.test.ts runs its quick mode' },
-  { readme: 'conformance/README.md', contains: 'export EVENT_FEED_KEY=efk_…', why: "the reader's own keys (placeholders): the test sets each of these variables itself", placeholders: true },
-  { readme: 'docs/operating.md', contains: 'docker run --rm -p 3000:3000 -e HOST=0.0.0.0', why: 'needs a Docker engine, which test machines do not run' },
-  { readme: 'client/README.md', contains: 'event-feed-client.tgz', why: "installs into a reader's project: test/client-readme.test.ts runs it in an empty folder" },
-  { readme: 'client/README.md', contains: 'node follow.mjs', why: 'follows the feed until Ctrl-C: test/client-readme.test.ts runs it and stops it' },
-  { readme: 'client/README.md', contains: 'node receiver.mjs', why: 'serves until stopped: test/client-readme.test.ts runs it and sends it a delivery' },
-  { readme: 'client/README.md', contains: 'node local-receiver.mjs', why: 'serves until stopped: test/client-readme.test.ts runs it and grades it with check-receiver' },
-  { readme: 'client/README.md', contains: 'event-feed-client listen', why: 'follows the feed until Ctrl-C: test/client-readme.test.ts runs it through failures and a restart' },
-  { readme: 'client/README.md', contains: 'event-feed-client check-receiver', why: "grades the receiver of the block before it, in the reader's project: test/client-readme.test.ts runs it" },
-  { readme: 'docs/webhooks-local.md', contains: 'event-feed-client listen', why: 'follows the feed until Ctrl-C, into a receiver on port 4000: test/client-readme.test.ts runs the same command through failures and a restart' },
-  { readme: 'docs/webhooks-local.md', contains: 'event-feed-client check-receiver', why: 'grades a receiver on port 4000 the reader runs: test/client-readme.test.ts runs the same command against good and broken receivers' },
-  { readme: 'docs/contract-and-clients.md', contains: 'npm install openapi-fetch@0.17.0', why: 'installs a project from the registry: test/generated-clients.test.ts generates, type-checks and runs the same client with the same pinned tools' },
-  { readme: 'docs/contract-and-clients.md', contains: '@hey-api/openapi-ts@0.99.0', why: 'needs Node 22.18 or later: test/generated-clients.test.ts runs the same generator, pinned, under the registry\'s Node 22' },
-  { readme: 'docs/contract-and-clients.md', contains: 'orval@8', why: 'needs Node 22.18 or later: test/generated-clients.test.ts runs orval 8.38.0 under the registry\'s Node 22' },
-  { readme: 'docs/contract-and-clients.md', contains: '@asyncapi/parser@3.6.6', why: 'installs a project from the registry: test/asyncapi.test.ts parses the served documents with the same parser, pinned' },
-  { readme: 'docs/contract-and-clients.md', contains: '@redocly/cli@2.77.0', why: 'downloads the linters with npx: test/contract-linters.test.ts runs Redocly and Spectral, pinned, on the served contract with their default rules' },
+  {
+    readme: 'bench/README.md',
+    contains: 'npm run bench',
+    why: 'the benchmark takes minutes; test/bench-quick.test.ts runs its quick mode',
+  },
+  {
+    readme: 'conformance/README.md',
+    contains: 'export EVENT_FEED_KEY=efk_…',
+    why: "the reader's own keys (placeholders): the test sets each of these variables itself",
+    placeholders: true,
+  },
+  {
+    readme: 'docs/operating.md',
+    contains: 'docker run --rm -p 3000:3000 -e HOST=0.0.0.0',
+    why: 'needs a Docker engine, which test machines do not run',
+  },
+  {
+    readme: 'client/README.md',
+    contains: 'event-feed-client.tgz',
+    why: "installs into a reader's project: test/client-readme.test.ts runs it in an empty folder",
+  },
+  {
+    readme: 'client/README.md',
+    contains: 'node follow.mjs',
+    why: 'follows the feed until Ctrl-C: test/client-readme.test.ts runs it and stops it',
+  },
+  {
+    readme: 'client/README.md',
+    contains: 'node receiver.mjs',
+    why: 'serves until stopped: test/client-readme.test.ts runs it and sends it a delivery',
+  },
+  {
+    readme: 'client/README.md',
+    contains: 'node local-receiver.mjs',
+    why: 'serves until stopped: test/client-readme.test.ts runs it and grades it with check-receiver',
+  },
+  {
+    readme: 'client/README.md',
+    contains: 'event-feed-client listen',
+    why: 'follows the feed until Ctrl-C: test/client-readme.test.ts runs it through failures and a restart',
+  },
+  {
+    readme: 'client/README.md',
+    contains: 'event-feed-client check-receiver',
+    why: "grades the receiver of the block before it, in the reader's project: test/client-readme.test.ts runs it",
+  },
+  {
+    readme: 'docs/webhooks-local.md',
+    contains: 'event-feed-client listen',
+    why: 'follows the feed until Ctrl-C, into a receiver on port 4000: test/client-readme.test.ts runs the same command through failures and a restart',
+  },
+  {
+    readme: 'docs/webhooks-local.md',
+    contains: 'event-feed-client check-receiver',
+    why: 'grades a receiver on port 4000 the reader runs: test/client-readme.test.ts runs the same command against good and broken receivers',
+  },
+  {
+    readme: 'docs/contract-and-clients.md',
+    contains: 'npm install openapi-fetch@0.17.0',
+    why: 'installs a project from the registry: test/generated-clients.test.ts generates, type-checks and runs the same client with the same pinned tools',
+  },
+  {
+    readme: 'docs/contract-and-clients.md',
+    contains: '@hey-api/openapi-ts@0.99.0',
+    why: "needs Node 22.18 or later: test/generated-clients.test.ts runs the same generator, pinned, under the registry's Node 22",
+  },
+  {
+    readme: 'docs/contract-and-clients.md',
+    contains: 'orval@8',
+    why: "needs Node 22.18 or later: test/generated-clients.test.ts runs orval 8.38.0 under the registry's Node 22",
+  },
+  {
+    readme: 'docs/contract-and-clients.md',
+    contains: '@asyncapi/parser@3.6.6',
+    why: 'installs a project from the registry: test/asyncapi.test.ts parses the served documents with the same parser, pinned',
+  },
+  {
+    readme: 'docs/contract-and-clients.md',
+    contains: '@redocly/cli@2.77.0',
+    why: 'downloads the linters with npx: test/contract-linters.test.ts runs Redocly and Spectral, pinned, on the served contract with their default rules',
+  },
 ];
 
 /** The variables a reader of the READMEs has set, for the test's server. Add one when a README uses a new one. */
 async function readerEnvironment(server: TestServer): Promise<Record<string, string>> {
   const workspace = await server.workspace({ name: 'Lecteur du README', verified: true });
   const other = await server.workspace({ name: 'Autre espace', verified: true });
-  const key = async (permissions: Array<'read' | 'write' | 'admin'>, mailboxes?: string[], ws = workspace) => (await server.key(ws, permissions, mailboxes)).key;
+  const key = async (permissions: Array<'read' | 'write' | 'admin'>, mailboxes?: string[], ws = workspace) =>
+    (await server.key(ws, permissions, mailboxes)).key;
   const revoked = await server.key(workspace, ['read']);
   await server.revokeKey(revoked.id);
   const events = Array.from({ length: 30 }, (_, i) => sampleEvent(['mbx_ventes', 'mbx_autre', 'mbx_support'][i % 3], i));
@@ -71,7 +141,8 @@ async function readerEnvironment(server: TestServer): Promise<Record<string, str
   };
 }
 
-const excuseOf = (block: ShellBlock) => EXCUSED.find((e) => e.readme === block.readme && block.text.split('\n').some((line) => line.includes(e.contains)));
+const excuseOf = (block: ShellBlock) =>
+  EXCUSED.find((e) => e.readme === block.readme && block.text.split('\n').some((line) => line.includes(e.contains)));
 const blocks = documents(root).flatMap((readme) => shellBlocks(root, readme));
 
 function bash(args: string[], env: Record<string, string>): Promise<{ code: number; output: string }> {
@@ -93,7 +164,9 @@ describe('the commands of the READMEs', () => {
     curlHome = mkdtempSync(join(tmpdir(), 'readme-curl-'));
     writeFileSync(join(curlHome, '.curlrc'), '--fail-with-body\n');
     // A reader's shell: none of the variables `npm test` sets for its scripts, nor the kit's from the caller.
-    const shell = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('npm_') && !name.startsWith('EVENT_FEED_'))) as Record<string, string>;
+    const shell = Object.fromEntries(
+      Object.entries(process.env).filter(([name]) => !name.startsWith('npm_') && !name.startsWith('EVENT_FEED_')),
+    ) as Record<string, string>;
     env = { ...shell, CURL_HOME: curlHome, ...(await readerEnvironment(server)) };
   });
   after(async () => {
@@ -103,36 +176,60 @@ describe('the commands of the READMEs', () => {
   });
 
   it('finds the shell blocks of every README and of the pages of docs/', () => {
-    const pages = ['docs/reading-the-feed.md', 'docs/emitting.md', 'docs/library.md', 'docs/webhooks.md', 'docs/keys.md', 'docs/mcp.md', 'docs/operating.md', 'docs/conformance-kit.md'];
+    const pages = [
+      'docs/reading-the-feed.md',
+      'docs/emitting.md',
+      'docs/library.md',
+      'docs/webhooks.md',
+      'docs/keys.md',
+      'docs/mcp.md',
+      'docs/operating.md',
+      'docs/conformance-kit.md',
+    ];
     for (const readme of ['README.md', 'conformance/README.md', 'bench/README.md', 'client/README.md', ...pages]) {
-      assert.ok(blocks.some((b) => b.readme === readme), `no shell block found in ${readme}`);
+      assert.ok(
+        blocks.some((b) => b.readme === readme),
+        `no shell block found in ${readme}`,
+      );
     }
   });
 
   it('excuses only blocks that exist', () => {
     const stale = EXCUSED.filter((e) => !blocks.some((b) => excuseOf(b) === e));
-    assert.deepEqual(stale.map((e) => `${e.readme}: ${e.contains}`), [], 'an excuse matches no block any more: remove it');
+    assert.deepEqual(
+      stale.map((e) => `${e.readme}: ${e.contains}`),
+      [],
+      'an excuse matches no block any more: remove it',
+    );
   });
 
   it('every block is valid shell (bash -n), excused or not, and no comment swallows a line continuation', async () => {
     for (const block of blocks) {
       // `cmd \` then `# comment \`: the comment ends the command, and the next lines run on their own.
       const swallowed = block.text.split('\n').findIndex((line) => /\s#[^'"]*\\$/.test(line));
-      assert.equal(swallowed, -1, `${block.readme}:${block.line + 1 + swallowed}: a comment ends this line, so its backslash continues nothing`);
+      assert.equal(
+        swallowed,
+        -1,
+        `${block.readme}:${block.line + 1 + swallowed}: a comment ends this line, so its backslash continues nothing`,
+      );
       const checked = await bash(['-n', '-c', block.text], env);
       assert.equal(checked.code, 0, `${block.readme}:${block.line}: ${checked.output}`);
     }
   });
 
-  it("the placeholder blocks set only variables the test gives the other blocks", () => {
+  it('the placeholder blocks set only variables the test gives the other blocks', () => {
     for (const block of blocks.filter((b) => excuseOf(b)?.placeholders)) {
-      for (const [, name] of block.text.matchAll(/^export (\w+)=/gm)) assert.ok(name! in env, `${block.readme}:${block.line} sets ${name}, which readerEnvironment() does not`);
+      for (const [, name] of block.text.matchAll(/^export (\w+)=/gm))
+        assert.ok(name! in env, `${block.readme}:${block.line} sets ${name}, which readerEnvironment() does not`);
     }
   });
 
   for (const block of blocks) {
     const excuse = excuseOf(block);
-    const title = `${block.readme}:${block.line} ${block.text.split('\n').find((l) => l.trim() && !l.startsWith('#'))?.slice(0, 60)}`;
+    const title = `${block.readme}:${block.line} ${block.text
+      .split('\n')
+      .find((l) => l.trim() && !l.startsWith('#'))
+      ?.slice(0, 60)}`;
     it(`runs as pasted: ${title}`, { skip: excuse && `excused: ${excuse.why}` }, async () => {
       const script = block.text.replaceAll(README_ADDRESS, server.url);
       const result = await bash(['-euo', 'pipefail', '-c', script], env);

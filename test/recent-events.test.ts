@@ -17,7 +17,12 @@ import { startTestServer, type TestServer, serverKnex } from './support/server.t
 import { checkoutsDuring } from './support/checkouts.ts';
 import { until } from './support/wait.ts';
 
-const event = (n: number, mailboxId: string | null = 'mbx_a'): RecentEvent => ({ mailboxId, type: 'mail.sent', occurredAtMs: n, envelope: `{"n":${n}}` });
+const event = (n: number, mailboxId: string | null = 'mbx_a'): RecentEvent => ({
+  mailboxId,
+  type: 'mail.sent',
+  occurredAtMs: n,
+  envelope: `{"n":${n}}`,
+});
 const text = (page: { bytes: Buffer } | undefined) => (page === undefined ? undefined : `[${page.bytes.toString()}]`);
 
 function fixture() {
@@ -53,7 +58,12 @@ describe('RecentEvents: a page from memory only when it is whole', () => {
   it('a page from memory stops at the byte cap like a read, and is whole there', () => {
     const { recent, whole } = fixture();
     // 200,000 characters of two UTF-8 bytes each: two fit under 1 MiB, not three.
-    const wide = (n: number): RecentEvent => ({ mailboxId: 'mbx_a', type: 'mail.sent', occurredAtMs: n, envelope: `"${'é'.repeat(200_000)}${n}"` });
+    const wide = (n: number): RecentEvent => ({
+      mailboxId: 'mbx_a',
+      type: 'mail.sent',
+      occurredAtMs: n,
+      envelope: `"${'é'.repeat(200_000)}${n}"`,
+    });
     recent.committed('ws', 1, [wide(1), wide(2), wide(3)]);
     const found = recent.page('ws', 0, 500, FeedScope.WHOLE)!;
     assert.deepEqual([found.page.count, found.page.lastSeq, found.page.cutAtByteCap, found.wholeIfNothingAfter], [2, 2, true, undefined]);
@@ -96,11 +106,20 @@ describe('RecentEvents: a page from memory only when it is whole', () => {
 
   it('keeps 256 events per workspace, 1 Mi characters in all (the least recently appended workspace goes), 60 s each', () => {
     const { recent, whole, advance } = fixture();
-    recent.committed('ws', 1, Array.from({ length: 300 }, (_, i) => event(i + 1)));
+    recent.committed(
+      'ws',
+      1,
+      Array.from({ length: 300 }, (_, i) => event(i + 1)),
+    );
     assert.equal(whole('ws', 43, 1), undefined);
     assert.equal(text(whole('ws', 44, 1)), '[{"n":45}]');
 
-    const big = (n: number): RecentEvent => ({ mailboxId: null, type: 'mail.sent', occurredAtMs: n, envelope: `"${'x'.repeat(100_000)}${n}"` });
+    const big = (n: number): RecentEvent => ({
+      mailboxId: null,
+      type: 'mail.sent',
+      occurredAtMs: n,
+      envelope: `"${'x'.repeat(100_000)}${n}"`,
+    });
     recent.committed('old', 1, [big(1)]);
     recent.committed('new', 1, [big(1)]);
     for (let i = 0; i < 9; i++) recent.committed('bulk', i + 1, [big(i + 1)]);
@@ -143,10 +162,11 @@ describe('recent events on Postgres', { skip: !(await postgresAvailable()) && 'P
     await database?.drop();
   });
 
-  it("answers polls after its own emits without a statement, byte for byte what the database gives", async () => {
+  it('answers polls after its own emits without a statement, byte for byte what the database gives', async () => {
     const start = (await post(a, '/v1/event_feed', {}, key)).json.next_cursor as string;
     const startRestricted = (await post(a, '/v1/event_feed', {}, restricted)).json.next_cursor as string;
-    for (let n = 0; n < 6; n++) await post(a, '/v1/emit_event', sampleEvent(n % 3 === 0 ? 'mbx_other' : n % 3 === 1 ? 'mbx_sales' : undefined, n), key);
+    for (let n = 0; n < 6; n++)
+      await post(a, '/v1/emit_event', sampleEvent(n % 3 === 0 ? 'mbx_other' : n % 3 === 1 ? 'mbx_sales' : undefined, n), key);
     for (const [reader, after] of [
       [key, start],
       [restricted, startRestricted],
@@ -157,7 +177,10 @@ describe('recent events on Postgres', { skip: !(await postgresAvailable()) && 'P
           let fromMemory = '';
           // b committed none of these events: it reads them from the database.
           const fromDatabase = (await post(b, '/v1/event_feed', { after: cursor, limit }, reader)).text;
-          const checkouts = await checkoutsDuring(serverKnex(a), async () => (fromMemory = (await post(a, '/v1/event_feed', { after: cursor, limit }, reader)).text));
+          const checkouts = await checkoutsDuring(
+            serverKnex(a),
+            async () => (fromMemory = (await post(a, '/v1/event_feed', { after: cursor, limit }, reader)).text),
+          );
           assert.equal(fromMemory, fromDatabase, `limit ${limit}, page ${page}`);
           assert.equal(checkouts, 0, `limit ${limit}, page ${page}: answered from memory`);
           const next = JSON.parse(fromMemory).next_cursor as string;
@@ -168,12 +191,15 @@ describe('recent events on Postgres', { skip: !(await postgresAvailable()) && 'P
     }
   });
 
-  it("a restricted key is not told \"nothing new\" from memory while the other instance committed one of its events", async () => {
+  it('a restricted key is not told "nothing new" from memory while the other instance committed one of its events', async () => {
     const at = (await post(a, '/v1/event_feed', {}, restricted)).json.next_cursor as string;
     await post(a, '/v1/emit_event', sampleEvent('mbx_other', 500), key); // in a's memory, hidden from the key
     const theirs = (await post(b, '/v1/emit_event', sampleEvent('mbx_sales', 501), key)).json.event.id as string;
     const page = (await post(a, '/v1/event_feed', { after: at }, restricted)).json;
-    assert.deepEqual(page.events.map((e: { id: string }) => e.id), [theirs]);
+    assert.deepEqual(
+      page.events.map((e: { id: string }) => e.id),
+      [theirs],
+    );
   });
 
   it('a short page from memory is whole: it holds what the other instance committed after it too', async () => {
@@ -183,7 +209,10 @@ describe('recent events on Postgres', { skip: !(await postgresAvailable()) && 'P
       const theirs = (await post(b, '/v1/emit_event', sampleEvent('mbx_sales', 601), key)).json.event.id as string;
       const page = (await post(a, '/v1/event_feed', { after: at }, reader)).json;
       // Shorter than the limit says "nothing else was there" (the MCP text says "à jour").
-      assert.deepEqual(page.events.map((e: { id: string }) => e.id), [mine, theirs]);
+      assert.deepEqual(
+        page.events.map((e: { id: string }) => e.id),
+        [mine, theirs],
+      );
     }
   });
 
@@ -192,7 +221,8 @@ describe('recent events on Postgres', { skip: !(await postgresAvailable()) && 'P
     const emitted: string[] = [];
     const seen: string[] = [];
     const writer = (async () => {
-      for (let n = 0; n < 60; n++) emitted.push((await post(n % 3 === 0 ? b : a, '/v1/emit_event', sampleEvent('mbx_sales', 1000 + n), key)).json.event.id);
+      for (let n = 0; n < 60; n++)
+        emitted.push((await post(n % 3 === 0 ? b : a, '/v1/emit_event', sampleEvent('mbx_sales', 1000 + n), key)).json.event.id);
     })();
     let done = false;
     void writer.then(() => (done = true));

@@ -38,7 +38,11 @@ describe('request log lines', () => {
   };
 
   before(async () => {
-    server = await startTestServer(await sqliteDatabase(), { RATE_LIMIT_PER_SECOND: '0.01', RATE_LIMIT_BURST: '5' }, { log: pino({ level: 'info' }, sink) });
+    server = await startTestServer(
+      await sqliteDatabase(),
+      { RATE_LIMIT_PER_SECOND: '0.01', RATE_LIMIT_BURST: '5' },
+      { log: pino({ level: 'info' }, sink) },
+    );
     workspace = await server.workspace();
     key = await server.key(workspace, ['read']);
   });
@@ -98,7 +102,11 @@ describe('request log lines', () => {
   it('logs a rate-limited request with the limit that refused it', async () => {
     let refused: Response | undefined;
     for (let i = 0; i < 10 && !refused; i++) {
-      const response = await fetch(`${server.url}/v1/feed_cursor`, { method: 'POST', headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' }, body: '{}' });
+      const response = await fetch(`${server.url}/v1/feed_cursor`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+        body: '{}',
+      });
       if (response.status === 429) refused = response;
       await response.arrayBuffer();
     }

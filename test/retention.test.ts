@@ -17,14 +17,20 @@ describe('RETENTION_DAYS', () => {
   it('defaults to 30 and refuses less than 30 with a clear message', () => {
     assert.equal(loadConfig({}).retentionDays, 30);
     assert.equal(loadConfig({ RETENTION_DAYS: '90' }).retentionDays, 90);
-    assert.throws(() => loadConfig({ RETENTION_DAYS: '29' }), (err: Error) => err instanceof ConfigError && /at least 30/.test(err.message));
+    assert.throws(
+      () => loadConfig({ RETENTION_DAYS: '29' }),
+      (err: Error) => err instanceof ConfigError && /at least 30/.test(err.message),
+    );
     assert.throws(() => loadConfig({ RETENTION_DAYS: 'soon' }), ConfigError);
   });
 
   it('refuses to start the service below 30 days', async () => {
     const result = await new Promise<{ code: number; stderr: string }>((resolve) =>
-      execFile(process.execPath, ['bin/event-feed.js', 'serve'], { env: { ...process.env, RETENTION_DAYS: '7', DATABASE_URL: 'sqlite::memory:' } }, (error, _out, stderr) =>
-        resolve({ code: error ? Number((error as any).code) : 0, stderr }),
+      execFile(
+        process.execPath,
+        ['bin/event-feed.js', 'serve'],
+        { env: { ...process.env, RETENTION_DAYS: '7', DATABASE_URL: 'sqlite::memory:' } },
+        (error, _out, stderr) => resolve({ code: error ? Number((error as any).code) : 0, stderr }),
       ),
     );
     assert.notEqual(result.code, 0);
@@ -71,7 +77,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
       assert.equal(results.find((r) => r.workspaceId === ws)?.deleted, 3);
 
       const page = await server.post('/v1/event_feed', {}, key);
-      assert.deepEqual(page.json.events.map((e: { id: string }) => e.id), recent, 'no after: the oldest retained event first');
+      assert.deepEqual(
+        page.json.events.map((e: { id: string }) => e.id),
+        recent,
+        'no after: the oldest retained event first',
+      );
 
       const expired = await server.post('/v1/event_feed', { after: firstCursor }, key);
       assert.equal(expired.status, 400);
@@ -82,7 +92,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
       // The cursor after the last pruned event lost nothing: it still works.
       const resumed = await server.post('/v1/event_feed', { after: afterOld }, key);
       assert.equal(resumed.status, 200);
-      assert.deepEqual(resumed.json.events.map((e: { id: string }) => e.id), recent);
+      assert.deepEqual(
+        resumed.json.events.map((e: { id: string }) => e.id),
+        recent,
+      );
       assert.ok(old.length === 3);
     });
 
@@ -110,7 +123,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
       assert.equal(busyRead.status, 400, 'the busy key missed pruned events after its cursor');
       assert.match(busyRead.json.error.message, /expired/);
       const restart = await server.post('/v1/event_feed', {}, busy);
-      assert.deepEqual(restart.json.events.map((e: { id: string }) => e.id), fresh);
+      assert.deepEqual(
+        restart.json.events.map((e: { id: string }) => e.id),
+        fresh,
+      );
     });
 
     it('gives an empty feed a starting cursor that does not expire at once after pruning', async () => {
@@ -124,13 +140,19 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const later = await emitMany(key, ['mbx_a']);
       const next = await server.post('/v1/event_feed', { after: empty.json.next_cursor }, key);
       assert.equal(next.status, 200, next.text);
-      assert.deepEqual(next.json.events.map((e: { id: string }) => e.id), later);
+      assert.deepEqual(
+        next.json.events.map((e: { id: string }) => e.id),
+        later,
+      );
     });
 
     it('prunes in bounded batches, and pruning again changes nothing', async () => {
       const ws = await server.workspace();
       const { key } = await server.key(ws, ['read', 'write']);
-      await emitMany(key, Array.from({ length: 7 }, () => 'mbx_a'));
+      await emitMany(
+        key,
+        Array.from({ length: 7 }, () => 'mbx_a'),
+      );
       clock.advanceDays(31);
       const first = await pruneWorkspace(server.db, sql, ws, clock.now().getTime() - 30 * 86400000, 3);
       assert.deepEqual({ deleted: first.deleted, through: first.prunedThrough }, { deleted: 7, through: 7 });
@@ -163,14 +185,19 @@ describe('the expiry check after a page', () => {
       [['mbx_a'], { count: 3, lastSeq: 43 }], // a restricted key's seqs need not be consecutive
     ];
     for (const [mailboxes, page] of cases) {
-      await assert.rejects(assertCursorNotExpired(db, 'ws_x', FeedScope.of(mailboxes), 40, page), (err: Error) => !(err instanceof ApiError), `page ${JSON.stringify(page)} for ${JSON.stringify(mailboxes)} should read the watermark`);
+      await assert.rejects(
+        assertCursorNotExpired(db, 'ws_x', FeedScope.of(mailboxes), 40, page),
+        (err: Error) => !(err instanceof ApiError),
+        `page ${JSON.stringify(page)} for ${JSON.stringify(mailboxes)} should read the watermark`,
+      );
     }
   });
 });
 
 describe('pruning actually runs: on its schedule in the server, and with `event-feed prune`', () => {
   const DAY = 24 * 3600 * 1000;
-  const feedCount = async (server: TestServer, key: string) => (await server.post('/v1/event_feed', { limit: 500 }, key)).json.events.length;
+  const feedCount = async (server: TestServer, key: string) =>
+    (await server.post('/v1/event_feed', { limit: 500 }, key)).json.events.length;
 
   /** A server pruning every `interval` seconds, holding 3 events that its clock has made 31 days old. */
   async function serverWithOldEvents(interval: string) {
@@ -224,13 +251,20 @@ describe('pruning actually runs: on its schedule in the server, and with `event-
       const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: database.url, PRUNE_BATCH_SIZE: '2' };
       delete env.NODE_OPTIONS;
       const run = await new Promise<{ code: number; stdout: string; stderr: string }>((done) =>
-        execFile(process.execPath, ['bin/event-feed.js', 'prune'], { env, timeout: 30_000 }, (err, stdout, stderr) => done({ code: err ? Number((err as any).code) : 0, stdout, stderr })),
+        execFile(process.execPath, ['bin/event-feed.js', 'prune'], { env, timeout: 30_000 }, (err, stdout, stderr) =>
+          done({ code: err ? Number((err as any).code) : 0, stdout, stderr }),
+        ),
       );
       assert.equal(run.code, 0, run.stderr);
       assert.equal(JSON.parse(run.stdout).deleted, 3, run.stdout);
       assert.equal(await feedCount(server, key), 1);
       const tooShort = await new Promise<{ code: number; stderr: string }>((done) =>
-        execFile(process.execPath, ['bin/event-feed.js', 'prune'], { env: { ...env, RETENTION_DAYS: '7' }, timeout: 30_000 }, (err, _o, stderr) => done({ code: err ? Number((err as any).code) : 0, stderr })),
+        execFile(
+          process.execPath,
+          ['bin/event-feed.js', 'prune'],
+          { env: { ...env, RETENTION_DAYS: '7' }, timeout: 30_000 },
+          (err, _o, stderr) => done({ code: err ? Number((err as any).code) : 0, stderr }),
+        ),
       );
       assert.notEqual(tooShort.code, 0);
       assert.match(tooShort.stderr, /RETENTION_DAYS must be at least 30/);

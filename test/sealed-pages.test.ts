@@ -7,8 +7,19 @@ import { describe, it } from 'node:test';
 import { SealedPages, type SealedPageKey } from '../src/feed/sealed-pages.ts';
 import type { StoredPage } from '../src/store/port.ts';
 
-const page = (count: number, bytes: number, cutAtByteCap = false): StoredPage => ({ bytes: Buffer.alloc(bytes, 'x'), count, lastSeq: count, cutAtByteCap });
-const at = (workspaceId: string, afterSeq: number, limit = 10): SealedPageKey => ({ workspaceId, afterSeq, limit, mailboxes: null, withFacts: false });
+const page = (count: number, bytes: number, cutAtByteCap = false): StoredPage => ({
+  bytes: Buffer.alloc(bytes, 'x'),
+  count,
+  lastSeq: count,
+  cutAtByteCap,
+});
+const at = (workspaceId: string, afterSeq: number, limit = 10): SealedPageKey => ({
+  workspaceId,
+  afterSeq,
+  limit,
+  mailboxes: null,
+  withFacts: false,
+});
 
 describe('SealedPages', () => {
   it('keeps whole pages only: limit events, or stopped at the byte cap', () => {

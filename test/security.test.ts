@@ -56,7 +56,12 @@ describe('nothing secret reaches the logs or error bodies', () => {
     const logs = lines.join('');
     assert.match(logs, /unhandled error/, 'the internal error is logged');
     assert.match(logs, new RegExp(failed.json.error.request_id), 'with its request id');
-    for (const [what, text] of [['the key', key], ['the key secret', secretOf(key)], ['a cursor', cursor], ['the cursor secret', secret]] as const) {
+    for (const [what, text] of [
+      ['the key', key],
+      ['the key secret', secretOf(key)],
+      ['a cursor', cursor],
+      ['the cursor secret', secret],
+    ] as const) {
       assert.equal(logs.includes(text), false, `${what} appears in the logs`);
     }
     assert.doesNotMatch(logs, /select |insert into|"events_gone"|from "events"/i, 'SQL in the logs');
@@ -104,8 +109,14 @@ describe('property: scoping never leaks', () => {
           for (const ws of workspaces) {
             const full = await readAll((await server.key(ws, ['read'])).key, limit);
             const restricted = await readAll((await server.key(ws, ['read'], restriction)).key, limit);
-            assert.ok(full.every((e) => e.account === ws), 'a workspace sees only its own events');
-            assert.deepEqual(restricted, full.filter((e) => e.mailbox !== undefined && (restriction as string[]).includes(e.mailbox)));
+            assert.ok(
+              full.every((e) => e.account === ws),
+              'a workspace sees only its own events',
+            );
+            assert.deepEqual(
+              restricted,
+              full.filter((e) => e.mailbox !== undefined && (restriction as string[]).includes(e.mailbox)),
+            );
           }
         },
       ),

@@ -14,10 +14,14 @@ describe('graceful shutdown', () => {
       const agent = new http.Agent({ keepAlive: true });
       const post = (path: string, body: unknown) =>
         new Promise<number>((resolve, reject) => {
-          const req = http.request(`${server.url}${path}`, { method: 'POST', agent, headers: { authorization: `Bearer ${keys.rw}`, 'content-type': 'application/json' } }, (res) => {
-            res.resume();
-            res.on('end', () => resolve(res.statusCode!));
-          });
+          const req = http.request(
+            `${server.url}${path}`,
+            { method: 'POST', agent, headers: { authorization: `Bearer ${keys.rw}`, 'content-type': 'application/json' } },
+            (res) => {
+              res.resume();
+              res.on('end', () => resolve(res.statusCode!));
+            },
+          );
           req.on('error', reject);
           req.end(JSON.stringify(body));
         });

@@ -59,7 +59,10 @@ describe('SQLite writers in several processes', () => {
       const published = await groupCommit.append(ws.id, { ...sampleEvent('mbx_sales', 1), id: newEventId() } as EmitEventRequest);
       assert.ok(Date.now() - started >= 500, 'it waited for the lock');
       const rows = await store.readPageRows({ workspaceId: ws.id, afterSeq: 0, limit: 10, mailboxes: null });
-      assert.deepEqual(rows.map((row) => row.envelope), [published.envelope]);
+      assert.deepEqual(
+        rows.map((row) => row.envelope),
+        [published.envelope],
+      );
     } finally {
       holder.release();
       await store.close();

@@ -46,10 +46,16 @@ const partitions = new EventPartitions();
  * inside that transaction as the library appends (appendInTransaction); with `skipLocked` too
  * (Postgres only), through the Postgres append itself, which the library never asks to skip.
  */
-const appendAll = (store: OpenedStore, appends: WorkspaceAppend[], storedAt: number, options: { trx?: Knex.Transaction; skipLocked?: boolean } = {}) => {
+const appendAll = (
+  store: OpenedStore,
+  appends: WorkspaceAppend[],
+  storedAt: number,
+  options: { trx?: Knex.Transaction; skipLocked?: boolean } = {},
+) => {
   const { trx, skipLocked } = options;
   if (!trx) return store.append(appends, storedAt, () => appends, { skipLocked });
-  if (skipLocked !== undefined) return appendOnPostgres(trx, partitions, HEADS_CHANNEL, appends, storedAt, () => appends, { trx, skipLocked });
+  if (skipLocked !== undefined)
+    return appendOnPostgres(trx, partitions, HEADS_CHANNEL, appends, storedAt, () => appends, { trx, skipLocked });
   return appendInTransaction(trx, appends, storedAt, () => appends);
 };
 
@@ -68,7 +74,10 @@ async function countTransactions(db: Knex, kind: 'sqlite' | 'postgres'): Promise
     counter.stop = () => db.off('query', onQuery);
     return counter;
   }
-  const client = db.client as { acquireConnection(): Promise<SqliteConnection>; releaseConnection(conn: SqliteConnection): Promise<unknown> };
+  const client = db.client as {
+    acquireConnection(): Promise<SqliteConnection>;
+    releaseConnection(conn: SqliteConnection): Promise<unknown>;
+  };
   const conn = await client.acquireConnection();
   await client.releaseConnection(conn);
   const transaction = conn.transaction;
@@ -140,7 +149,17 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const spaces: string[] = [];
       for (const name of ['gc-multi-c', 'gc-multi-a', 'gc-multi-b']) spaces.push((await store.createWorkspace(name, true, Date.now())).id);
       const endpoint = (workspace_id: string, id: string, enabled: boolean) =>
-        db('webhook_endpoints').insert({ id, workspace_id, url: `https://example.com/${id}`, event_types: '[]', enabled, disabled_reason: null, secret: 'whsec_test', created_at: 1, updated_at: 1 });
+        db('webhook_endpoints').insert({
+          id,
+          workspace_id,
+          url: `https://example.com/${id}`,
+          event_types: '[]',
+          enabled,
+          disabled_reason: null,
+          secret: 'whsec_test',
+          created_at: 1,
+          updated_at: 1,
+        });
       await endpoint(spaces[0]!, `wh_${spaces[0]}_on`, true);
       await endpoint(spaces[1]!, `wh_${spaces[1]}_off`, false);
       const groupCommit = new GroupCommit(store, systemClock);
@@ -153,50 +172,93 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const rows = await allRows(store, ws);
         const mine = published.filter((_, n) => n % 3 === w).map((p) => idOf(p.envelope));
         assert.deepEqual(rows.map((row) => idOf(row.envelope)).slice(-4), mine, `feed ${w} in arrival order`);
-        assert.deepEqual(rows.map((row) => Number(row.seq)), Array.from({ length: rows.length }, (_, i) => i + 1), `feed ${w}: seqs 1…n`);
+        assert.deepEqual(
+          rows.map((row) => Number(row.seq)),
+          Array.from({ length: rows.length }, (_, i) => i + 1),
+          `feed ${w}: seqs 1…n`,
+        );
       }
-      const deliveries = await db('webhook_deliveries').select('endpoint_id', 'workspace_id', 'event_seq', 'event_id').whereIn('workspace_id', spaces).orderBy('event_seq');
-      const expected = (await allRows(store, spaces[0]!)).map((row) => ({ endpoint_id: `wh_${spaces[0]}_on`, workspace_id: spaces[0], event_seq: Number(row.seq), event_id: idOf(row.envelope) }));
-      assert.deepEqual(deliveries.map((d) => ({ ...d, event_seq: Number(d.event_seq) })), expected, 'one delivery per event of the enabled endpoint, none for the disabled one');
+      const deliveries = await db('webhook_deliveries')
+        .select('endpoint_id', 'workspace_id', 'event_seq', 'event_id')
+        .whereIn('workspace_id', spaces)
+        .orderBy('event_seq');
+      const expected = (await allRows(store, spaces[0]!)).map((row) => ({
+        endpoint_id: `wh_${spaces[0]}_on`,
+        workspace_id: spaces[0],
+        event_seq: Number(row.seq),
+        event_id: idOf(row.envelope),
+      }));
+      assert.deepEqual(
+        deliveries.map((d) => ({ ...d, event_seq: Number(d.event_seq) })),
+        expected,
+        'one delivery per event of the enabled endpoint, none for the disabled one',
+      );
     });
 
-    it('on Postgres the append is four statement texts whatever the batch (one workspace or several, waiting or skipping locked rows), each prepared once per connection, the one-workspace texts on one plan', { skip: kind !== 'postgres' && 'a Postgres statement' }, async () => {
-      const spaces: string[] = [];
-      for (const name of ['gc-prep-a', 'gc-prep-b', 'gc-prep-c']) spaces.push((await store.createWorkspace(name, true, Date.now())).id);
-      const events = (n: number, first: number) => Array.from({ length: n }, (_, i) => prepareEvent('unused', emitRequest(first + i), new Date()));
-      type Prepared = { name: string; several: boolean; skipping: boolean; generic_plans: number; custom_plans: number };
-      const prepared = (trx: Knex.Transaction) =>
-        postgresRows<Prepared>(
-          trx,
-          "SELECT name, statement LIKE '%ANY($1%' AS several, statement LIKE '%SKIP LOCKED%' AS skipping, generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'event_feed_append%' ORDER BY name",
-          [],
-        );
-      // A transaction holds one connection: what it prepared is in its pg_prepared_statements
-      // (with what earlier tests ran on that connection, hence the counts before).
-      const [before, after] = await db.transaction(async (trx) => {
-        const counted = await prepared(trx);
-        for (let n = 1; n <= 12; n++) {
-          for (const skipLocked of [false, true]) {
-            await appendAll(store, [{ workspaceId: spaces[0]!, events: events(n, n * 100) }], Date.now(), { trx, skipLocked });
-            await appendAll(store, spaces.slice(0, 2 + (n % 2)).map((workspaceId, w) => ({ workspaceId, events: events(n, n * 100 + w * 20) })), Date.now(), { trx, skipLocked });
+    it(
+      'on Postgres the append is four statement texts whatever the batch (one workspace or several, waiting or skipping locked rows), each prepared once per connection, the one-workspace texts on one plan',
+      { skip: kind !== 'postgres' && 'a Postgres statement' },
+      async () => {
+        const spaces: string[] = [];
+        for (const name of ['gc-prep-a', 'gc-prep-b', 'gc-prep-c']) spaces.push((await store.createWorkspace(name, true, Date.now())).id);
+        const events = (n: number, first: number) =>
+          Array.from({ length: n }, (_, i) => prepareEvent('unused', emitRequest(first + i), new Date()));
+        type Prepared = { name: string; several: boolean; skipping: boolean; generic_plans: number; custom_plans: number };
+        const prepared = (trx: Knex.Transaction) =>
+          postgresRows<Prepared>(
+            trx,
+            "SELECT name, statement LIKE '%ANY($1%' AS several, statement LIKE '%SKIP LOCKED%' AS skipping, generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'event_feed_append%' ORDER BY name",
+            [],
+          );
+        // A transaction holds one connection: what it prepared is in its pg_prepared_statements
+        // (with what earlier tests ran on that connection, hence the counts before).
+        const [before, after] = await db.transaction(async (trx) => {
+          const counted = await prepared(trx);
+          for (let n = 1; n <= 12; n++) {
+            for (const skipLocked of [false, true]) {
+              await appendAll(store, [{ workspaceId: spaces[0]!, events: events(n, n * 100) }], Date.now(), { trx, skipLocked });
+              await appendAll(
+                store,
+                spaces.slice(0, 2 + (n % 2)).map((workspaceId, w) => ({ workspaceId, events: events(n, n * 100 + w * 20) })),
+                Date.now(),
+                { trx, skipLocked },
+              );
+            }
           }
+          return [counted, await prepared(trx)];
+        });
+        const runs = after.map((statement) => {
+          const earlier = before.find((b) => b.name === statement.name) ?? { generic_plans: 0, custom_plans: 0 };
+          const kind = `${statement.several ? 'several' : 'one'} ${statement.skipping ? 'skipping' : 'waiting'}`;
+          return {
+            kind,
+            generic: Number(statement.generic_plans) - Number(earlier.generic_plans),
+            custom: Number(statement.custom_plans) - Number(earlier.custom_plans),
+            totalCustom: Number(statement.custom_plans),
+          };
+        });
+        assert.deepEqual(
+          runs.map((run) => run.kind).sort(),
+          ['one skipping', 'one waiting', 'several skipping', 'several waiting'],
+          'one text per kind, whatever the sizes',
+        );
+        for (const run of runs)
+          assert.equal(
+            run.generic + run.custom,
+            12,
+            `each statement ran 12 times on this connection, prepared once: ${JSON.stringify(runs)}`,
+          );
+        // Whether a generic plan beats the custom ones is Postgres's call, made on the estimates: for
+        // one workspace they are the same, so it keeps the generic plan after its first five runs
+        // (for several it depends on how many workspaces the table holds: bench/README.md in git history, change 22).
+        for (const one of runs.filter((run) => run.kind.startsWith('one'))) {
+          assert.ok(
+            one.generic >= 7 && one.totalCustom <= 5,
+            `the one-workspace statements run on their generic plan: ${JSON.stringify(runs)}`,
+          );
         }
-        return [counted, await prepared(trx)];
-      });
-      const runs = after.map((statement) => {
-        const earlier = before.find((b) => b.name === statement.name) ?? { generic_plans: 0, custom_plans: 0 };
-        const kind = `${statement.several ? 'several' : 'one'} ${statement.skipping ? 'skipping' : 'waiting'}`;
-        return { kind, generic: Number(statement.generic_plans) - Number(earlier.generic_plans), custom: Number(statement.custom_plans) - Number(earlier.custom_plans), totalCustom: Number(statement.custom_plans) };
-      });
-      assert.deepEqual(runs.map((run) => run.kind).sort(), ['one skipping', 'one waiting', 'several skipping', 'several waiting'], 'one text per kind, whatever the sizes');
-      for (const run of runs) assert.equal(run.generic + run.custom, 12, `each statement ran 12 times on this connection, prepared once: ${JSON.stringify(runs)}`);
-      // Whether a generic plan beats the custom ones is Postgres's call, made on the estimates: for
-      // one workspace they are the same, so it keeps the generic plan after its first five runs
-      // (for several it depends on how many workspaces the table holds: bench/README.md in git history, change 22).
-      for (const one of runs.filter((run) => run.kind.startsWith('one'))) {
-        assert.ok(one.generic >= 7 && one.totalCustom <= 5, `the one-workspace statements run on their generic plan: ${JSON.stringify(runs)}`);
-      }
-    });
+      },
+    );
 
     it('an append keeps every character of its values, whatever the characters, and absent values absent', async () => {
       const ws = (await store.createWorkspace('gc-chars', true, Date.now())).id;
@@ -208,9 +270,15 @@ for (const { kind, create, skip } of await databaseKinds()) {
         { ...base, id: 'evt_chars_3', envelope: awkward[2]!, mailboxId: 'mbx_"q"\\', type: 'mail.received' },
       ];
       await db.transaction((trx) => appendAll(store, [{ workspaceId: ws, events: stored }], Date.now(), { trx }));
-      assert.deepEqual((await allRows(store, ws)).map((row) => row.envelope), awkward);
+      assert.deepEqual(
+        (await allRows(store, ws)).map((row) => row.envelope),
+        awkward,
+      );
       const rows = await db('events').select('id', 'mailbox_id', 'type').where({ workspace_id: ws }).orderBy('seq');
-      assert.deepEqual(rows, stored.map((e) => ({ id: e.id, mailbox_id: e.mailboxId, type: e.type })));
+      assert.deepEqual(
+        rows,
+        stored.map((e) => ({ id: e.id, mailbox_id: e.mailboxId, type: e.type })),
+      );
     });
 
     it('the same id twice in flight (a client retrying early) is stored once and answered as a replay', async () => {
@@ -257,7 +325,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const published = await Promise.allSettled(calls.map(([ws, input]) => groupCommit.append(ws, input)));
       assert.ok(published.every((p) => p.status === 'fulfilled'));
       const ids = published.map((p) => idOf((p as PromiseFulfilledResult<{ envelope: string }>).value.envelope));
-      const queued = (await db('webhook_deliveries').select('endpoint_id', 'event_id').whereIn('workspace_id', [a!.id, b!.id, c!.id]).orderBy(['endpoint_id', 'event_seq'])) as Array<{ endpoint_id: string; event_id: string }>;
+      const queued = (await db('webhook_deliveries')
+        .select('endpoint_id', 'event_id')
+        .whereIn('workspace_id', [a!.id, b!.id, c!.id])
+        .orderBy(['endpoint_id', 'event_seq'])) as Array<{ endpoint_id: string; event_id: string }>;
       const byEndpoint = (id: string) => queued.filter((q) => q.endpoint_id === id).map((q) => q.event_id);
       assert.deepEqual(byEndpoint(`whe_all_${a!.id}`), [ids[0], ids[3]]);
       assert.deepEqual(byEndpoint(`whe_sent_${a!.id}`), [ids[3]]);
@@ -290,7 +361,11 @@ describe('group commit across instances (postgres)', { skip: (await databaseKind
       await instances[0]!.migrate();
       const workspaces = await Promise.all([1, 2, 3, 4, 5].map((n) => instances[0]!.createWorkspace(`shared-${n}`, true, Date.now())));
       const deadlocks = async () => {
-        const [row] = await postgresRows<{ deadlocks: number | string }>(instances[0]!.knex, 'SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()', []);
+        const [row] = await postgresRows<{ deadlocks: number | string }>(
+          instances[0]!.knex,
+          'SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()',
+          [],
+        );
         return Number(row!.deadlocks);
       };
       const deadlocksBefore = await deadlocks();
@@ -343,10 +418,7 @@ describe('SQLite read connection', () => {
       assert.notEqual(read, 'blocked', 'the read waited behind the open write transaction');
       assert.equal((read as unknown[]).length, 1, 'the read saw an uncommitted event');
       await trx.commit();
-      assert.deepEqual(
-        (await allRows(store, ws.id)).map((row) => row.envelope).at(-1),
-        pending!.envelope,
-      );
+      assert.deepEqual((await allRows(store, ws.id)).map((row) => row.envelope).at(-1), pending!.envelope);
     } finally {
       if (!trx.isCompleted()) await trx.rollback();
     }
@@ -420,8 +492,12 @@ describe('WAL checkpoints in the background', () => {
       const deadline = Date.now() + 20_000;
       const tooLarge = 256 * 1024 * 1024;
       let n = 1;
-      for (; restarts() - before < 3 && Date.now() < deadline && statSync(wal).size < tooLarge; n++) await groupCommit.append(ws.id, emitRequest(n));
-      assert.ok(restarts() - before >= 3, `the WAL started over ${restarts() - before} times in ${n} transactions (${statSync(wal).size} bytes)`);
+      for (; restarts() - before < 3 && Date.now() < deadline && statSync(wal).size < tooLarge; n++)
+        await groupCommit.append(ws.id, emitRequest(n));
+      assert.ok(
+        restarts() - before >= 3,
+        `the WAL started over ${restarts() - before} times in ${n} transactions (${statSync(wal).size} bytes)`,
+      );
       assert.deepEqual(checkpointsOnWriter, []);
     } finally {
       await store.close();
@@ -431,7 +507,10 @@ describe('WAL checkpoints in the background', () => {
 
   it('a checkpointer that cannot work reports it, so SQLite checkpoints by itself again', async () => {
     const failures: string[] = [];
-    const checkpointer = new WalCheckpointer('/nonexistent-dir/feed.sqlite', { onFailure: (reason) => failures.push(reason), holdWriter: (work) => work() });
+    const checkpointer = new WalCheckpointer('/nonexistent-dir/feed.sqlite', {
+      onFailure: (reason) => failures.push(reason),
+      holdWriter: (work) => work(),
+    });
     checkpointer.start();
     for (let waited = 0; waited < 5000 && failures.length === 0; waited += 50) await sleep(50);
     checkpointer.stop();

@@ -33,31 +33,35 @@ function assertClean(r: RunResult) {
 }
 
 describe('stress: the feed under concurrent writers, readers and faults', { timeout: 180_000 }, () => {
-  it('postgres: 16 writers over 1, 4 and 100 workspaces with kills; readers see every committed event once, in order', { skip: pgSkip }, async (t) => {
-    const results: RunResult[] = [];
-    for (const workspaces of [1, 4, 100]) {
-      results.push(
-        await runPostgres({
-          label: `pg-${workspaces}ws`,
-          store: realStore,
-          control: false,
-          seconds: 4,
-          writers: 16,
-          workspaces,
-          fullReaders: 4,
-          restrictedReaders: 4,
-          kills: true,
-        }),
-      );
-    }
-    report(t, results);
-    results.forEach(assertClean);
-    const sum = (f: (r: RunResult) => number) => results.reduce((n, r) => n + f(r), 0);
-    assert.ok(sum((r) => r.kills) >= 1, 'no writer backend was killed');
-    assert.ok(sum((r) => r.commitKills + r.cuts) >= 1, 'no fault landed at COMMIT');
-    assert.ok(sum((r) => r.rollbacks) >= 1, 'no transaction was rolled back');
-    assert.ok(sum((r) => r.readerRestarts) >= 1, 'no reader restarted from a saved cursor');
-  });
+  it(
+    'postgres: 16 writers over 1, 4 and 100 workspaces with kills; readers see every committed event once, in order',
+    { skip: pgSkip },
+    async (t) => {
+      const results: RunResult[] = [];
+      for (const workspaces of [1, 4, 100]) {
+        results.push(
+          await runPostgres({
+            label: `pg-${workspaces}ws`,
+            store: realStore,
+            control: false,
+            seconds: 4,
+            writers: 16,
+            workspaces,
+            fullReaders: 4,
+            restrictedReaders: 4,
+            kills: true,
+          }),
+        );
+      }
+      report(t, results);
+      results.forEach(assertClean);
+      const sum = (f: (r: RunResult) => number) => results.reduce((n, r) => n + f(r), 0);
+      assert.ok(sum((r) => r.kills) >= 1, 'no writer backend was killed');
+      assert.ok(sum((r) => r.commitKills + r.cuts) >= 1, 'no fault landed at COMMIT');
+      assert.ok(sum((r) => r.rollbacks) >= 1, 'no transaction was rolled back');
+      assert.ok(sum((r) => r.readerRestarts) >= 1, 'no reader restarted from a saved cursor');
+    },
+  );
 
   it('NEGATIVE CONTROL: the naive bigserial feed, same writers and readers, loses events', { skip: pgSkip }, async (t) => {
     const result = await runPostgres({

@@ -35,8 +35,17 @@ const rssMb = (pid: number) => {
   return match ? Number(match[1]) / 1024 : 0;
 };
 
-const MCP_HEADERS = (key: string) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' });
-const toolCall = (id: number, name: string, args: unknown) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+const MCP_HEADERS = (key: string) => ({
+  authorization: `Bearer ${key}`,
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+});
+const toolCall = (id: number, name: string, args: unknown) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name, arguments: args },
+});
 
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`one tenant's large requests cannot take the process down (${kind})`, { skip }, () => {
@@ -54,9 +63,21 @@ for (const { kind, create, skip } of await databaseKinds()) {
       try {
         // 500 events of ~62 KB (31 MB in all) and 500 ordinary ones, in the attacker's workspace.
         for (let batch = 0; batch < 10; batch++) {
-          await db.transaction((trx) => publish(trx, workspaceId, Array.from({ length: 50 }, (_, i) => largeEvent(`mbx_${i % 3}`, batch * 50 + i))));
+          await db.transaction((trx) =>
+            publish(
+              trx,
+              workspaceId,
+              Array.from({ length: 50 }, (_, i) => largeEvent(`mbx_${i % 3}`, batch * 50 + i)),
+            ),
+          );
         }
-        await db.transaction((trx) => publish(trx, workspaceId, Array.from({ length: 500 }, (_, i) => sampleEvent('mbx_a', i))));
+        await db.transaction((trx) =>
+          publish(
+            trx,
+            workspaceId,
+            Array.from({ length: 500 }, (_, i) => sampleEvent('mbx_a', i)),
+          ),
+        );
         const other = (await store.createWorkspace('Victim', true, Date.now())).id;
         victim = {
           read: (await createKey(store, { workspaceId: other, permissions: ['read'], mailboxes: null }, Date.now())).key,
@@ -65,7 +86,14 @@ for (const { kind, create, skip } of await databaseKinds()) {
       } finally {
         await store.close();
       }
-      server = await startProcessServer({ databaseUrl: database.url, asShipped: true, env: { PRUNE_INTERVAL_SECONDS: '0', ...(process.env.TENANT_TEST_RATE ? { RATE_LIMIT_PER_SECOND: process.env.TENANT_TEST_RATE } : {}) } });
+      server = await startProcessServer({
+        databaseUrl: database.url,
+        asShipped: true,
+        env: {
+          PRUNE_INTERVAL_SECONDS: '0',
+          ...(process.env.TENANT_TEST_RATE ? { RATE_LIMIT_PER_SECOND: process.env.TENANT_TEST_RATE } : {}),
+        },
+      });
     });
     after(async () => {
       await server?.kill();
@@ -74,14 +102,20 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
     it(`stays up and under ${RSS_BOUND_MB} MB of RSS while the other tenant is served`, async () => {
       const post = (path: string, key: string, body: unknown, headers: Record<string, string> = {}) =>
-        fetch(server.url + path, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) }).then(async (res) => {
+        fetch(server.url + path, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+          body: JSON.stringify(body),
+        }).then(async (res) => {
           await res.arrayBuffer();
           return res.status;
         });
       const attackStarted = Date.now();
       const victimLatencies: number[] = [];
       const attacking = () =>
-        server.alive && (Date.now() < attackStarted + ATTACK_SECONDS * 1000 || (victimLatencies.length < VICTIM_ROUNDS && Date.now() < attackStarted + ATTACK_MAX_SECONDS * 1000));
+        server.alive &&
+        (Date.now() < attackStarted + ATTACK_SECONDS * 1000 ||
+          (victimLatencies.length < VICTIM_ROUNDS && Date.now() < attackStarted + ATTACK_MAX_SECONDS * 1000));
       const attackStatuses = new Map<number, number>();
       const count = (status: number) => attackStatuses.set(status, (attackStatuses.get(status) ?? 0) + 1);
       const loop = async (request: () => Promise<number>) => {
@@ -90,8 +124,19 @@ for (const { kind, create, skip } of await databaseKinds()) {
       // The issue's three reproductions, at once: MCP pages of 500 large events (two at a time),
       // batches of 100 tools/call (three at a time), list_events of 500 large events (eight at a time).
       const attacks = [
-        ...Array.from({ length: 2 }, () => loop(() => post('/mcp', attacker, toolCall(1, 'event_feed', { limit: 500 }), MCP_HEADERS(attacker)))),
-        ...Array.from({ length: 3 }, () => loop(() => post('/mcp', attacker, Array.from({ length: 100 }, (_, i) => toolCall(i, 'event_feed', { limit: 500 })), MCP_HEADERS(attacker)))),
+        ...Array.from({ length: 2 }, () =>
+          loop(() => post('/mcp', attacker, toolCall(1, 'event_feed', { limit: 500 }), MCP_HEADERS(attacker))),
+        ),
+        ...Array.from({ length: 3 }, () =>
+          loop(() =>
+            post(
+              '/mcp',
+              attacker,
+              Array.from({ length: 100 }, (_, i) => toolCall(i, 'event_feed', { limit: 500 })),
+              MCP_HEADERS(attacker),
+            ),
+          ),
+        ),
         ...Array.from({ length: 8 }, () => loop(() => post('/v1/list_events', attacker, { limit: 500 }))),
       ];
 
@@ -125,13 +170,21 @@ for (const { kind, create, skip } of await databaseKinds()) {
 
       const sorted = [...victimLatencies].sort((a, b) => a - b);
       const p99 = sorted[Math.floor(sorted.length * 0.99)] ?? 0;
-      console.log(`${kind}: peak RSS ${peak.toFixed(1)} MB; attack answers ${JSON.stringify([...attackStatuses])}; other tenant ${sorted.length} emit+poll rounds in ${((Date.now() - attackStarted) / 1000).toFixed(1)} s, p50 ${sorted[Math.floor(sorted.length / 2)]?.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`);
+      console.log(
+        `${kind}: peak RSS ${peak.toFixed(1)} MB; attack answers ${JSON.stringify([...attackStatuses])}; other tenant ${sorted.length} emit+poll rounds in ${((Date.now() - attackStarted) / 1000).toFixed(1)} s, p50 ${sorted[Math.floor(sorted.length / 2)]?.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`,
+      );
       assert.ok(server.alive, `the server died:\n${server.output().slice(-2000)}`);
       assert.ok(peak <= RSS_BOUND_MB, `peak RSS ${peak.toFixed(1)} MB`);
       assert.deepEqual(victimFailures, [], 'the other tenant was refused or failed');
-      assert.ok(victimLatencies.length >= VICTIM_ROUNDS, `the other tenant made ${victimLatencies.length} rounds in ${ATTACK_MAX_SECONDS} s`);
+      assert.ok(
+        victimLatencies.length >= VICTIM_ROUNDS,
+        `the other tenant made ${victimLatencies.length} rounds in ${ATTACK_MAX_SECONDS} s`,
+      );
       assert.ok(p99 < 5000, `the other tenant waited ${p99.toFixed(0)} ms (p99)`);
-      assert.ok(!attackStatuses.has(500) && !attackStatuses.has(-1), `the attacker got server errors or dropped connections: ${JSON.stringify([...attackStatuses])}`);
+      assert.ok(
+        !attackStatuses.has(500) && !attackStatuses.has(-1),
+        `the attacker got server errors or dropped connections: ${JSON.stringify([...attackStatuses])}`,
+      );
     });
   });
 }

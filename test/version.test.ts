@@ -12,7 +12,11 @@ describe('GET /version', () => {
   let server: TestServer;
   // The default rate limits, with an address bucket of one request: /version must not pay for it.
   before(async () => {
-    server = await startTestServer(await sqliteDatabase(), { RATE_LIMIT_PER_SECOND: '100', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0.1', RATE_LIMIT_PER_ADDRESS_BURST: '1' });
+    server = await startTestServer(await sqliteDatabase(), {
+      RATE_LIMIT_PER_SECOND: '100',
+      RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0.1',
+      RATE_LIMIT_PER_ADDRESS_BURST: '1',
+    });
   });
   after(async () => {
     await server.stop();
@@ -31,7 +35,10 @@ describe('GET /version', () => {
   it('is described in the published contract, needing no key', async () => {
     const spec = await (await fetch(`${server.url}/openapi.json`)).json();
     assert.deepEqual(spec.paths['/version'].get.security, []);
-    assert.equal(spec.paths['/version'].get.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/VersionResponse');
+    assert.equal(
+      spec.paths['/version'].get.responses['200'].content['application/json'].schema.$ref,
+      '#/components/schemas/VersionResponse',
+    );
   });
 
   it('is never refused by the address rate limit, like the health probes', async () => {

@@ -46,7 +46,8 @@ describe('the web view, bundled from its TypeScript', () => {
     assert.ok(text.startsWith(VIEW_BUNDLE_BANNER), text.slice(0, 200));
     assert.ok(modules.includes('main.ts') && modules.length > 10, `the view's modules: ${modules.join(', ')}`);
     // esbuild names each module it bundles in a comment before its code.
-    for (const name of modules.filter((module) => !TYPES_ONLY.has(module))) assert.ok(text.includes(`// src/http/view/${name}\n`), `${name} is in the bundle`);
+    for (const name of modules.filter((module) => !TYPES_ONLY.has(module)))
+      assert.ok(text.includes(`// src/http/view/${name}\n`), `${name} is in the bundle`);
     assert.match(text, /^import \{ EVENT_HEADINGS_FR \} from "\/event-labels\.js";$/m);
     assert.ok(!text.includes('Message reçu'), 'the labels are not bundled: /event-labels.js serves them');
     assert.doesNotMatch(text, /^\s*import type |client\/src\/generated/m, 'no TypeScript left, nothing of the client');
@@ -55,7 +56,7 @@ describe('the web view, bundled from its TypeScript', () => {
     assert.match(page, /<script type="module" src="\/view\.js"><\/script>/);
   });
 
-  it('is revalidated like the view\'s other files (no-cache), by its Last-Modified', async () => {
+  it("is revalidated like the view's other files (no-cache), by its Last-Modified", async () => {
     const first = await fetch(`${server.url}/view.js`);
     await first.arrayBuffer();
     const modified = first.headers.get('last-modified');
@@ -66,7 +67,7 @@ describe('the web view, bundled from its TypeScript', () => {
     assert.equal(await again.text(), '');
   });
 
-  it('the view\'s tsconfig type-checks every module: errors planted in a copy are reported, and only they', async () => {
+  it("the view's tsconfig type-checks every module: errors planted in a copy are reported, and only they", async () => {
     // What CI runs (npm run typecheck) checks the view's project too, not only the server's (which leaves it out).
     const { scripts } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
     assert.match(scripts.typecheck, /\btsc --noEmit -p src\/http\/view(?: |$)/, scripts.typecheck);
@@ -96,8 +97,16 @@ describe('the web view, bundled from its TypeScript', () => {
       );
       const errors = result.output.split('\n').filter((line) => /error TS\d+/.test(line));
       assert.equal(errors.length, 2, result.output);
-      assert.match(errors.find((line) => line.includes('render-event.ts(')) ?? '', /error TS2322: Type 'number' is not assignable to type 'string'/, result.output);
-      assert.match(errors.find((line) => line.includes('walk-to-head.ts(')) ?? '', /error TS(2339|2551): Property 'nextCursor' does not exist/, result.output);
+      assert.match(
+        errors.find((line) => line.includes('render-event.ts(')) ?? '',
+        /error TS2322: Type 'number' is not assignable to type 'string'/,
+        result.output,
+      );
+      assert.match(
+        errors.find((line) => line.includes('walk-to-head.ts(')) ?? '',
+        /error TS(2339|2551): Property 'nextCursor' does not exist/,
+        result.output,
+      );
     } finally {
       rmSync(work, { recursive: true, force: true });
     }

@@ -61,11 +61,17 @@ for (const { kind, create, skip } of await databaseKinds()) {
       try {
         const { ws, admin, writer } = await workspace();
         // A filter that no test type matches, and a disabled endpoint: neither stops a test.
-        const { secret, id } = (await server.post('/v1/set_webhook', { url: receiver.url, event_types: ['mail.bounced'], enabled: false }, admin)).json.endpoint;
+        const { secret, id } = (
+          await server.post('/v1/set_webhook', { url: receiver.url, event_types: ['mail.bounced'], enabled: false }, admin)
+        ).json.endpoint;
 
         const tested = await server.post('/v1/test_webhook', { url: receiver.url }, admin);
         assert.equal(tested.status, 200, tested.text);
-        assert.equal(contractErrors('TestWebhookResponse', tested.json), null, JSON.stringify(contractErrors('TestWebhookResponse', tested.json)));
+        assert.equal(
+          contractErrors('TestWebhookResponse', tested.json),
+          null,
+          JSON.stringify(contractErrors('TestWebhookResponse', tested.json)),
+        );
         const result = tested.json;
         assert.equal(result.endpoint_id, id);
         assert.match(result.webhook_id, /^whtest_[0-9A-Z]{26}$/);
@@ -122,7 +128,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const refused = await server.post('/v1/test_webhook', { url }, admin);
       assert.equal(refused.status, 200, refused.text);
       assert.equal(contractErrors('TestWebhookResponse', refused.json), null);
-      assert.deepEqual([refused.json.status, refused.json.delivered, refused.json.error, refused.json.response_body], [null, false, 'connection refused', null]);
+      assert.deepEqual(
+        [refused.json.status, refused.json.delivered, refused.json.error, refused.json.response_body],
+        [null, false, 'connection refused', null],
+      );
 
       const reader = (await server.key(ws, ['read', 'write'])).key;
       const restrictedAdmin = (await server.key(ws, ['admin'], ['mbx_a'])).key;
@@ -159,7 +168,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
         assert.equal(signaturesOf(during).length, 2, 'two signatures');
         assert.ok(verifies(fresh, during), 'verifies with the new secret');
         assert.ok(verifies(old, during), 'verifies with the old secret');
-        assert.ok(verifies(fresh, { ...during, headers: { ...during.headers, 'webhook-signature': signaturesOf(during)[0] } }), 'the new secret’s signature comes first');
+        assert.ok(
+          verifies(fresh, { ...during, headers: { ...during.headers, 'webhook-signature': signaturesOf(during)[0] } }),
+          'the new secret’s signature comes first',
+        );
 
         const tested = await server.post('/v1/test_webhook', { url: receiver.url }, admin);
         assert.equal(tested.json.signatures, 2);
@@ -237,7 +249,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const fresh = (await server.post('/v1/rotate_secret', { url: receiver.url }, admin)).json.endpoint.secret as string;
         // The library's own signing at the request's timestamp: its verify() checks that time against the real clock.
         const signedWith = (secret: string, received: Received) =>
-          new Webhook(secret).sign(String(received.headers['webhook-id']), new Date(Number(received.headers['webhook-timestamp']) * 1000), received.body);
+          new Webhook(secret).sign(
+            String(received.headers['webhook-id']),
+            new Date(Number(received.headers['webhook-timestamp']) * 1000),
+            received.body,
+          );
 
         clock.advanceDays(23 / 24);
         await server.post('/v1/emit_event', sampleEvent('mbx_a', 1), writer);

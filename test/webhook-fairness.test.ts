@@ -29,7 +29,13 @@ async function tenant(server: TestServer, receivers: Receiver[]) {
 
 /** `count` events in one transaction: every endpoint of the workspace owes each a delivery. */
 async function backlog(server: TestServer, ws: string, count: number): Promise<string[]> {
-  const published = await server.db.transaction((trx) => publish(trx, ws, Array.from({ length: count }, (_, i) => sampleEvent('mbx_a', i))));
+  const published = await server.db.transaction((trx) =>
+    publish(
+      trx,
+      ws,
+      Array.from({ length: count }, (_, i) => sampleEvent('mbx_a', i)),
+    ),
+  );
   return published.map((event) => (JSON.parse(event.envelope) as { id: string }).id);
 }
 
@@ -39,7 +45,11 @@ for (const { kind, create, skip } of await databaseKinds()) {
   describe(`fair webhook dispatch on ${kind}`, { skip: skip && 'Postgres unreachable (see notice above)' }, () => {
     it("serves another workspace's endpoint at once, not after the 16 endpoints of a workspace with a backlog", async () => {
       // The test runs each dispatch itself (tick); all endpoints answer at once.
-      const server = await startTestServer(await create(), { WEBHOOKS_ALLOW_INSECURE: '1', WEBHOOK_DISPATCH_INTERVAL_MS: '3600000', WEBHOOK_TIMEOUT_MS: '2000' });
+      const server = await startTestServer(await create(), {
+        WEBHOOKS_ALLOW_INSECURE: '1',
+        WEBHOOK_DISPATCH_INTERVAL_MS: '3600000',
+        WEBHOOK_TIMEOUT_MS: '2000',
+      });
       const arrivals: string[] = [];
       const record = (who: string) => (_r: unknown, _n: number, res: import('node:http').ServerResponse) => {
         arrivals.push(who);
@@ -55,10 +65,17 @@ for (const { kind, create, skip } of await databaseKinds()) {
         for (let pass = 0; pass < 20 && !arrivals.includes('victim'); pass++) await server.webhooks.tick();
         const position = arrivals.indexOf('victim');
         assert.ok(position >= 0, 'the victim got its delivery');
-        assert.ok(position < 40, `the victim's delivery went out among the first (it was number ${position + 1} of ${arrivals.length}; 16 × 30 were due before it)`);
+        assert.ok(
+          position < 40,
+          `the victim's delivery went out among the first (it was number ${position + 1} of ${arrivals.length}; 16 × 30 were due before it)`,
+        );
         while ((await server.webhooks.tick()) > 0);
         for (const receiver of busy) {
-          assert.deepEqual(receiver.received.map((r) => r.headers['webhook-id']), ids, 'each busy endpoint got every event once, in emission order');
+          assert.deepEqual(
+            receiver.received.map((r) => r.headers['webhook-id']),
+            ids,
+            'each busy endpoint got every event once, in emission order',
+          );
         }
       } finally {
         for (const receiver of [...busy, victim]) await receiver.close();

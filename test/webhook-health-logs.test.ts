@@ -73,15 +73,24 @@ for (const { kind, create, skip } of await databaseKinds()) {
           { workspace: e.ws, event: emitted, attempt: 1, status: 500, error: 'answered 500' },
         );
         const retryAt = Date.parse(String(first.next_retry_at));
-        assert.ok(retryAt - clock.now().getTime() >= 4000 && retryAt - clock.now().getTime() <= 6100, `next retry in about 5 s: ${first.next_retry_at}`);
+        assert.ok(
+          retryAt - clock.now().getTime() >= 4000 && retryAt - clock.now().getTime() <= 6100,
+          `next retry in about 5 s: ${first.next_retry_at}`,
+        );
 
         // Past the retry's due time and the pause after a failure (one dispatch interval: 1 h here).
         clock.advanceDays(2 / 24);
         await server.webhooks.tick();
         const disabledAt = clock.now().toISOString();
         const [, second, disabled, ...more] = e.logged();
-        assert.deepEqual([second?.msg, second?.status, second?.attempt, second?.next_retry_at], ['webhook attempt failed; no retry', 410, 2, null]);
-        assert.deepEqual([disabled?.level, disabled?.msg, disabled?.reason, disabled?.workspace_id], [WARN, 'webhook endpoint disabled', 'the endpoint answered 410 Gone', e.ws]);
+        assert.deepEqual(
+          [second?.msg, second?.status, second?.attempt, second?.next_retry_at],
+          ['webhook attempt failed; no retry', 410, 2, null],
+        );
+        assert.deepEqual(
+          [disabled?.level, disabled?.msg, disabled?.reason, disabled?.workspace_id],
+          [WARN, 'webhook endpoint disabled', 'the endpoint answered 410 Gone', e.ws],
+        );
         assert.deepEqual(more, [], 'logged once');
 
         const s = await e.status();
@@ -132,7 +141,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
         await untilSettled(d.status);
         const failures = d.logged().filter((line) => line.msg.startsWith('webhook attempt failed'));
         assert.equal(failures.length, 13, '13 attempts, each logged');
-        assert.deepEqual(failures.map((line) => line.attempt), Array.from({ length: 13 }, (_, i) => i + 1));
+        assert.deepEqual(
+          failures.map((line) => line.attempt),
+          Array.from({ length: 13 }, (_, i) => i + 1),
+        );
         assert.ok(failures.slice(0, 12).every((line) => line.msg.endsWith('retry scheduled') && typeof line.next_retry_at === 'string'));
         assert.deepEqual([failures[12]!.msg, failures[12]!.next_retry_at], ['webhook attempt failed; no retry', null]);
         const disabled = d.logged().filter((line) => line.msg === 'webhook endpoint disabled');
@@ -164,7 +176,15 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const e = await endpointAt('http://127.0.0.1:9/hook');
       const endpointId = e.endpoint.id;
       const rows = Array.from({ length: 150 }, (_, i) => ({
-        endpoint_id: endpointId, event_id: `evt_${i}`, attempt: 1, started_at: i, status: i < 100 ? 500 : 200, latency_ms: 1, error: null, outcome: i < 100 ? 'retry' : 'delivered', next_retry_at: null,
+        endpoint_id: endpointId,
+        event_id: `evt_${i}`,
+        attempt: 1,
+        started_at: i,
+        status: i < 100 ? 500 : 200,
+        latency_ms: 1,
+        error: null,
+        outcome: i < 100 ? 'retry' : 'delivered',
+        next_retry_at: null,
       }));
       await server.db('webhook_attempts').insert(rows);
       // The newest 100: 50 failures, then the 50 deliveries.

@@ -40,7 +40,14 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const admin = (await server.key(ws, ['admin'])).key;
       const created = await server.post('/v1/set_webhook', { url: URL_A, enabled: false }, admin);
       assert.equal(created.status, 200, created.text);
-      await server.db.transaction((trx) => publish(trx, ws, Array.from({ length: events }, (_, i) => sampleEvent('mbx_a', i)), clock));
+      await server.db.transaction((trx) =>
+        publish(
+          trx,
+          ws,
+          Array.from({ length: events }, (_, i) => sampleEvent('mbx_a', i)),
+          clock,
+        ),
+      );
       const pending = async () => (await server.post('/v1/list_webhooks', {}, admin)).json.webhooks[0].pending_deliveries as number;
       return { ws, admin, pending };
     }
@@ -80,7 +87,8 @@ for (const { kind, create, skip } of await databaseKinds()) {
       assert.ok(Number(next.headers.get('retry-after')) >= 1, 'Retry-After');
       assert.equal(await pending(), PENDING_QUOTA);
       // Repeated calls from the start add nothing either.
-      for (let i = 0; i < 3; i++) assert.equal((await server.post('/v1/redeliver_webhook', { url: URL_A, limit: 1000 }, admin)).status, 429);
+      for (let i = 0; i < 3; i++)
+        assert.equal((await server.post('/v1/redeliver_webhook', { url: URL_A, limit: 1000 }, admin)).status, 429);
       assert.equal(await pending(), PENDING_QUOTA);
     });
 
@@ -96,7 +104,15 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const now = clock.now().getTime();
       const extra = 30;
       const attempts = Array.from({ length: ATTEMPTS_KEPT_PER_ENDPOINT + extra }, (_, i) => ({
-        endpoint_id: endpointId, event_id: `evt_${i}`, attempt: 1, started_at: now - 1000 + i, status: 500, latency_ms: 1, error: 'answered 500', outcome: 'retry', next_retry_at: now,
+        endpoint_id: endpointId,
+        event_id: `evt_${i}`,
+        attempt: 1,
+        started_at: now - 1000 + i,
+        status: 500,
+        latency_ms: 1,
+        error: 'answered 500',
+        outcome: 'retry',
+        next_retry_at: now,
       }));
       for (let i = 0; i < attempts.length; i += 200) await server.db('webhook_attempts').insert(attempts.slice(i, i + 200));
 
@@ -114,7 +130,9 @@ for (const { kind, create, skip } of await databaseKinds()) {
       for (let round = 0; round < 4; round++) {
         const ws = await server.workspace();
         const admin = (await server.key(ws, ['admin'])).key;
-        const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => server.post('/v1/set_webhook', { url: `http://127.0.0.1:9/cap-${i}` }, admin)));
+        const answers = await Promise.all(
+          Array.from({ length: 40 }, (_, i) => server.post('/v1/set_webhook', { url: `http://127.0.0.1:9/cap-${i}` }, admin)),
+        );
         const created = answers.filter((a) => a.status === 200);
         const refused = answers.filter((a) => a.status !== 200);
         assert.equal(created.length, MAX_ENDPOINTS_PER_WORKSPACE, `round ${round}: created ${created.length}`);
@@ -135,14 +153,39 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const store = openStore(database.url);
       const db = store.knex;
       try {
-        for (const name of ['001_initial', '002_retention', '003_webhooks_and_search', '004_list_events_index', '005_key_change_notify']) await db.migrate.up({ migrationSource: migrationSource(kind), name });
+        for (const name of ['001_initial', '002_retention', '003_webhooks_and_search', '004_list_events_index', '005_key_change_notify'])
+          await db.migrate.up({ migrationSource: migrationSource(kind), name });
         await db('workspaces').insert({ id: 'ws_1', name: 'old', verified: false, created_at: 0 });
-        await db('webhook_endpoints').insert({ id: 'whe_1', workspace_id: 'ws_1', url: URL_A, event_types: '[]', enabled: false, secret: 'whsec_AAAA', created_at: 0, updated_at: 0 });
-        const row = (seq: number, attempts: number) => ({ endpoint_id: 'whe_1', workspace_id: 'ws_1', event_seq: seq, event_id: `evt_${seq}`, attempts, next_attempt_at: 0, created_at: 0 });
+        await db('webhook_endpoints').insert({
+          id: 'whe_1',
+          workspace_id: 'ws_1',
+          url: URL_A,
+          event_types: '[]',
+          enabled: false,
+          secret: 'whsec_AAAA',
+          created_at: 0,
+          updated_at: 0,
+        });
+        const row = (seq: number, attempts: number) => ({
+          endpoint_id: 'whe_1',
+          workspace_id: 'ws_1',
+          event_seq: seq,
+          event_id: `evt_${seq}`,
+          attempts,
+          next_attempt_at: 0,
+          created_at: 0,
+        });
         await db('webhook_deliveries').insert([row(1, 3), row(1, 0), row(2, 0), row(1, 0), row(3, 0), row(2, 0)]);
         await store.migrate();
         const left = await db('webhook_deliveries').select('event_seq', 'attempts').orderBy('event_seq');
-        assert.deepEqual(left.map((r: { event_seq: number | string; attempts: number | string }) => [Number(r.event_seq), Number(r.attempts)]), [[1, 3], [2, 0], [3, 0]]);
+        assert.deepEqual(
+          left.map((r: { event_seq: number | string; attempts: number | string }) => [Number(r.event_seq), Number(r.attempts)]),
+          [
+            [1, 3],
+            [2, 0],
+            [3, 0],
+          ],
+        );
         await assert.rejects(db('webhook_deliveries').insert(row(3, 0)), 'the pair is unique from now on');
       } finally {
         await store.close();

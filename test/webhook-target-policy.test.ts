@@ -74,7 +74,15 @@ const BLOCKED: Array<[string, string]> = [
   ['not-an-address', 'not an address'],
 ];
 
-const PUBLIC = ['8.8.8.8', '1.1.1.1', '93.184.216.34', '2606:4700:4700::1111', '2a00:1450:4007:80f::200e', '2001:4860:4860::8888', '2c0f:fb50:4003::1'];
+const PUBLIC = [
+  '8.8.8.8',
+  '1.1.1.1',
+  '93.184.216.34',
+  '2606:4700:4700::1111',
+  '2a00:1450:4007:80f::200e',
+  '2001:4860:4860::8888',
+  '2c0f:fb50:4003::1',
+];
 
 describe('webhook target policy', () => {
   it('accepts only global unicast addresses, refusing every special-purpose range by range', () => {
@@ -86,7 +94,9 @@ describe('webhook target policy', () => {
 
   it('refuses non-public literal hosts in a URL when the endpoint is set, in every spelling', () => {
     const urls = [
-      ...BLOCKED.filter(([address]) => address !== 'not-an-address').map(([address]) => `https://${address.includes(':') ? `[${address}]` : address}/hook`),
+      ...BLOCKED.filter(([address]) => address !== 'not-an-address').map(
+        ([address]) => `https://${address.includes(':') ? `[${address}]` : address}/hook`,
+      ),
       'https://[::127.0.0.1]/hook',
       'https://[0:0:0:0:0:0:127.0.0.1]/hook',
       'https://[0000::0001]/hook',
@@ -125,7 +135,8 @@ describe('webhook target policy', () => {
       (dns as any).lookup = (hostname: string, options: any, callback: any) => {
         if (!(hostname in fakeDns)) return real(hostname, options, callback);
         const address = fakeDns[hostname] ?? null;
-        if (address === null) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND', hostname }));
+        if (address === null)
+          return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND', hostname }));
         const family = address.includes(':') ? 6 : 4;
         return options?.all ? callback(null, [{ address, family }]) : callback(null, address, family);
       };
@@ -149,7 +160,7 @@ describe('webhook target policy', () => {
       assert.equal(messages.size, 1, `one message for all: ${[...messages].join(' | ')}`);
     });
 
-    it("gives an attempt the same error for a blocked and an unresolvable target, naming neither the host nor its address", async () => {
+    it('gives an attempt the same error for a blocked and an unresolvable target, naming neither the host nor its address', async () => {
       const sender = new WebhookSender(STRICT, 1000);
       try {
         const errors = new Map<string, string | null>();

@@ -33,11 +33,28 @@ describe('retry schedule', () => {
   it('spans about three days, with jitter, and honours Retry-After', () => {
     const total = RETRY_DELAYS_SECONDS.reduce((a, b) => a + b, 0) / 86400;
     assert.ok(total > 2.9 && total < 3.3, `${total} days`);
-    assert.equal(nextDelayMs(1, undefined, 0, () => 0), 4000);
-    assert.equal(nextDelayMs(1, undefined, 0, () => 1), 6000);
-    assert.equal(nextDelayMs(1, '7', 0, () => 0), 7000, 'Retry-After above the schedule wins');
-    assert.equal(nextDelayMs(1, new Date(60_000).toUTCString(), 0, () => 0), 60_000);
-    assert.equal(nextDelayMs(3, '7', 0, () => 0), 96_000, 'Retry-After below the schedule does not shorten it');
+    assert.equal(
+      nextDelayMs(1, undefined, 0, () => 0),
+      4000,
+    );
+    assert.equal(
+      nextDelayMs(1, undefined, 0, () => 1),
+      6000,
+    );
+    assert.equal(
+      nextDelayMs(1, '7', 0, () => 0),
+      7000,
+      'Retry-After above the schedule wins',
+    );
+    assert.equal(
+      nextDelayMs(1, new Date(60_000).toUTCString(), 0, () => 0),
+      60_000,
+    );
+    assert.equal(
+      nextDelayMs(3, '7', 0, () => 0),
+      96_000,
+      'Retry-After below the schedule does not shorten it',
+    );
     // An endpoint answering `Retry-After: 0` every time is still retried for about three days, not 13 s.
     let spent = 0;
     for (let attempt = 1; ; attempt++) {
@@ -57,7 +74,12 @@ describe('outbound safety', () => {
     const { syncBuiltinESMExports } = await import('node:module');
     const { createServer } = await import('node:net');
     const real = dns.lookup;
-    const targets: Record<string, string> = { 'loopback.rebind.test': '127.0.0.1', 'private.rebind.test': '10.0.0.7', 'metadata.rebind.test': '169.254.169.254', 'mapped.rebind.test': '::ffff:127.0.0.1' };
+    const targets: Record<string, string> = {
+      'loopback.rebind.test': '127.0.0.1',
+      'private.rebind.test': '10.0.0.7',
+      'metadata.rebind.test': '169.254.169.254',
+      'mapped.rebind.test': '::ffff:127.0.0.1',
+    };
     (dns as any).lookup = (hostname: string, options: any, callback: any) => {
       const address = targets[hostname];
       if (!address) return real(hostname, options, callback);
@@ -94,7 +116,13 @@ describe('outbound safety', () => {
     assert.equal(error?.message, UNREACHABLE_TARGET);
     const receiver = await startReceiver();
     const sender = new WebhookSender({ allowInsecure: false }, 1000);
-    for (const url of [receiver.url.replace('http:', 'https:'), receiver.url.replace('http://127.0.0.1', 'https://localhost'), 'https://[::1]/x', 'https://10.1.2.3/x', 'https://169.254.169.254/latest/meta-data']) {
+    for (const url of [
+      receiver.url.replace('http:', 'https:'),
+      receiver.url.replace('http://127.0.0.1', 'https://localhost'),
+      'https://[::1]/x',
+      'https://10.1.2.3/x',
+      'https://169.254.169.254/latest/meta-data',
+    ]) {
       const result = await sender.send({ url, secrets: ['whsec_AAAA'], eventId: 'evt_x', body: '{}' }, 1);
       assert.equal(result.status, null, url);
       assert.match(String(result.error), /public address|loopback/, url);
@@ -161,19 +189,26 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const writer = (await server.key(ws, ['read', 'write'])).key;
         const { secret } = (await server.post('/v1/set_webhook', { url: receiver.url }, admin)).json.endpoint;
         const emitted: string[] = [];
-        for (let i = 0; i < 12; i++) emitted.push((await server.post('/v1/emit_event', sampleEvent(i % 3 ? 'mbx_a' : undefined, i), writer)).json.event.id);
+        for (let i = 0; i < 12; i++)
+          emitted.push((await server.post('/v1/emit_event', sampleEvent(i % 3 ? 'mbx_a' : undefined, i), writer)).json.event.id);
         // A rolled-back publish leaves neither events nor deliveries.
-        await server.db.transaction(async (trx) => {
-          await publish(trx, ws, [sampleEvent('mbx_a', 99)]);
-          await trx.rollback();
-        }).catch(() => {});
+        await server.db
+          .transaction(async (trx) => {
+            await publish(trx, ws, [sampleEvent('mbx_a', 99)]);
+            await trx.rollback();
+          })
+          .catch(() => {});
         await waitFor(() => receiver.received.length >= 12, 10_000, 'deliveries');
         await new Promise((r) => setTimeout(r, 200));
         assert.equal(receiver.received.length, 12, 'once each, and nothing for the rolled-back event');
 
         const feed = await feedEnvelopes(server, writer);
         const verifier = new Webhook(secret);
-        assert.deepEqual(receiver.received.map((r) => r.headers['webhook-id']), emitted, 'in emission order');
+        assert.deepEqual(
+          receiver.received.map((r) => r.headers['webhook-id']),
+          emitted,
+          'in emission order',
+        );
         for (const delivery of receiver.received) {
           const verified = verifier.verify(delivery.body, delivery.headers as Record<string, string>) as { id: string };
           assert.equal(verified.id, delivery.headers['webhook-id']);
@@ -198,7 +233,15 @@ for (const { kind, create, skip } of await databaseKinds()) {
         await server.post('/v1/set_webhook', { url: receiver.url, event_types: ['mail.received'] }, admin);
         const cursor = (await server.post('/v1/event_feed', {}, writer)).json.next_cursor;
         await server.post('/v1/emit_event', sampleEvent('mbx_a', 1), writer);
-        await server.post('/v1/emit_event', { ...sampleEvent('mbx_a', 2), type: 'mail.complained', data: { internet_message_id: '<x@y.fr>', recipient: 'a@b.fr', feedback_type: 'abuse' } }, writer);
+        await server.post(
+          '/v1/emit_event',
+          {
+            ...sampleEvent('mbx_a', 2),
+            type: 'mail.complained',
+            data: { internet_message_id: '<x@y.fr>', recipient: 'a@b.fr', feedback_type: 'abuse' },
+          },
+          writer,
+        );
         await server.post('/v1/emit_event', sampleEvent('mbx_a', 3), writer);
         await waitFor(() => receiver.received.length >= 2, 10_000, 'deliveries');
         await new Promise((r) => setTimeout(r, 200));
@@ -208,7 +251,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
         assert.equal(again.status, 200, again.text);
         assert.equal(again.json.scheduled, 2);
         await waitFor(() => receiver.received.length >= 4, 10_000, 'redeliveries');
-        assert.deepEqual(receiver.received.slice(2).map((r) => r.body), receiver.received.slice(0, 2).map((r) => r.body));
+        assert.deepEqual(
+          receiver.received.slice(2).map((r) => r.body),
+          receiver.received.slice(0, 2).map((r) => r.body),
+        );
         const none = await server.post('/v1/redeliver_webhook', { url: receiver.url, after: again.json.next_cursor }, admin);
         assert.deepEqual(none.json, { scheduled: 0, next_cursor: again.json.next_cursor });
       } finally {
@@ -384,11 +430,16 @@ describe('several instances on one Postgres share deliveries', { skip: postgres.
       await one.post('/v1/set_webhook', { url: receiver.url }, admin);
       for (const other of others) await one.post('/v1/set_webhook', { url: other.url }, admin);
       const ids: string[] = [];
-      for (let i = 0; i < 60; i++) ids.push((await (i % 2 ? one : two).post('/v1/emit_event', sampleEvent('mbx_a', i), writer)).json.event.id);
+      for (let i = 0; i < 60; i++)
+        ids.push((await (i % 2 ? one : two).post('/v1/emit_event', sampleEvent('mbx_a', i), writer)).json.event.id);
       await waitFor(() => receiver.received.length >= 60 && others.every((o) => o.received.length >= 60), 20_000, 'deliveries');
       await new Promise((r) => setTimeout(r, 300));
       for (const target of [receiver, ...others]) {
-        assert.deepEqual(target.received.map((r) => r.headers['webhook-id']), ids, 'each exactly once, in emission order');
+        assert.deepEqual(
+          target.received.map((r) => r.headers['webhook-id']),
+          ids,
+          'each exactly once, in emission order',
+        );
       }
       const attempts = await one.db('webhook_attempts').count({ n: '*' }).first();
       assert.equal(Number(attempts?.n), 240, 'one attempt per delivery, across both instances');

@@ -21,12 +21,27 @@ import { provision, startProcessServer, type ProcessServer } from './support/pro
 const WORKERS = 2;
 
 /** POST on a connection of its own (no keep-alive): whichever worker accepts it answers. */
-function postOnNewConnection(url: string, path: string, key: string, body: unknown, timeoutMs = 30_000): Promise<{ status: number; json: any }> {
+function postOnNewConnection(
+  url: string,
+  path: string,
+  key: string,
+  body: unknown,
+  timeoutMs = 30_000,
+): Promise<{ status: number; json: any }> {
   return new Promise((resolve, reject) => {
     const payload = JSON.stringify(body);
     const req = request(
       `${url}${path}`,
-      { method: 'POST', agent: false, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), connection: 'close' } },
+      {
+        method: 'POST',
+        agent: false,
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(payload),
+          connection: 'close',
+        },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -56,7 +71,6 @@ const alive = (pid: number) => {
   }
 };
 
-
 for (const { kind, create, skip } of await databaseKinds()) {
   describe(`serve --workers ${WORKERS} (${kind})`, { skip }, () => {
     let database: TestDatabase;
@@ -67,7 +81,12 @@ for (const { kind, create, skip } of await databaseKinds()) {
     before(async () => {
       database = await create();
       ({ workspaceId, keys } = await provision(database.url, { read: { permissions: ['read'] }, write: { permissions: ['write'] } }));
-      server = await startProcessServer({ databaseUrl: database.url, asShipped: true, serveArgs: ['--workers', String(WORKERS)], env: { LOG_LEVEL: 'info' } });
+      server = await startProcessServer({
+        databaseUrl: database.url,
+        asShipped: true,
+        serveArgs: ['--workers', String(WORKERS)],
+        env: { LOG_LEVEL: 'info' },
+      });
       await until(`${WORKERS} workers listen`, () => listeningWorkers(server.output()).length === WORKERS, 20_000);
     });
     after(async () => {
@@ -92,7 +111,12 @@ for (const { kind, create, skip } of await databaseKinds()) {
       for (let round = 0; round < 10; round++) {
         await Promise.all(
           Array.from({ length: 6 }, async (_, i) => {
-            const { status, json } = await postOnNewConnection(server.url, '/v1/emit_event', keys.write!, sampleEvent('mbx_w', round * 6 + i));
+            const { status, json } = await postOnNewConnection(
+              server.url,
+              '/v1/emit_event',
+              keys.write!,
+              sampleEvent('mbx_w', round * 6 + i),
+            );
             assert.equal(status, 201, JSON.stringify(json));
             emitted.push(json.event.id);
           }),
@@ -109,7 +133,8 @@ for (const { kind, create, skip } of await databaseKinds()) {
       try {
         const key = await createKey(store, { workspaceId, permissions: ['read'], mailboxes: null }, Date.now());
         // Each worker verifies and keeps the key first.
-        for (let i = 0; i < 2 * WORKERS; i++) assert.equal((await postOnNewConnection(server.url, '/v1/event_feed', key.key, { limit: 1 })).status, 200);
+        for (let i = 0; i < 2 * WORKERS; i++)
+          assert.equal((await postOnNewConnection(server.url, '/v1/event_feed', key.key, { limit: 1 })).status, 200);
         assert.ok(await revokeKeyEverywhere(store, key.id, Date.now()));
         for (let i = 0; i < 2 * WORKERS; i++) {
           const { status, json } = await postOnNewConnection(server.url, '/v1/event_feed', key.key, { limit: 1 });
@@ -126,7 +151,8 @@ for (const { kind, create, skip } of await databaseKinds()) {
       await until('a new worker listens', () => listeningWorkers(server.output()).length === WORKERS + 1, 20_000);
       assert.match(server.output(), new RegExp(`"pid":${victim},"code":null,"signal":"SIGKILL","msg":"a worker died: starting another"`));
       assert.ok(alive(other!), 'the other worker was left alone');
-      for (let i = 0; i < 2 * WORKERS; i++) assert.equal((await postOnNewConnection(server.url, '/v1/event_feed', keys.read!, { limit: 1 })).status, 200);
+      for (let i = 0; i < 2 * WORKERS; i++)
+        assert.equal((await postOnNewConnection(server.url, '/v1/event_feed', keys.read!, { limit: 1 })).status, 200);
     });
 
     it('SIGTERM drains and stops the primary and every worker', async () => {
@@ -143,7 +169,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
 /** The pids of a primary's workers, from the OS (the log keeps only its last lines under load). */
 const workerPids = (primary: number): number[] => {
   try {
-    return execFileSync('pgrep', ['-P', String(primary)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+    return execFileSync('pgrep', ['-P', String(primary)], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
   } catch {
     return [];
   }
@@ -189,10 +218,14 @@ describe('serve --workers: a worker killed while connections arrive', () => {
       const [victim] = workerPids(server.child.pid!);
       process.kill(victim!, 'SIGKILL');
       // A worker starts in seconds, more on a loaded machine.
-      await until('another worker runs', () => {
-        const pids = workerPids(server.child.pid!);
-        return pids.length === WORKERS && !pids.includes(victim!);
-      }, 60_000);
+      await until(
+        'another worker runs',
+        () => {
+          const pids = workerPids(server.child.pid!);
+          return pids.length === WORKERS && !pids.includes(victim!);
+        },
+        60_000,
+      );
     }
     // The replacement listens once it answers: a few more rounds through both.
     await new Promise((resolve) => setTimeout(resolve, 2000));
@@ -212,11 +245,19 @@ describe('serve --workers refuses a count it cannot run', () => {
   it('zero, a fraction, too many or a word: refused before anything starts', async () => {
     const { spawnSync } = await import('node:child_process');
     for (const value of ['0', '1.5', '65', 'many']) {
-      const run = spawnSync(process.execPath, ['bin/event-feed.js', 'serve', '--workers', value], { encoding: 'utf8', env: { ...process.env, PORT: '0' }, timeout: 20_000 });
+      const run = spawnSync(process.execPath, ['bin/event-feed.js', 'serve', '--workers', value], {
+        encoding: 'utf8',
+        env: { ...process.env, PORT: '0' },
+        timeout: 20_000,
+      });
       assert.notEqual(run.status, 0, `--workers ${value} was accepted`);
       assert.match(run.stderr, /--workers must be auto or an integer from 1 to 64/);
     }
-    const env = spawnSync(process.execPath, ['bin/event-feed.js', 'serve'], { encoding: 'utf8', env: { ...process.env, PORT: '0', WORKERS: 'lots' }, timeout: 20_000 });
+    const env = spawnSync(process.execPath, ['bin/event-feed.js', 'serve'], {
+      encoding: 'utf8',
+      env: { ...process.env, PORT: '0', WORKERS: 'lots' },
+      timeout: 20_000,
+    });
     assert.notEqual(env.status, 0);
     assert.match(env.stderr, /WORKERS must be auto or an integer from 1 to 64/);
   });

@@ -67,68 +67,82 @@ async function assertAnswersTrue(store: Store, answers: Answer[]): Promise<void>
   }
 }
 
-describe('writes of one workspace never fail another (postgres)', { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' }, () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer(await postgresDatabase());
-  });
-  after(async () => {
-    await server?.stop();
-    await server?.database.drop();
-  });
+describe(
+  'writes of one workspace never fail another (postgres)',
+  { skip: !(await postgresAvailable()) && 'Postgres unreachable (see notice above)' },
+  () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startTestServer(await postgresDatabase());
+    });
+    after(async () => {
+      await server?.stop();
+      await server?.database.drop();
+    });
 
-  it("while an application's transaction holds A's counter row, B's emits are all stored before it ends; each A emit is stored or absent, as answered", async (t) => {
-    const [a, b] = [await server.workspace(), await server.workspace()];
-    const [{ key: keyA }, { key: keyB }] = [await server.key(a, ['read', 'write']), await server.key(b, ['read', 'write'])];
-    const app = openDatabase(server.database.url);
-    let released = false;
-    const held = () => !released;
-    try {
-      let holding!: () => void;
-      const holds = new Promise<void>((resolve) => (holding = resolve));
-      const appTransaction = app
-        .transaction(async (trx) => {
-          await publish(trx, a, [sampleEvent('mbx_a', 999)]);
-          holding();
-          await sleep(HOLD_MS);
-        })
-        .finally(() => (released = true));
-      await holds;
-      const started = Date.now();
+    it("while an application's transaction holds A's counter row, B's emits are all stored before it ends; each A emit is stored or absent, as answered", async (t) => {
+      const [a, b] = [await server.workspace(), await server.workspace()];
+      const [{ key: keyA }, { key: keyB }] = [await server.key(a, ['read', 'write']), await server.key(b, ['read', 'write'])];
+      const app = openDatabase(server.database.url);
+      let released = false;
+      const held = () => !released;
+      try {
+        let holding!: () => void;
+        const holds = new Promise<void>((resolve) => (holding = resolve));
+        const appTransaction = app
+          .transaction(async (trx) => {
+            await publish(trx, a, [sampleEvent('mbx_a', 999)]);
+            holding();
+            await sleep(HOLD_MS);
+          })
+          .finally(() => (released = true));
+        await holds;
+        const started = Date.now();
 
-      // A's client emits steadily through the hold (some wait past a lock timeout, the last may outlive the hold).
-      const aAnswers = Promise.all(
-        Array.from({ length: Math.floor((HOLD_MS - 1000) / 400) }, async (_, n) => {
-          await sleep(n * 400);
-          return emit(server, keyA, a, n, n % 2 === 0, held);
-        }),
-      );
-      // B, once A's emits are waiting: ten at once, then ten one after another (one client's successive emits).
-      await sleep(1000);
-      const bAnswers = await Promise.all(Array.from({ length: 10 }, (_, n) => emit(server, keyB, b, n, n % 2 === 0, held)));
-      for (let n = 10; n < 20; n++) bAnswers.push(await emit(server, keyB, b, n, n % 2 === 0, held));
-      const bDoneMs = Date.now() - started;
+        // A's client emits steadily through the hold (some wait past a lock timeout, the last may outlive the hold).
+        const aAnswers = Promise.all(
+          Array.from({ length: Math.floor((HOLD_MS - 1000) / 400) }, async (_, n) => {
+            await sleep(n * 400);
+            return emit(server, keyA, a, n, n % 2 === 0, held);
+          }),
+        );
+        // B, once A's emits are waiting: ten at once, then ten one after another (one client's successive emits).
+        await sleep(1000);
+        const bAnswers = await Promise.all(Array.from({ length: 10 }, (_, n) => emit(server, keyB, b, n, n % 2 === 0, held)));
+        for (let n = 10; n < 20; n++) bAnswers.push(await emit(server, keyB, b, n, n % 2 === 0, held));
+        const bDoneMs = Date.now() - started;
 
-      await appTransaction;
-      const aDone = await aAnswers;
-      t.diagnostic(`B's 20 emits answered ${bDoneMs} ms into the hold; A's answers: ${aDone.map((x) => x.status).join(' ')}`);
+        await appTransaction;
+        const aDone = await aAnswers;
+        t.diagnostic(`B's 20 emits answered ${bDoneMs} ms into the hold; A's answers: ${aDone.map((x) => x.status).join(' ')}`);
 
-      assert.deepEqual(
-        bAnswers.filter((x) => x.status !== 201 || !x.whileHeld).map((x) => `${x.status} while held: ${x.whileHeld} ${JSON.stringify(x.body).slice(0, 200)}`),
-        [],
-        "every B emit stored and answered while A's row was still held",
-      );
-      const stored = await feedIds(server.store, b);
-      assert.deepEqual(stored.slice(10), bAnswers.slice(10).map((x) => x.id), "B's successive emits in their order");
-      assert.equal(stored.length, 20);
-      await assertAnswersTrue(server.store, [...aDone, ...bAnswers]);
-      const aStored = await feedIds(server.store, a);
-      assert.equal(aStored.length, 1 + aDone.filter((x) => x.status === 201).length, "A's feed: the application's event and the emits answered 201, nothing else");
-    } finally {
-      await app.destroy();
-    }
-  });
-});
+        assert.deepEqual(
+          bAnswers
+            .filter((x) => x.status !== 201 || !x.whileHeld)
+            .map((x) => `${x.status} while held: ${x.whileHeld} ${JSON.stringify(x.body).slice(0, 200)}`),
+          [],
+          "every B emit stored and answered while A's row was still held",
+        );
+        const stored = await feedIds(server.store, b);
+        assert.deepEqual(
+          stored.slice(10),
+          bAnswers.slice(10).map((x) => x.id),
+          "B's successive emits in their order",
+        );
+        assert.equal(stored.length, 20);
+        await assertAnswersTrue(server.store, [...aDone, ...bAnswers]);
+        const aStored = await feedIds(server.store, a);
+        assert.equal(
+          aStored.length,
+          1 + aDone.filter((x) => x.status === 201).length,
+          "A's feed: the application's event and the emits answered 201, nothing else",
+        );
+      } finally {
+        await app.destroy();
+      }
+    });
+  },
+);
 
 /** Another process takes the SQLite file's write lock and keeps it for `ms`; resolves once it holds it. */
 async function holdSqliteWriteLock(file: string, ms: number): Promise<{ done: Promise<void> }> {

@@ -115,7 +115,12 @@ export function createClient(options: ClientOptions): EventFeedClient {
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
 
-  async function feedPageWith(after: string | undefined, limit: number | undefined, waitSeconds: number | undefined, signal: AbortSignal | undefined) {
+  async function feedPageWith(
+    after: string | undefined,
+    limit: number | undefined,
+    waitSeconds: number | undefined,
+    signal: AbortSignal | undefined,
+  ) {
     const deadline = timed(signal, requestTimeoutMs + (waitSeconds ?? 0) * 1000);
     try {
       const result = await api.POST('/v1/event_feed', {
@@ -130,7 +135,10 @@ export function createClient(options: ClientOptions): EventFeedClient {
   }
 
   /** A read, retried (it has no side effects), each attempt within the request timeout. */
-  function read<D>(call: (signal: AbortSignal) => Promise<{ data?: D; error?: unknown; response: Response }>, requestOptions: RequestOptions): Promise<D> {
+  function read<D>(
+    call: (signal: AbortSignal) => Promise<{ data?: D; error?: unknown; response: Response }>,
+    requestOptions: RequestOptions,
+  ): Promise<D> {
     const { signal } = requestOptions;
     return withRetry(
       async () => {
@@ -150,10 +158,23 @@ export function createClient(options: ClientOptions): EventFeedClient {
     read((signal) => api.POST('/v1/list_events', { body: params, signal }), requestOptions);
 
   const cursorAt = async (at: CursorAt = 'now', requestOptions: RequestOptions = {}): Promise<string> =>
-    (await read((signal) => api.POST('/v1/feed_cursor', { body: { at: at instanceof Date ? at.toISOString() : at }, signal }), requestOptions)).cursor;
+    (
+      await read(
+        (signal) => api.POST('/v1/feed_cursor', { body: { at: at instanceof Date ? at.toISOString() : at }, signal }),
+        requestOptions,
+      )
+    ).cursor;
 
   async function* events(eventsOptions: EventsOptions = {}): AsyncGenerator<EventEnvelope, void, undefined> {
-    const { follow = false, signal, onCheckpoint, limit = 500, waitSeconds = 25, pollIntervalMs = 1000, dedupeWindow = 10_000 } = eventsOptions;
+    const {
+      follow = false,
+      signal,
+      onCheckpoint,
+      limit = 500,
+      waitSeconds = 25,
+      pollIntervalMs = 1000,
+      dedupeWindow = 10_000,
+    } = eventsOptions;
     const retry = { ...clientRetry, ...eventsOptions.retry };
     const seen = new RecentIds(dedupeWindow);
     let cursor = eventsOptions.after;
@@ -187,7 +208,10 @@ export function createClient(options: ClientOptions): EventFeedClient {
     }
   }
 
-  async function* listEvents(params: ListEventsRequest = {}, requestOptions: RequestOptions = {}): AsyncGenerator<EventEnvelope, void, undefined> {
+  async function* listEvents(
+    params: ListEventsRequest = {},
+    requestOptions: RequestOptions = {},
+  ): AsyncGenerator<EventEnvelope, void, undefined> {
     let pageToken = params.page_token;
     do {
       const page = await listEventsPage({ ...params, page_token: pageToken }, requestOptions);

@@ -82,7 +82,15 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
 }
 
 const codeOfStatus = (status: number): ErrorCode =>
-  status === 401 ? 'unauthorized' : status === 403 ? 'forbidden' : status === 429 ? 'rate_limited' : status >= 500 ? 'internal' : 'invalid_argument';
+  status === 401
+    ? 'unauthorized'
+    : status === 403
+      ? 'forbidden'
+      : status === 429
+        ? 'rate_limited'
+        : status >= 500
+          ? 'internal'
+          : 'invalid_argument';
 
 /** The typed error for a non-2xx answer, from its body (already parsed by openapi-fetch, or text) and headers. */
 export function errorOfResponse(response: Response, body: unknown): EventFeedError {

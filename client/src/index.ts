@@ -3,7 +3,19 @@
  * (generated/api.ts, written by the repository's `npm run generate`, never by hand).
  */
 export { createClient, unwrap } from './client.js';
-export type { ApiClient, ClientOptions, CursorAt, EventEnvelope, EventFeedClient, EventFeedResponse, EventsOptions, FeedCursorResponse, ListEventsRequest, ListEventsResponse, RequestOptions } from './client.js';
+export type {
+  ApiClient,
+  ClientOptions,
+  CursorAt,
+  EventEnvelope,
+  EventFeedClient,
+  EventFeedResponse,
+  EventsOptions,
+  FeedCursorResponse,
+  ListEventsRequest,
+  ListEventsResponse,
+  RequestOptions,
+} from './client.js';
 export {
   EventFeedError,
   ForbiddenError,

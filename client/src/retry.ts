@@ -54,7 +54,7 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 /** Runs `attempt` until it succeeds, throws an error not worth retrying, runs out of retries, or the signal aborts. */
 export async function withRetry<T>(attempt: () => Promise<T>, options: RetryOptions, signal?: AbortSignal): Promise<T> {
   const maxRetries = options.maxRetries ?? 10;
-  for (let failures = 0; ; ) {
+  for (let failures = 0; ;) {
     try {
       return await attempt();
     } catch (error) {

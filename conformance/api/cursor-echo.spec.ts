@@ -25,11 +25,19 @@ test.describe('cursor echo', () => {
     test.skip(!head.complete, `the feed holds over ${env.maxEvents} events: head not reached`);
     const fresh = await emit(request, env.restrictedMailboxes[0]);
     const next = await readFeed(request, env.key!, 500, { after: head.cursor });
-    expect(next.events.filter((e) => e.id === fresh.id), 'the new event, once').toHaveLength(1);
+    expect(
+      next.events.filter((e) => e.id === fresh.id),
+      'the new event, once',
+    ).toHaveLength(1);
     const oldIds = new Set(head.events.map((e) => e.id));
-    expect(next.events.some((e) => oldIds.has(e.id)), 'old events came back after the cursor').toBe(false);
+    expect(
+      next.events.some((e) => oldIds.has(e.id)),
+      'old events came back after the cursor',
+    ).toBe(false);
     const whole = await readFeed(request, env.key!, 500);
-    expect(whole.events.map((e) => e.id).indexOf(fresh.id), 'the new event comes after every old one').toBeGreaterThanOrEqual(head.events.length);
+    expect(whole.events.map((e) => e.id).indexOf(fresh.id), 'the new event comes after every old one').toBeGreaterThanOrEqual(
+      head.events.length,
+    );
   });
 
   test('without after the feed starts at the oldest event', async ({ request }) => {

@@ -12,7 +12,9 @@ test.describe('envelope', () => {
     const validateEnvelope = contract.validator('EventEnvelope');
     const { events } = await readFeed(request, env.key!, 500, { max: 2000 });
     test.skip(events.length === 0, `the feed is empty ${toAddEvents}: no envelope to validate`);
-    const invalid = events.filter((e) => !validateEnvelope(e)).map((e) => `${(e as { id: string }).id}: ${JSON.stringify(validateEnvelope.errors?.[0])}`);
+    const invalid = events
+      .filter((e) => !validateEnvelope(e))
+      .map((e) => `${(e as { id: string }).id}: ${JSON.stringify(validateEnvelope.errors?.[0])}`);
     expect(invalid.slice(0, 5)).toEqual([]);
   });
 
@@ -20,7 +22,8 @@ test.describe('envelope', () => {
     const contract = await publishedContract(request);
     const validateResponse = contract.validator('EventFeedResponse');
     // The responses themselves, not a rebuilt object: an extra member (has_more, total…) must fail.
-    const check = (body: unknown, what: string) => expect(validateResponse(body), `${what}: ${JSON.stringify(validateResponse.errors?.slice(0, 3))}`).toBe(true);
+    const check = (body: unknown, what: string) =>
+      expect(validateResponse(body), `${what}: ${JSON.stringify(validateResponse.errors?.slice(0, 3))}`).toBe(true);
     let after: string | undefined;
     for (let read = 0, pages = 0; pages < 20; pages++) {
       const page = await feed(request, env.key, after === undefined ? { limit: 7 } : { after, limit: 500 });

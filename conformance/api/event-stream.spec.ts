@@ -24,22 +24,35 @@ async function expectEnough(request: APIRequestContext, key: string, read: Strea
   const waited = totalWaitedMs();
   const probe = await feedCursor(request, key, {});
   const limited = totalWaitedMs() > waited || probe.headers['ratelimit-remaining'] === '0';
-  test.skip(limited, `the stream brought ${read.events.length} of ${wanted} events in ${(read.elapsedMs / 1000).toFixed(1)} s and the key is rate limited (a stream is paused while its key is over its rate): check not run`);
-  expect(read.events.length, `${what}: events the stream brought in ${(read.elapsedMs / 1000).toFixed(1)} s (stopped by ${read.stoppedBy})`).toBeGreaterThanOrEqual(wanted);
+  test.skip(
+    limited,
+    `the stream brought ${read.events.length} of ${wanted} events in ${(read.elapsedMs / 1000).toFixed(1)} s and the key is rate limited (a stream is paused while its key is over its rate): check not run`,
+  );
+  expect(
+    read.events.length,
+    `${what}: events the stream brought in ${(read.elapsedMs / 1000).toFixed(1)} s (stopped by ${read.stoppedBy})`,
+  ).toBeGreaterThanOrEqual(wanted);
 }
 
 /** The stream's events against the JSON pages': same envelopes, unnamed messages (no `event:`: EventSource's onmessage gets each), each `id` present. */
 function expectSameEvents(read: StreamRead, events: Envelope[], what: string) {
   const streamed = streamedEnvelopes(read).slice(0, events.length);
-  expect(streamed.map((e) => e.id), `${what}: ids`).toEqual(events.map((e) => e.id));
+  expect(
+    streamed.map((e) => e.id),
+    `${what}: ids`,
+  ).toEqual(events.map((e) => e.id));
   expect(streamed, `${what}: envelopes`).toEqual(events);
-  expect(read.events.slice(0, events.length).map((e) => e.event), `${what}: each event is an unnamed message (no event: line)`).toEqual(events.map(() => undefined));
+  expect(
+    read.events.slice(0, events.length).map((e) => e.event),
+    `${what}: each event is an unnamed message (no event: line)`,
+  ).toEqual(events.map(() => undefined));
   const withoutId = read.events.slice(0, events.length).filter((e) => !e.id).length;
   expect(withoutId, `${what}: SSE events without id:`).toBe(0);
 }
 
 /** A few positions of a window to try cursors at: the first, the last, and some between. */
-const samples = (length: number) => [...new Set([0, 1, Math.floor(length / 3), Math.floor((2 * length) / 3), length - 2, length - 1])].filter((i) => i >= 0 && i < length);
+const samples = (length: number) =>
+  [...new Set([0, 1, Math.floor(length / 3), Math.floor((2 * length) / 3), length - 2, length - 1])].filter((i) => i >= 0 && i < length);
 
 test.describe('event stream', () => {
   test.beforeAll(seeded);
@@ -114,7 +127,9 @@ test.describe('event stream', () => {
       { what: 'an unknown parameter', key: env.key, body: { foo: 1 }, json: { foo: 1 } },
       { what: 'no key', key: undefined, body: {}, json: {} },
       ...(env.noReadKey ? [{ what: 'a key without read', key: env.noReadKey, body: {}, json: {} }] : []),
-      ...(env.otherKey ? [{ what: "another workspace's cursor", key: env.otherKey, body: { after: cursor }, json: { after: cursor } }] : []),
+      ...(env.otherKey
+        ? [{ what: "another workspace's cursor", key: env.otherKey, body: { after: cursor }, json: { after: cursor } }]
+        : []),
     ];
     for (const { what, key, body, headers, json } of cases) {
       const streamed = await readStream(key, { body, headers, maxEvents: 1, maxMs: 5000 });
@@ -127,7 +142,10 @@ test.describe('event stream', () => {
   });
 
   test("a restricted key's stream carries only its mailboxes' events, with cursors of its feed", async ({ request }) => {
-    test.skip(!env.restrictedKey || env.restrictedMailboxes.length === 0, missing('EVENT_FEED_RESTRICTED_KEY / EVENT_FEED_RESTRICTED_MAILBOXES', 'the restricted stream check'));
+    test.skip(
+      !env.restrictedKey || env.restrictedMailboxes.length === 0,
+      missing('EVENT_FEED_RESTRICTED_KEY / EVENT_FEED_RESTRICTED_MAILBOXES', 'the restricted stream check'),
+    );
     const json = await readFeed(request, env.restrictedKey!, 500, { max: WINDOW });
     const events = json.events.slice(0, WINDOW);
     test.skip(events.length < 2, `the restricted mailboxes hold fewer than 2 events ${toAddEvents}: nothing to stream`);
@@ -135,7 +153,10 @@ test.describe('event stream', () => {
     expectStream(read);
     await expectEnough(request, env.restrictedKey!, read, events.length, 'the restricted stream');
     const outside = streamedEnvelopes(read).filter((e) => !env.restrictedMailboxes.includes(e.subject?.refs?.mailbox_id ?? ''));
-    expect(outside.map((e) => `${e.id} (${e.subject?.refs?.mailbox_id ?? 'no mailbox'})`), 'events outside the mailboxes').toEqual([]);
+    expect(
+      outside.map((e) => `${e.id} (${e.subject?.refs?.mailbox_id ?? 'no mailbox'})`),
+      'events outside the mailboxes',
+    ).toEqual([]);
     expectSameEvents(read, events, "the restricted key's stream");
     for (const i of samples(events.length - 1).slice(0, 3)) {
       const next = await feed(request, env.restrictedKey, { after: read.events[i]!.id, limit: 1 });
@@ -180,7 +201,10 @@ test.describe('event stream', () => {
     expect(envelopes[index], 'the envelope emit_event answered').toEqual(fresh);
     // Other writers may interleave: the stream from the head is the feed from the head.
     const json = await readFeed(request, env.key!, 500, { after: head.body.cursor, max: index + 1 });
-    expect(envelopes.slice(0, index + 1).map((e) => e.id), 'the stream from the head').toEqual(json.events.slice(0, index + 1).map((e) => e.id));
+    expect(
+      envelopes.slice(0, index + 1).map((e) => e.id),
+      'the stream from the head',
+    ).toEqual(json.events.slice(0, index + 1).map((e) => e.id));
     const page = await feed(request, env.key, { after: head.body.cursor, limit: index + 1 });
     expect(read.events[index]!.id, 'the id of the new event is the next_cursor of the page ending with it').toBe(page.body.next_cursor);
   });

@@ -45,7 +45,10 @@ test.describe('feed cursor', () => {
       expect(after.status).toBe(200);
       const seen = new Set([...head.events, ...caughtUp.events].map((e) => e.id));
       // Never an event read before the call: only ones emitted after it.
-      expect(after.body.events.filter((e: { id: string }) => seen.has(e.id)).map((e: { id: string }) => e.id), 'events at or before now came after its cursor').toEqual([]);
+      expect(
+        after.body.events.filter((e: { id: string }) => seen.has(e.id)).map((e: { id: string }) => e.id),
+        'events at or before now came after its cursor',
+      ).toEqual([]);
       if (after.body.events.length > 0) return false;
       expect(after.body.next_cursor, 'event_feed after now echoes it').toBe(now);
       // Cursors are stable: nothing was emitted between the read to the head and now, so they are one position.
@@ -96,7 +99,10 @@ test.describe('feed cursor', () => {
       const from = await feed(request, env.key, { after: answer.body.cursor, limit: 5 });
       expect(from.status).toBe(200);
       // What event_feed without after starts with (the oldest retained event), unless pruning ran between the reads.
-      expect(from.body.events.map((e: { id: string }) => e.id), `event_feed after the cursor for ${at}`).toEqual(first.body.events.map((e: { id: string }) => e.id));
+      expect(
+        from.body.events.map((e: { id: string }) => e.id),
+        `event_feed after the cursor for ${at}`,
+      ).toEqual(first.body.events.map((e: { id: string }) => e.id));
     }
   });
 
@@ -134,14 +140,28 @@ test.describe('feed cursor', () => {
     // Other writers may store events meanwhile: the cursor is a position of the feed, after the
     // event stored before the time and at or before the one stored after it.
     const k = all.indexOf(fromAt[0] ?? '');
-    expect(k, `event_feed after the cursor for ${at} starts with ${fromAt[0]}, not in the feed read from before the first emit`).toBeGreaterThanOrEqual(0);
+    expect(
+      k,
+      `event_feed after the cursor for ${at} starts with ${fromAt[0]}, not in the feed read from before the first emit`,
+    ).toBeGreaterThanOrEqual(0);
     expect(all.slice(k, k + fromAt.length), 'event_feed after the cursor is the feed from one position on').toEqual(fromAt);
     expect(k, `the cursor for ${at} comes after the event emitted before it`).toBeGreaterThan(all.indexOf(before.id));
     expect(k, `the cursor for ${at} is past the event emitted after it`).toBeLessThanOrEqual(all.indexOf(later.id));
   });
 
   test('an at that is neither now nor a date-time is refused with invalid_argument', async ({ request }) => {
-    for (const at of ['"yesterday"', '""', '"NOW"', '"2026-13-01T00:00:00Z"', '"2026-11-25"', '"2026-11-25T10:00:00"', '42', 'null', 'true', '{}']) {
+    for (const at of [
+      '"yesterday"',
+      '""',
+      '"NOW"',
+      '"2026-13-01T00:00:00Z"',
+      '"2026-11-25"',
+      '"2026-11-25T10:00:00"',
+      '42',
+      'null',
+      'true',
+      '{}',
+    ]) {
       expectInvalidArgument(await feedCursor(request, env.key, `{"at":${at}}`), `at ${at}`);
     }
   });

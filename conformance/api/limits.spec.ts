@@ -33,7 +33,10 @@ test.describe('limits', () => {
       if (got < Math.min(limit, available)) {
         const next = all[got];
         const wouldBe = eventsBytes(page.body.events) + 1 + eventsBytes([next]);
-        expect(got > 0 && wouldBe > cap, `limit ${limit} with ${available}+ events available: ${got} events, not stopped by the ${cap}-byte cap`).toBe(true);
+        expect(
+          got > 0 && wouldBe > cap,
+          `limit ${limit} with ${available}+ events available: ${got} events, not stopped by the ${cap}-byte cap`,
+        ).toBe(true);
       } else {
         expect(got, `limit ${limit} with ${available}+ events available`).toBe(Math.min(limit, available));
       }
@@ -45,7 +48,10 @@ test.describe('limits', () => {
     const page = await feed(request, env.key, { limit: 500 });
     expect(page.status).toBe(200);
     const bytes = eventsBytes(page.body.events);
-    expect(bytes <= cap || page.body.events.length === 1, `a page of ${page.body.events.length} events holds ${bytes} bytes, over ${cap}`).toBe(true);
+    expect(
+      bytes <= cap || page.body.events.length === 1,
+      `a page of ${page.body.events.length} events holds ${bytes} bytes, over ${cap}`,
+    ).toBe(true);
   });
 
   test('limits 0, 501, -1, 1.5, "10", null, true are refused with invalid_argument', async ({ request }) => {

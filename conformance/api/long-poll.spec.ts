@@ -57,7 +57,10 @@ test.describe('long-poll', () => {
     const cap = await waitMaxSeconds(request);
     const plain = await feed(request, env.key, { limit: 5 });
     test.skip(plain.body?.events?.length === 0, `the feed is empty ${toAddEvents}: a poll would be held`);
-    for (const [prefer, expected] of [['wait=10', 'wait=10'], [`wait=${cap * 100}`, `wait=${cap}`]] as const) {
+    for (const [prefer, expected] of [
+      ['wait=10', 'wait=10'],
+      [`wait=${cap * 100}`, `wait=${cap}`],
+    ] as const) {
       const answer = await poll(request, env.key!, { limit: 5 }, prefer);
       expect(answer.status).toBe(200);
       expect(answer.ms, `Prefer: ${prefer} with events to return`).toBeLessThan(3000);
@@ -104,7 +107,10 @@ test.describe('long-poll', () => {
       if (!ids.includes(fresh.id)) {
         // Another writer's event woke it first: ours follows at once.
         const next = await feed(request, env.key, { after: answer.body.next_cursor, limit: 500 });
-        expect(next.body.events.map((e: { id: string }) => e.id), 'the emitted event, after what woke the poll').toContain(fresh.id);
+        expect(
+          next.body.events.map((e: { id: string }) => e.id),
+          'the emitted event, after what woke the poll',
+        ).toContain(fresh.id);
       }
       return;
     }
@@ -112,7 +118,10 @@ test.describe('long-poll', () => {
   });
 
   test("a restricted key's held poll is not answered by events outside its mailboxes", { tag: WRITES }, async ({ request }) => {
-    test.skip(!env.restrictedKey || env.restrictedMailboxes.length === 0, missing('EVENT_FEED_RESTRICTED_KEY / EVENT_FEED_RESTRICTED_MAILBOXES', 'the restricted long-poll check'));
+    test.skip(
+      !env.restrictedKey || env.restrictedMailboxes.length === 0,
+      missing('EVENT_FEED_RESTRICTED_KEY / EVENT_FEED_RESTRICTED_MAILBOXES', 'the restricted long-poll check'),
+    );
     const refused = writesRefused('emitting events');
     test.skip(refused !== undefined, refused);
     for (let attempt = 0; attempt < 3; attempt++) {
@@ -129,17 +138,28 @@ test.describe('long-poll', () => {
       const answeredAt = started + answer.ms;
       expect(answer.status).toBe(200);
       if (applied(answer) === undefined) test.skip(true, NOT_APPLIED);
-      const mailboxes = answer.body.events.map((e: { subject?: { refs?: { mailbox_id?: string } } }) => e.subject?.refs?.mailbox_id ?? 'no mailbox');
-      expect(mailboxes.filter((m: string) => !env.restrictedMailboxes.includes(m)), 'events outside the mailboxes').toEqual([]);
+      const mailboxes = answer.body.events.map(
+        (e: { subject?: { refs?: { mailbox_id?: string } } }) => e.subject?.refs?.mailbox_id ?? 'no mailbox',
+      );
+      expect(
+        mailboxes.filter((m: string) => !env.restrictedMailboxes.includes(m)),
+        'events outside the mailboxes',
+      ).toEqual([]);
       // Answered before the event in its mailboxes: by another writer's, else by what it may not see.
       if (answeredAt < emitting) {
-        expect(answer.body.events.length, `answered ${answer.ms} ms after it started, after the events outside its mailboxes, with nothing it may see`).toBeGreaterThan(0);
+        expect(
+          answer.body.events.length,
+          `answered ${answer.ms} ms after it started, after the events outside its mailboxes, with nothing it may see`,
+        ).toBeGreaterThan(0);
         continue;
       }
       const ids: string[] = answer.body.events.map((e: { id: string }) => e.id);
       if (!ids.includes(ours.id)) {
         const next = await feed(request, env.restrictedKey, { after: answer.body.next_cursor, limit: 500 });
-        expect(next.body.events.map((e: { id: string }) => e.id), 'the event in its mailboxes').toContain(ours.id);
+        expect(
+          next.body.events.map((e: { id: string }) => e.id),
+          'the event in its mailboxes',
+        ).toContain(ours.id);
       }
       return;
     }

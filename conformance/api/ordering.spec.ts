@@ -19,7 +19,10 @@ test.describe('ordering', () => {
     const readings = new Map<number, string[]>();
     for (const limit of [500, 100, 7, 1]) {
       const read = await readFeed(request, env.key!, limit, { max: window });
-      readings.set(limit, read.events.slice(0, window).map((e) => e.id));
+      readings.set(
+        limit,
+        read.events.slice(0, window).map((e) => e.id),
+      );
     }
     const reference = readings.get(500)!;
     test.skip(reference.length < 2, `the feed holds fewer than 2 events ${toAddEvents}: no order to compare`);

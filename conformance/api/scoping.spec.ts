@@ -7,25 +7,42 @@ test.describe('scoping', () => {
   test.skip(!env.key, missing('EVENT_FEED_KEY', 'every feed check'));
 
   test('the restricted key sees the full feed filtered to its mailboxes', async ({ request }) => {
-    test.skip(!env.restrictedKey || env.restrictedMailboxes.length === 0, missing('EVENT_FEED_RESTRICTED_KEY / EVENT_FEED_RESTRICTED_MAILBOXES', 'scoping checks'));
+    test.skip(
+      !env.restrictedKey || env.restrictedMailboxes.length === 0,
+      missing('EVENT_FEED_RESTRICTED_KEY / EVENT_FEED_RESTRICTED_MAILBOXES', 'scoping checks'),
+    );
     const full = await readFeed(request, env.key!, 500);
     const allowed = new Set(env.restrictedMailboxes);
-    const expected = full.events.filter((e) => e.subject?.refs?.mailbox_id !== undefined && allowed.has(e.subject.refs.mailbox_id)).map((e) => e.id);
-    test.skip(expected.length === 0 || expected.length === full.events.length, `the feed needs events both inside and outside the restricted mailboxes ${toAddEvents}`);
+    const expected = full.events
+      .filter((e) => e.subject?.refs?.mailbox_id !== undefined && allowed.has(e.subject.refs.mailbox_id))
+      .map((e) => e.id);
+    test.skip(
+      expected.length === 0 || expected.length === full.events.length,
+      `the feed needs events both inside and outside the restricted mailboxes ${toAddEvents}`,
+    );
     for (const limit of [500, 7]) {
       const restricted = await readFeed(request, env.restrictedKey!, limit);
       const seen = restricted.events.map((e) => e.id);
       // Events written after the full read may follow; everything the full read had must match exactly.
       expect(seen.slice(0, expected.length), `restricted feed (pages of ${limit})`).toEqual(expected);
       const fullIds = new Set(full.events.map((e) => e.id));
-      expect(seen.slice(expected.length).filter((id) => fullIds.has(id)), 'events the full feed had but in another order').toEqual([]);
+      expect(
+        seen.slice(expected.length).filter((id) => fullIds.has(id)),
+        'events the full feed had but in another order',
+      ).toEqual([]);
     }
   });
 
   test('the restricted key never sees an event of another mailbox', async ({ request }) => {
-    test.skip(!env.restrictedKey || env.restrictedMailboxes.length === 0, missing('EVENT_FEED_RESTRICTED_KEY / EVENT_FEED_RESTRICTED_MAILBOXES', 'scoping checks'));
+    test.skip(
+      !env.restrictedKey || env.restrictedMailboxes.length === 0,
+      missing('EVENT_FEED_RESTRICTED_KEY / EVENT_FEED_RESTRICTED_MAILBOXES', 'scoping checks'),
+    );
     const full = await readFeed(request, env.key!, 500);
-    test.skip(full.events.every((e) => env.restrictedMailboxes.includes(e.subject?.refs?.mailbox_id ?? '')), `the feed holds no event outside the restricted mailboxes ${toAddEvents}: nothing to hide`);
+    test.skip(
+      full.events.every((e) => env.restrictedMailboxes.includes(e.subject?.refs?.mailbox_id ?? '')),
+      `the feed holds no event outside the restricted mailboxes ${toAddEvents}: nothing to hide`,
+    );
     const restricted = await readFeed(request, env.restrictedKey!, 100);
     const outside = restricted.events.filter((e) => !env.restrictedMailboxes.includes(e.subject?.refs?.mailbox_id ?? ''));
     expect(outside.map((e) => `${e.id} (${e.subject?.refs?.mailbox_id ?? 'no mailbox'})`)).toEqual([]);

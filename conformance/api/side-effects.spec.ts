@@ -31,6 +31,8 @@ test.describe('no side effects', () => {
       if (tail.events.length === 0) return;
       seen.push(...tail.events.map((e) => `${e.id} ${e.type} (${e.subject?.refs?.mailbox_id ?? 'no mailbox'})`));
     }
-    expect(seen, 'events appeared after reads on each of 3 attempts (reads write, or the feed is never quiet: rerun when it is)').toEqual([]);
+    expect(seen, 'events appeared after reads on each of 3 attempts (reads write, or the feed is never quiet: rerun when it is)').toEqual(
+      [],
+    );
   });
 });

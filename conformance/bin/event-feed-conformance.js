@@ -37,7 +37,9 @@ Options (each also read from its environment variable; prefer the variables for 
 otherwise show in the process list). With an admin key, the kit makes every key it was not
 given through create_key and revokes them all when the run ends (a key of another workspace
 it cannot make: give --other-key for the checks of isolation between workspaces):
-${Object.entries(VALUED).map(([option, variable]) => `  --${option.padEnd(22)} ${variable}`).join('\n')}
+${Object.entries(VALUED)
+  .map(([option, variable]) => `  --${option.padEnd(22)} ${variable}`)
+  .join('\n')}
   --allow-writes           EVENT_FEED_ALLOW_WRITES=1: let the kit emit its (marked) events
   --project api|view       run only these checks (repeatable; default both: the view's checks
                            skip when no Chromium is found, CHROMIUM_PATH or /usr/bin/chromium)

@@ -46,7 +46,12 @@ export function chooseRestrictedMailboxes(events: Array<{ subject?: { refs?: { m
 
 async function post(path: string, key: string, body: unknown): Promise<{ status: number; json: any; text: string }> {
   const response = await pacedFetch(`Bearer ${key}`, () =>
-    fetch(new URL(path, baseUrl()), { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(30_000) }),
+    fetch(new URL(path, baseUrl()), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+    }),
   );
   const text = await response.text();
   let json: any;
@@ -63,7 +68,12 @@ const runLabel = new Date().toISOString();
 const labelOf = (role: string) => `event-feed-conformance: ${role} (temporary, revoked when the run of ${runLabel} ends)`;
 
 /** Makes one key and writes it in the ledger before anything else; a key made once the teardown began is revoked at once. */
-async function makeKey(admin: string, role: string, permissions: Permission[], mailboxes?: string[]): Promise<{ status: number; key?: string; made?: MadeKey; text: string }> {
+async function makeKey(
+  admin: string,
+  role: string,
+  permissions: Permission[],
+  mailboxes?: string[],
+): Promise<{ status: number; key?: string; made?: MadeKey; text: string }> {
   const label = labelOf(role);
   const answer = await post('/v1/create_key', admin, { permissions, ...(mailboxes ? { mailboxes } : {}), label });
   if (answer.status === 401) throw new AdminKeyRefused(`EVENT_FEED_ADMIN_KEY was refused (401): ${answer.text.slice(0, 200)}`);
@@ -77,7 +87,12 @@ async function makeKey(admin: string, role: string, permissions: Permission[], m
   return { status: answer.status, key: answer.json.key, made, text: answer.text };
 }
 
-async function mustMake(admin: string, role: string, permissions: Permission[], mailboxes?: string[]): Promise<{ key: string; made: MadeKey }> {
+async function mustMake(
+  admin: string,
+  role: string,
+  permissions: Permission[],
+  mailboxes?: string[],
+): Promise<{ key: string; made: MadeKey }> {
   const answer = await makeKey(admin, role, permissions, mailboxes);
   if (!answer.key || !answer.made) {
     throw new AdminKeyRefused(
@@ -94,7 +109,8 @@ async function sampleFeed(key: string): Promise<Array<{ subject?: { refs?: { mai
   let after: string | undefined;
   while (events.length < MAILBOX_SAMPLE_EVENTS) {
     const page = await post('/v1/event_feed', key, after === undefined ? { limit: 500 } : { after, limit: 500 });
-    if (page.status !== 200) throw new AdminKeyRefused(`event_feed answered ${page.status} to the kit's read key: ${page.text.slice(0, 200)}`);
+    if (page.status !== 200)
+      throw new AdminKeyRefused(`event_feed answered ${page.status} to the kit's read key: ${page.text.slice(0, 200)}`);
     events.push(...page.json.events);
     if (page.json.events.length === 0) break;
     after = page.json.next_cursor;
@@ -117,8 +133,13 @@ async function provision(): Promise<void> {
   try {
     env.EVENT_FEED_KEY ||= (await mustMake(admin, 'read', ['read'])).key;
     if (!env.EVENT_FEED_RESTRICTED_KEY) {
-      const given = (env.EVENT_FEED_RESTRICTED_MAILBOXES ?? '').split(',').map((m) => m.trim()).filter(Boolean);
-      const mailboxes = given.length ? given : (chooseRestrictedMailboxes(await sampleFeed(env.EVENT_FEED_KEY)) ?? [KIT_RESTRICTED_MAILBOX]);
+      const given = (env.EVENT_FEED_RESTRICTED_MAILBOXES ?? '')
+        .split(',')
+        .map((m) => m.trim())
+        .filter(Boolean);
+      const mailboxes = given.length
+        ? given
+        : (chooseRestrictedMailboxes(await sampleFeed(env.EVENT_FEED_KEY)) ?? [KIT_RESTRICTED_MAILBOX]);
       env.EVENT_FEED_RESTRICTED_KEY = (await mustMake(admin, `read, restricted to ${mailboxes.join(', ')}`, ['read'], mailboxes)).key;
       env.EVENT_FEED_RESTRICTED_MAILBOXES = mailboxes.join(',');
       updateLedger((l) => void (l.restrictedMailboxes = mailboxes));
@@ -138,7 +159,7 @@ async function provision(): Promise<void> {
     if (writes && !env.EVENT_FEED_WRITE_KEY) env.EVENT_FEED_WRITE_KEY = (await mustMake(admin, 'read and write', ['read', 'write'])).key;
     if (!env.EVENT_FEED_OTHER_KEY) {
       notMade.push(
-        'a read key of another workspace: create_key makes keys of the admin key\'s own workspace only, so isolation between workspaces ' +
+        "a read key of another workspace: create_key makes keys of the admin key's own workspace only, so isolation between workspaces " +
           'was not checked (give EVENT_FEED_OTHER_KEY, a read key of another workspace, to check it)',
       );
     }

@@ -6,12 +6,20 @@ import { writesAllowed } from './writes.ts';
 type Verdict = 'PASS' | 'FAIL' | 'SKIP';
 
 const ANSI = /\u001b\[[0-9;]*m/g;
-const lines = (text: string) => text.replace(ANSI, '').split('\n').map((l) => l.trim()).filter(Boolean);
+const lines = (text: string) =>
+  text
+    .replace(ANSI, '')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
 const firstLine = (text: string) => lines(text)[0] ?? '';
 /** A failure in one line: its message's first line, with what was expected and received. */
 const failureSummary = (text: string) => {
   const all = lines(text);
-  const detail = all.slice(1).filter((l) => /^(Expected|Received)\b/.test(l)).slice(0, 2);
+  const detail = all
+    .slice(1)
+    .filter((l) => /^(Expected|Received)\b/.test(l))
+    .slice(0, 2);
   return [all[0] ?? 'failed', ...detail].join('; ').slice(0, 400);
 };
 
@@ -63,7 +71,11 @@ export default class ConformanceReporter implements Reporter {
       `  service:    ${version}`,
       `  run:        ${this.#startedAt.toISOString()} to ${new Date().toISOString()}`,
       `  rate limits: waited ${(totalWaitedMs() / 1000).toFixed(1)} s in all (bound ${maxWaitSeconds()} s, EVENT_FEED_MAX_WAIT_SECONDS)`,
-      ...(readOnly ? [`  writes:     read-only run: the checks that emit events (tagged @writes) were not run (EVENT_FEED_ALLOW_WRITES=1 / --allow-writes with a write key runs them)`] : []),
+      ...(readOnly
+        ? [
+            `  writes:     read-only run: the checks that emit events (tagged @writes) were not run (EVENT_FEED_ALLOW_WRITES=1 / --allow-writes with a write key runs them)`,
+          ]
+        : []),
       ...madeKeysLines(keys),
       '',
       ...this.#verdicts.map(({ verdict, title, why }) => `  ${verdict}  ${title}${why ? `: ${why}` : ''}`),
@@ -71,15 +83,20 @@ export default class ConformanceReporter implements Reporter {
     ];
     const [failed, passed, skipped] = [count('FAIL'), count('PASS'), count('SKIP')];
     if (failed > 0 || result.status !== 'passed') {
-      lines.push(`Conformance: FAILED (${result.status}): ${failed} check(s) failed, ${passed} passed, ${skipped} skipped (not run, not passed).`);
+      lines.push(
+        `Conformance: FAILED (${result.status}): ${failed} check(s) failed, ${passed} passed, ${skipped} skipped (not run, not passed).`,
+      );
     } else if (skipped > 0) {
       lines.push(`Conformance: no failure; ${passed} check(s) passed, ${skipped} check(s) SKIPPED, not passed (reasons above).`);
     } else if (readOnly) {
-      lines.push(`Conformance: every read-only check ran and passed (${passed}); the checks that emit events were not run (read-only run).`);
+      lines.push(
+        `Conformance: every read-only check ran and passed (${passed}); the checks that emit events were not run (read-only run).`,
+      );
     } else {
       lines.push(`Conformance: every check ran and passed (${passed}).`);
     }
-    if (leftBehind.length > 0) lines.push(`Conformance: FAILED to revoke ${leftBehind.length} key(s) the kit made (above): revoke them with revoke_key.`);
+    if (leftBehind.length > 0)
+      lines.push(`Conformance: FAILED to revoke ${leftBehind.length} key(s) the kit made (above): revoke them with revoke_key.`);
     console.log(lines.join('\n'));
     return leftBehind.length > 0 ? { status: 'failed' } : undefined;
   }

@@ -6,7 +6,10 @@ export const env = {
   baseUrl: process.env.EVENT_FEED_BASE_URL ?? '',
   key: process.env.EVENT_FEED_KEY,
   restrictedKey: process.env.EVENT_FEED_RESTRICTED_KEY,
-  restrictedMailboxes: (process.env.EVENT_FEED_RESTRICTED_MAILBOXES ?? '').split(',').map((m) => m.trim()).filter(Boolean),
+  restrictedMailboxes: (process.env.EVENT_FEED_RESTRICTED_MAILBOXES ?? '')
+    .split(',')
+    .map((m) => m.trim())
+    .filter(Boolean),
   noReadKey: process.env.EVENT_FEED_NOREAD_KEY,
   otherKey: process.env.EVENT_FEED_OTHER_KEY,
   writeKey: process.env.EVENT_FEED_WRITE_KEY,
@@ -54,7 +57,12 @@ export interface FeedResponse {
   headers: Record<string, string>;
 }
 
-export async function feed(request: APIRequestContext, key: string | undefined, body: unknown, headers: Record<string, string> = {}): Promise<FeedResponse> {
+export async function feed(
+  request: APIRequestContext,
+  key: string | undefined,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<FeedResponse> {
   return post(request, '/v1/event_feed', key, body, headers);
 }
 
@@ -63,9 +71,19 @@ export async function feedCursor(request: APIRequestContext, key: string | undef
   return post(request, '/v1/feed_cursor', key, body);
 }
 
-async function post(request: APIRequestContext, path: string, key: string | undefined, body: unknown, headers: Record<string, string> = {}): Promise<FeedResponse> {
+async function post(
+  request: APIRequestContext,
+  path: string,
+  key: string | undefined,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<FeedResponse> {
   const response = await request.post(path, {
-    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers },
+    headers: {
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...(key ? { authorization: `Bearer ${key}` } : {}),
+      ...headers,
+    },
     ...(body === undefined ? {} : { data: typeof body === 'string' ? body : JSON.stringify(body) }),
     // A held call (Prefer: wait) may take up to the contract's 60 s.
     timeout: 90_000,
@@ -90,7 +108,12 @@ export interface FeedRead {
 }
 
 /** Reads a feed from `after` (or the start) with one page size, up to `max` events. */
-export async function readFeed(request: APIRequestContext, key: string, limit: number, options: { after?: string; max?: number } = {}): Promise<FeedRead> {
+export async function readFeed(
+  request: APIRequestContext,
+  key: string,
+  limit: number,
+  options: { after?: string; max?: number } = {},
+): Promise<FeedRead> {
   const max = options.max ?? env.maxEvents;
   const events: Envelope[] = [];
   let cursor = options.after;
@@ -157,7 +180,11 @@ export async function emit(request: APIRequestContext, mailboxId: string | undef
 /** A raw MCP JSON-RPC call over Streamable HTTP. */
 export async function mcp(request: APIRequestContext, key: string | undefined, method: string, params?: unknown) {
   const response = await request.post('/mcp', {
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...(key ? { authorization: `Bearer ${key}` } : {}),
+    },
     data: JSON.stringify({ jsonrpc: '2.0', id: 1, method, ...(params === undefined ? {} : { params }) }),
   });
   const text = await response.text();

@@ -129,7 +129,11 @@ async function pacedAnswer<R>(bucket: string, send: () => Promise<R>, answer: (r
 
 /** Sends a request of `bucket` (its key, or '' for none) as the deployment's limits allow. */
 export function paced(bucket: string, send: () => Promise<APIResponse>): Promise<APIResponse> {
-  return pacedAnswer(bucket, send, (response) => ({ status: response.status(), headers: response.headers(), dispose: () => response.dispose() }));
+  return pacedAnswer(bucket, send, (response) => ({
+    status: response.status(),
+    headers: response.headers(),
+    dispose: () => response.dispose(),
+  }));
 }
 
 /**
@@ -159,11 +163,17 @@ const METHODS = new Set(['fetch', 'get', 'post', 'put', 'patch', 'delete', 'head
  * The same request context, with every request paced. `onSpent` decides what a spent wait budget
  * becomes: inside a check, a skip with the reason (see test.ts).
  */
-export function pacedContext(context: APIRequestContext, onSpent: (error: RateLimitBudgetSpent) => never = (e) => { throw e; }): APIRequestContext {
+export function pacedContext(
+  context: APIRequestContext,
+  onSpent: (error: RateLimitBudgetSpent) => never = (e) => {
+    throw e;
+  },
+): APIRequestContext {
   return new Proxy(context, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver);
-      if (typeof property !== 'string' || !METHODS.has(property) || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+      if (typeof property !== 'string' || !METHODS.has(property) || typeof value !== 'function')
+        return typeof value === 'function' ? value.bind(target) : value;
       return async (url: unknown, options: Options) => {
         try {
           return await paced(bucketOf(options), () => value.call(target, url, options));

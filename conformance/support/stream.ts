@@ -98,10 +98,16 @@ export async function readStream(key: string | undefined, options: StreamOptions
   const send = async () => {
     const timer = setTimeout(() => controller.abort(new Error('no answer')), STREAM_ANSWER_MS);
     try {
-      if (options.getPath !== undefined) return await fetch(url, { headers: { accept: 'text/event-stream', ...options.headers }, signal: controller.signal });
+      if (options.getPath !== undefined)
+        return await fetch(url, { headers: { accept: 'text/event-stream', ...options.headers }, signal: controller.signal });
       return await fetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...(authorization ? { authorization } : {}), ...options.headers },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'text/event-stream',
+          ...(authorization ? { authorization } : {}),
+          ...options.headers,
+        },
         body: options.body === undefined ? '{}' : typeof options.body === 'string' ? options.body : JSON.stringify(options.body),
         signal: controller.signal,
       });
@@ -125,7 +131,20 @@ export async function readStream(key: string | undefined, options: StreamOptions
   }
   const headers = Object.fromEntries([...response.headers].map(([name, value]) => [name.toLowerCase(), value]));
   const started = Date.now();
-  const read: StreamRead = { status: response.status, headers, text: '', body: undefined, events: [], comments: [], openedAt: started, eventAtMs: [], retries: [], stoppedBy: 'ended', bytes: 0, elapsedMs: 0 };
+  const read: StreamRead = {
+    status: response.status,
+    headers,
+    text: '',
+    body: undefined,
+    events: [],
+    comments: [],
+    openedAt: started,
+    eventAtMs: [],
+    retries: [],
+    stoppedBy: 'ended',
+    bytes: 0,
+    elapsedMs: 0,
+  };
   if (!/^text\/event-stream\b/i.test(headers['content-type'] ?? '')) {
     read.text = await response.text();
     try {

@@ -26,7 +26,15 @@ const FRENCH_LABELS: Record<string, string> = {
 };
 
 /** How the view writes a time: French, in the viewer's time zone, the zone named. */
-const TIME_OPTIONS = { day: 'numeric', month: 'short', year: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'short' } as const;
+const TIME_OPTIONS = {
+  day: 'numeric',
+  month: 'short',
+  year: 'numeric',
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+  timeZoneName: 'short',
+} as const;
 
 interface Envelope {
   id: string;
@@ -125,7 +133,9 @@ async function signIn(page: Page, key: string) {
 /** Serves the view's reads from `events` (for checks that are the view's own, not the deployment's). */
 async function serveFixedFeed(page: Page, events: object[]) {
   await page.route('**/v1/feed_cursor', (route) => route.fulfill({ status: 200, contentType: 'application/json', body: '{"cursor":"c"}' }));
-  await page.route('**/v1/list_events', (route) => route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ events, next_page_token: null }) }));
+  await page.route('**/v1/list_events', (route) =>
+    route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ events, next_page_token: null }) }),
+  );
   await page.route('**/v1/event_feed', async (route) => {
     await new Promise((r) => setTimeout(r, 200));
     await route.fulfill({ status: 200, contentType: 'application/json', body: '{"events":[],"next_cursor":"c"}' });
@@ -145,7 +155,10 @@ const fixedEvent = (i: number, type: string, at = '2026-01-15T10:00:00.000Z') =>
 test.describe('French web view', () => {
   test.skip(!KEY, 'EVENT_FEED_KEY not given: view checks skipped');
   // Playwright downloads no browser for the kit: without a Chromium the view is not checked, visibly.
-  test.skip(!existsSync(chromiumPath()), `no Chromium at ${chromiumPath()} (set CHROMIUM_PATH, or install Debian's chromium): view checks skipped`);
+  test.skip(
+    !existsSync(chromiumPath()),
+    `no Chromium at ${chromiumPath()} (set CHROMIUM_PATH, or install Debian's chromium): view checks skipped`,
+  );
 
   let known: Envelope[];
 
@@ -158,7 +171,11 @@ test.describe('French web view', () => {
     }
   });
 
-  test('signs in, shows the newest events in French, goes back in time and shows the raw envelope', async ({ page, context, baseURL }, testInfo) => {
+  test('signs in, shows the newest events in French, goes back in time and shows the raw envelope', async ({
+    page,
+    context,
+    baseURL,
+  }, testInfo) => {
     test.skip(known.length === 0, `the feed is empty and the kit may not add events (${writesRefused('emitting')}): nothing to show`);
     const consoleText: string[] = [];
     page.on('console', (message) => consoleText.push(message.text()));
@@ -194,7 +211,10 @@ test.describe('French web view', () => {
 
     // The time in French whatever the browser's language, in the viewer's time zone, named.
     const expectedTime = await page.evaluate(
-      ([iso, options]) => new Intl.DateTimeFormat('fr-FR', { ...options, timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone }).format(Date.parse(iso)),
+      ([iso, options]) =>
+        new Intl.DateTimeFormat('fr-FR', { ...options, timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone }).format(
+          Date.parse(iso),
+        ),
       [first.occurred_at, TIME_OPTIONS] as const,
     );
     await expect(firstItem.locator('time')).toHaveText(expectedTime);
@@ -249,7 +269,10 @@ test.describe('French web view', () => {
     for (const header of authHeaders) expect(header === `Bearer ${KEY}`, 'Authorization: Bearer <key>').toBe(true);
     for (const url of urls) expect(url.includes(KEY!), 'key absent from the addresses').toBe(false);
     expect((await page.content()).includes(KEY!), 'key absent from the page').toBe(false);
-    expect(consoleText.some((line) => line.includes(KEY!)), 'key absent from the console').toBe(false);
+    expect(
+      consoleText.some((line) => line.includes(KEY!)),
+      'key absent from the console',
+    ).toBe(false);
 
     // Kept in sessionStorage across a reload; « Changer de clé » forgets it.
     await page.reload();
@@ -276,7 +299,9 @@ test.describe('French web view', () => {
     await expect.poll(async () => (await shownIds(page)).includes(sample.id), { timeout: 20_000 }).toBe(true);
     await idle(page);
     expectNewestStretch(await shownIds(page), expected);
-    const rows = await eventItems(page).evaluateAll((items) => items.map((li) => [(li as HTMLElement).dataset.eventType, li.querySelector('.mailbox-id')?.textContent]));
+    const rows = await eventItems(page).evaluateAll((items) =>
+      items.map((li) => [(li as HTMLElement).dataset.eventType, li.querySelector('.mailbox-id')?.textContent]),
+    );
     for (const [type, box] of rows) {
       expect(type).toBe(sample.type);
       if (mailbox) expect(box).toBe(mailbox);
@@ -357,7 +382,11 @@ test.describe('French web view', () => {
     // The deployment's own rate limit is not ours to exhaust: the first answer is replaced by a 429.
     await page.route('**/v1/list_events', (route) =>
       calls++ === 0
-        ? route.fulfill({ status: 429, headers: { 'retry-after': '2', 'content-type': 'application/json' }, body: '{"error":{"code":"rate_limited","message":"too many requests"}}' })
+        ? route.fulfill({
+            status: 429,
+            headers: { 'retry-after': '2', 'content-type': 'application/json' },
+            body: '{"error":{"code":"rate_limited","message":"too many requests"}}',
+          })
         : route.continue(),
     );
     await signIn(page, KEY!);
@@ -368,16 +397,37 @@ test.describe('French web view', () => {
 
   test('the service’s error messages are shown in French, never in English alone', async ({ page }) => {
     const answers = [
-      { code: 'invalid_argument', message: 'page_token was issued for other filters: pass the same types', french: 'Jeton de page émis pour d’autres filtres.' },
-      { code: 'forbidden', message: 'this key may not read events of mailbox "mbx_x": mailbox_ids must be among the mailboxes the key is restricted to', french: 'Cette clé ne peut pas lire les événements de la boîte « mbx_x »' },
-      { code: 'invalid_argument', message: 'something new the view has never seen', french: 'Requête refusée par le service. (Détail du service, en anglais : « something new the view has never seen ».)' },
-      { code: 'internal', message: 'internal error; quote request id req_123 to support', request_id: 'req_123', french: 'Erreur interne du service. Référence : req_123.' },
+      {
+        code: 'invalid_argument',
+        message: 'page_token was issued for other filters: pass the same types',
+        french: 'Jeton de page émis pour d’autres filtres.',
+      },
+      {
+        code: 'forbidden',
+        message: 'this key may not read events of mailbox "mbx_x": mailbox_ids must be among the mailboxes the key is restricted to',
+        french: 'Cette clé ne peut pas lire les événements de la boîte « mbx_x »',
+      },
+      {
+        code: 'invalid_argument',
+        message: 'something new the view has never seen',
+        french: 'Requête refusée par le service. (Détail du service, en anglais : « something new the view has never seen ».)',
+      },
+      {
+        code: 'internal',
+        message: 'internal error; quote request id req_123 to support',
+        request_id: 'req_123',
+        french: 'Erreur interne du service. Référence : req_123.',
+      },
     ];
     for (const { french, ...error } of answers) {
       const status = { invalid_argument: 400, forbidden: 403, internal: 500 }[error.code]!;
       await page.unrouteAll();
-      await page.route('**/v1/feed_cursor', (route) => route.fulfill({ status: 200, contentType: 'application/json', body: '{"cursor":"c"}' }));
-      await page.route('**/v1/list_events', (route) => route.fulfill({ status, contentType: 'application/json', body: JSON.stringify({ error }) }));
+      await page.route('**/v1/feed_cursor', (route) =>
+        route.fulfill({ status: 200, contentType: 'application/json', body: '{"cursor":"c"}' }),
+      );
+      await page.route('**/v1/list_events', (route) =>
+        route.fulfill({ status, contentType: 'application/json', body: JSON.stringify({ error }) }),
+      );
       await page.goto('/');
       await page.evaluate(() => sessionStorage.clear()); // the previous round's key
       await signIn(page, 'efk_any');

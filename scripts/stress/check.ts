@@ -41,7 +41,14 @@ export interface CheckResult {
 
 const MAX_SAMPLES = 25;
 
-export function check(store: FeedStore, workspaces: string[], txs: TxRecord[], readers: ReaderResult[], truth: TruthRow[], counters?: Map<string, number>): CheckResult {
+export function check(
+  store: FeedStore,
+  workspaces: string[],
+  txs: TxRecord[],
+  readers: ReaderResult[],
+  truth: TruthRow[],
+  counters?: Map<string, number>,
+): CheckResult {
   const r: CheckResult = {
     txns: txs.length,
     committedTxns: 0,
@@ -85,7 +92,9 @@ export function check(store: FeedStore, workspaces: string[], txs: TxRecord[], r
       const bad = rows.filter((row, i) => row.key !== i + 1);
       if (bad.length) {
         r.holes += bad.length;
-        note(`${ws}: ${bad.length} seq values off 1..N (first: ${bad[0]!.id} has seq ${bad[0]!.key}, expected ${rows.indexOf(bad[0]!) + 1})`);
+        note(
+          `${ws}: ${bad.length} seq values off 1..N (first: ${bad[0]!.id} has seq ${bad[0]!.key}, expected ${rows.indexOf(bad[0]!) + 1})`,
+        );
       }
       const counter = counters?.get(ws);
       if (counters && counter !== rows.length) {
@@ -110,7 +119,9 @@ export function check(store: FeedStore, workspaces: string[], txs: TxRecord[], r
         r.committedTxns++;
         if (present < tx.ids.length) {
           r.lost += tx.ids.length - present;
-          note(`committed transaction of ${tx.writer} missing from the database: ${tx.ids.length - present}/${tx.ids.length} events (${tx.ids[0]}…)`);
+          note(
+            `committed transaction of ${tx.writer} missing from the database: ${tx.ids.length - present}/${tx.ids.length} events (${tx.ids[0]}…)`,
+          );
         }
         break;
       case 'rolledBack':
@@ -166,7 +177,11 @@ export function check(store: FeedStore, workspaces: string[], txs: TxRecord[], r
         once.add(id);
         if (!expectedIds.has(id)) {
           r.phantom++;
-          const why = failedIds.has(id) ? 'a rolled-back/failed event' : truthById.has(id) ? 'not for this reader (workspace or mailbox)' : 'not in the database';
+          const why = failedIds.has(id)
+            ? 'a rolled-back/failed event'
+            : truthById.has(id)
+              ? 'not for this reader (workspace or mailbox)'
+              : 'not in the database';
           note(`${reader.name} ${ws}: got ${id}: ${why}`);
           continue;
         }
@@ -180,7 +195,9 @@ export function check(store: FeedStore, workspaces: string[], txs: TxRecord[], r
       const missing = expected.filter((row) => !once.has(row.id));
       if (missing.length) {
         r.lost += missing.length;
-        note(`${reader.name} ${ws}: ${missing.length} of ${expected.length} events never delivered (first: ${missing[0]!.id} at position ${posById.get(missing[0]!.id)}, key ${missing[0]!.key})`);
+        note(
+          `${reader.name} ${ws}: ${missing.length} of ${expected.length} events never delivered (first: ${missing[0]!.id} at position ${posById.get(missing[0]!.id)}, key ${missing[0]!.key})`,
+        );
       }
     }
 
@@ -204,7 +221,9 @@ export function check(store: FeedStore, workspaces: string[], txs: TxRecord[], r
         const row = truthById.get(id);
         if ((other !== undefined && other !== id) || (row && row.key !== key)) {
           r.disagree++;
-          note(`${reader.name} ${ws}: cursor at key ${key} after ${id}, but ${other !== undefined && other !== id ? `another reader got ${other} there` : `the database has it at ${row!.key}`}`);
+          note(
+            `${reader.name} ${ws}: cursor at key ${key} after ${id}, but ${other !== undefined && other !== id ? `another reader got ${other} there` : `the database has it at ${row!.key}`}`,
+          );
         }
         atKey.set(key, id);
       }

@@ -58,7 +58,17 @@ if (values.sqlite) {
   const each = writeSeconds(scenarios.length);
   for (const ws of scenarios) {
     log(`sqlite: ${writers} writer processes, ${ws} workspace(s), ${each.toFixed(1)} s…`);
-    results.push(await runSqlite({ label: `sqlite-${ws}ws`, seconds: each, writerProcesses: writers, workspaces: ws, fullReaders: readers, restrictedReaders: readers, kills }));
+    results.push(
+      await runSqlite({
+        label: `sqlite-${ws}ws`,
+        seconds: each,
+        writerProcesses: writers,
+        workspaces: ws,
+        fullReaders: readers,
+        restrictedReaders: readers,
+        kills,
+      }),
+    );
   }
 } else {
   const writers = values.writers === undefined ? 16 : Math.floor(num(values.writers, 'writers'));
@@ -97,7 +107,9 @@ if (values.json) {
       : 'kills: pg_terminate_backend of writer backends (c: fired as COMMIT was sent; +r: of reader backends); cuts: writer sockets closed around COMMIT;\n' +
           'unknown(p/a): transactions that got an error after sending COMMIT, resolved in the database as present whole / absent whole.',
   );
-  console.log('phantom: rolled-back, failed or foreign events stored or delivered; holes: seq gaps or feed_counters off; disagr: readers or cursors disagreeing on a position.\n');
+  console.log(
+    'phantom: rolled-back, failed or foreign events stored or delivered; holes: seq gaps or feed_counters off; disagr: readers or cursors disagreeing on a position.\n',
+  );
   for (const r of results) console.log(details(r));
 }
 const failed = results.filter((r) => r.verdict === 'FAIL');

@@ -124,6 +124,10 @@ export function readPrincipal(ws: string, mailboxes: string[] | null): Principal
 
 /** Parses an envelope as the feed serves it. */
 export function seenFromEnvelope(envelope: string | object): SeenEvent {
-  const e = (typeof envelope === 'string' ? JSON.parse(envelope) : envelope) as { id: string; account: string; subject: { refs: { mailbox_id?: string } } };
+  const e = (typeof envelope === 'string' ? JSON.parse(envelope) : envelope) as {
+    id: string;
+    account: string;
+    subject: { refs: { mailbox_id?: string } };
+  };
   return { id: e.id, ws: e.account, mailbox: e.subject.refs.mailbox_id ?? null };
 }

@@ -113,7 +113,10 @@ export async function runPostgres(cfg: PostgresRunConfig): Promise<RunResult> {
     const terminate = async (pid: number) => {
       terminated.add(pid);
       // Only a backend of this run's database: never another session that happens to get a recycled pid.
-      const res = await admin.raw('select pg_terminate_backend(pid) as ok from pg_stat_activity where pid = ? and datname = current_database()', [pid]);
+      const res = await admin.raw(
+        'select pg_terminate_backend(pid) as ok from pg_stat_activity where pid = ? and datname = current_database()',
+        [pid],
+      );
       return res.rows[0]?.ok === true;
     };
     const commitKillProbability = cfg.kills ? (cfg.commitKillProbability ?? 0.04) : 0;
@@ -161,7 +164,7 @@ export async function runPostgres(cfg: PostgresRunConfig): Promise<RunResult> {
         commitErrorIsUnknown: true,
         onBegin: async (trx) => {
           pid = (await trx.raw('select pg_backend_pid() as pid')).rows[0].pid;
-          conn = (await (trx.client as unknown as { acquireConnection(): Promise<PgConnection> }).acquireConnection());
+          conn = await (trx.client as unknown as { acquireConnection(): Promise<PgConnection> }).acquireConnection();
           registry.set(name, pid);
         },
         beforeCommit: () => {
@@ -173,12 +176,14 @@ export async function runPostgres(cfg: PostgresRunConfig): Promise<RunResult> {
             // sent: the client sees success, the kill hits an idle connection.
             const target = pid;
             const delay = Math.random() < 0.4 ? 0 : between(1, 3);
-            const kill = sleep(delay).then(() => terminate(target)).then((ok) => {
-              if (ok) {
-                kills++;
-                commitKills++;
-              }
-            });
+            const kill = sleep(delay)
+              .then(() => terminate(target))
+              .then((ok) => {
+                if (ok) {
+                  kills++;
+                  commitKills++;
+                }
+              });
             inFlightKills.push(kill.catch(() => undefined));
           } else if (r < commitKillProbability + commitCutProbability && conn) {
             // The network dies around COMMIT: half the time the socket is closed as soon as the COMMIT
@@ -200,7 +205,10 @@ export async function runPostgres(cfg: PostgresRunConfig): Promise<RunResult> {
     // Every killed or cut backend gone: an interrupted COMMIT is now durable or void, never pending.
     for (let waited = 0; ; waited += 20) {
       const alive = terminated.size
-        ? await admin('pg_stat_activity').whereIn('pid', [...terminated]).andWhere('datname', admin.raw('current_database()')).select('pid')
+        ? await admin('pg_stat_activity')
+            .whereIn('pid', [...terminated])
+            .andWhere('datname', admin.raw('current_database()'))
+            .select('pid')
         : [];
       if (alive.length === 0) break;
       if (waited > 15000) throw new Error('terminated backends still present after 15 s');
@@ -214,7 +222,14 @@ export async function runPostgres(cfg: PostgresRunConfig): Promise<RunResult> {
     const truth = await cfg.store.truth(admin);
     const counters = await cfg.store.counters?.(admin);
     const readerResults = readers.map((r) => r.result());
-    const checked = check(cfg.store, workspaces, writerStats.flatMap((w) => w.records), readerResults, truth, counters);
+    const checked = check(
+      cfg.store,
+      workspaces,
+      writerStats.flatMap((w) => w.records),
+      readerResults,
+      truth,
+      counters,
+    );
     return finish(
       {
         label: cfg.label,

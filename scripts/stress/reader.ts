@@ -52,7 +52,8 @@ export class FeedReader {
       this.#consecutiveErrors = 0;
     } catch (err) {
       this.#errors++;
-      if (++this.#consecutiveErrors > 200) throw new Error(`reader ${this.spec.name}: 200 consecutive errors, last: ${(err as Error).message}`);
+      if (++this.#consecutiveErrors > 200)
+        throw new Error(`reader ${this.spec.name}: 200 consecutive errors, last: ${(err as Error).message}`);
       await sleep(5);
       return -1;
     }

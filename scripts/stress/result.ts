@@ -33,7 +33,10 @@ export interface RunResult extends CheckResult {
 }
 
 export function finish(
-  base: Omit<RunResult, keyof CheckResult | 'verdict' | 'reason' | 'readerPages' | 'readerRestarts' | 'redelivered' | 'readerErrors' | 'retries' | 'failures'>,
+  base: Omit<
+    RunResult,
+    keyof CheckResult | 'verdict' | 'reason' | 'readerPages' | 'readerRestarts' | 'redelivered' | 'readerErrors' | 'retries' | 'failures'
+  >,
   checked: CheckResult,
   readers: ReaderResult[],
   writers: WriterStats[],
@@ -55,8 +58,10 @@ export function finish(
   const bad = violations(checked);
   if (result.control) {
     result.verdict = checked.lost > 0 ? 'PASS' : 'FAIL';
-    result.reason = checked.lost > 0
-      ? `control lost ${checked.lost} of ${checked.owed} deliveries owed to its ${result.readers} readers (${((100 * checked.lost) / Math.max(1, checked.owed)).toFixed(1)}%), as it must` : 'negative control did NOT lose events: the harness failed to provoke the bug';
+    result.reason =
+      checked.lost > 0
+        ? `control lost ${checked.lost} of ${checked.owed} deliveries owed to its ${result.readers} readers (${((100 * checked.lost) / Math.max(1, checked.owed)).toFixed(1)}%), as it must`
+        : 'negative control did NOT lose events: the harness failed to provoke the bug';
   } else if (checked.committedTxns === 0) {
     result.reason = 'nothing committed';
   } else {
@@ -103,7 +108,9 @@ export function details(r: RunResult): string {
     `  readers ${r.readers}: ${r.readerPages} pages, ${r.readerRestarts} crash-restarts from saved cursors (${r.redelivered} events dropped and re-read), ${r.readerErrors} read errors` +
       (r.retries ? `; writer retries ${r.retries}` : ''),
   ];
-  const failures = Object.entries(r.failures).map(([k, n]) => `${k}×${n}`).join(', ');
+  const failures = Object.entries(r.failures)
+    .map(([k, n]) => `${k}×${n}`)
+    .join(', ');
   if (failures) lines.push(`  failed-before-commit causes: ${failures}`);
   for (const s of r.samples.slice(0, r.control ? 3 : 25)) lines.push(`  ! ${s}`);
   return lines.join('\n');

@@ -45,14 +45,21 @@ interface Child {
 }
 
 function spawnChild(role: 'writer' | 'reader', config: WriterChildConfig | ReaderChildConfig): Child {
-  const proc = fork(WORKER, [role, JSON.stringify(config)], { cwd: ROOT, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const proc = fork(WORKER, [role, JSON.stringify(config)], {
+    cwd: ROOT,
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   const ready = new Promise<void>((resolve, reject) => {
     proc.once('message', () => resolve());
     void exited.then((code) => reject(new Error(`${role} process exited (${code}) before it was ready`)));
   });
   const child: Child = { proc, ready, exited, killed: false, isReady: false };
-  ready.then(() => (child.isReady = true), () => undefined);
+  ready.then(
+    () => (child.isReady = true),
+    () => undefined,
+  );
   return child;
 }
 
@@ -140,7 +147,10 @@ export async function runSqlite(cfg: SqliteRunConfig): Promise<RunResult> {
         kills++;
         if (deadline - Date.now() > 1500) {
           const replacement = spawnWriter();
-          void replacement.ready.then(() => replacement.proc.send({ go: true, deadline }), () => undefined);
+          void replacement.ready.then(
+            () => replacement.proc.send({ go: true, deadline }),
+            () => undefined,
+          );
         }
       }
     }
@@ -162,7 +172,14 @@ export async function runSqlite(cfg: SqliteRunConfig): Promise<RunResult> {
     try {
       const truth = await realStore.truth(db);
       const counters = await realStore.counters!(db);
-      const checked = check(realStore, workspaces, writerStats.flatMap((w) => w.records), readerResults, truth, counters);
+      const checked = check(
+        realStore,
+        workspaces,
+        writerStats.flatMap((w) => w.records),
+        readerResults,
+        truth,
+        counters,
+      );
       return finish(
         {
           label: cfg.label,

@@ -50,7 +50,23 @@ export async function createServices(
   store: Store,
   config: Pick<
     Config,
-    'cursorSecret' | 'rateLimitPerSecond' | 'rateLimitBurst' | 'rateLimitWorkspacePerSecond' | 'rateLimitWorkspaceBurst' | 'rateLimitPerAddressPerSecond' | 'rateLimitPerAddressBurst' | 'rateLimitBytesPerToken' | 'webhooksAllowInsecure' | 'webhookTimeoutMs' | 'memoryBudgetMb' | 'pageCacheMb' | 'webhookRedeliverMaxPending' | 'heldReadsMax' | 'heldReadsPerKey' | 'heldReadsPerWorkspace' | 'streamStallMs'
+    | 'cursorSecret'
+    | 'rateLimitPerSecond'
+    | 'rateLimitBurst'
+    | 'rateLimitWorkspacePerSecond'
+    | 'rateLimitWorkspaceBurst'
+    | 'rateLimitPerAddressPerSecond'
+    | 'rateLimitPerAddressBurst'
+    | 'rateLimitBytesPerToken'
+    | 'webhooksAllowInsecure'
+    | 'webhookTimeoutMs'
+    | 'memoryBudgetMb'
+    | 'pageCacheMb'
+    | 'webhookRedeliverMaxPending'
+    | 'heldReadsMax'
+    | 'heldReadsPerKey'
+    | 'heldReadsPerWorkspace'
+    | 'streamStallMs'
   >,
   clock: Clock = systemClock,
   metrics?: Metrics,
@@ -93,7 +109,11 @@ export async function createServices(
  * process's, and on Postgres every instance's through the channel), and on SQLite another
  * process's write, found by asking the file while reads wait.
  */
-function holdReads(store: Store, changes: ChangeWatch, config: Pick<Config, 'heldReadsMax' | 'heldReadsPerKey' | 'heldReadsPerWorkspace' | 'streamStallMs'>): HeldReads {
+function holdReads(
+  store: Store,
+  changes: ChangeWatch,
+  config: Pick<Config, 'heldReadsMax' | 'heldReadsPerKey' | 'heldReadsPerWorkspace' | 'streamStallMs'>,
+): HeldReads {
   const limits = {
     max: config.heldReadsMax ?? 2048,
     perKey: config.heldReadsPerKey ?? 512,

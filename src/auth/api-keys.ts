@@ -61,7 +61,6 @@ export async function createKey(store: KeyStore, spec: NewKey, now: number): Pro
   return { id, key };
 }
 
-
 /**
  * The principal behind a bearer token, or undefined for a malformed, unknown or revoked key.
  * `keys`: the service's verified keys (auth/verified-keys.ts), which may answer without a lookup;

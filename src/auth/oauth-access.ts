@@ -25,7 +25,11 @@ export interface AccessCheck {
  * the revocation endpoint, or a family revoked for a reused refresh token, stops at once too.
  * The principal's key id is the key's: rate limits apply as for the key.
  */
-export async function principalOfAccessToken(store: OAuthStore & KeyStore, token: string, check: AccessCheck): Promise<Principal | undefined> {
+export async function principalOfAccessToken(
+  store: OAuthStore & KeyStore,
+  token: string,
+  check: AccessCheck,
+): Promise<Principal | undefined> {
   if (!isAccessToken(token)) return undefined;
   const grant = await store.oauth.grantByAccessToken(sha256Hex(token));
   if (!grant || grant.revoked_at !== null || grant.access_expires_at === null || grant.access_expires_at <= check.now) return undefined;

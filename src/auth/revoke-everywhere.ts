@@ -22,7 +22,12 @@ const ANNOUNCEMENT_TIMEOUT_MS = 5000;
  * `keys`: the verified keys of the service revoking it (none for the CLI, which keeps none and
  * hears nothing: it waits VERIFIED_KEY_TTL_MS).
  */
-export async function revokeKeyEverywhere(store: KeyStore & ChangeStore, keyId: string, now: number, keys?: VerifiedKeys): Promise<boolean> {
+export async function revokeKeyEverywhere(
+  store: KeyStore & ChangeStore,
+  keyId: string,
+  now: number,
+  keys?: VerifiedKeys,
+): Promise<boolean> {
   if (!store.listenForChanges) return revokeKey(store, keyId, now, keys);
   const heard = keys?.live ? keys.untilHeard(keyId, ANNOUNCEMENT_TIMEOUT_MS) : Promise.resolve(false);
   const revoked = await revokeKey(store, keyId, now, keys);

@@ -61,4 +61,5 @@ export class StreamTokens {
 }
 
 /** Whether a string has a stream token's shape (it may still be forged or expired). */
-export const isStreamToken = (token: string): boolean => token.startsWith(PREFIX) && token.length <= 200 && /^efs_[A-Za-z0-9_-]+$/.test(token);
+export const isStreamToken = (token: string): boolean =>
+  token.startsWith(PREFIX) && token.length <= 200 && /^efs_[A-Za-z0-9_-]+$/.test(token);

@@ -49,7 +49,14 @@ export class RoundTrips {
     const n = ++this.#sent;
     this.#inFlight = { n, done: waiting.done };
     const roundTrip = this.#roundTrip;
-    const sent = roundTrip ? Promise.resolve().then(roundTrip).then(() => true, () => false) : Promise.resolve(false);
+    const sent = roundTrip
+      ? Promise.resolve()
+          .then(roundTrip)
+          .then(
+            () => true,
+            () => false,
+          )
+      : Promise.resolve(false);
     void sent.then((ok) => {
       this.#inFlight = undefined;
       if (ok) this.#back = n;

@@ -25,7 +25,9 @@ export function displayedDatabaseUrl(url: string): string {
 export function missingDatabaseProblem(url: string, fromEnvironment: boolean): string | undefined {
   const file = sqliteFileOf(url);
   if (file === undefined || file === ':memory:' || existsSync(file)) return undefined;
-  const source = fromEnvironment ? 'DATABASE_URL points there' : `DATABASE_URL is not set: the default is ${DEFAULT_DATABASE_URL}, relative to the current folder`;
+  const source = fromEnvironment
+    ? 'DATABASE_URL points there'
+    : `DATABASE_URL is not set: the default is ${DEFAULT_DATABASE_URL}, relative to the current folder`;
   return (
     `no database at ${file} (${source}). ` +
     'Set DATABASE_URL to the database the service uses (sqlite:/absolute/path/event-feed.sqlite or postgres://…), ' +

@@ -22,7 +22,12 @@ export const KEY_REQUEST_LIMITS = {
 } as const;
 
 /** The operator at the command line: the whole workspace, every permission (what only the CLI can give: the first admin key comes from here). */
-const operatorOf = (workspaceId: string): Principal => ({ keyId: 'operator', workspaceId, permissions: new Set(PERMISSIONS), mailboxes: null });
+const operatorOf = (workspaceId: string): Principal => ({
+  keyId: 'operator',
+  workspaceId,
+  permissions: new Set(PERMISSIONS),
+  mailboxes: null,
+});
 
 /**
  * `event-feed key create`: the create_key operation (createApiKey) run for the operator, so a key
@@ -30,7 +35,12 @@ const operatorOf = (workspaceId: string): Principal => ({ keyId: 'operator', wor
  * counts against the same per-workspace limit (MAX_ACTIVE_KEYS_PER_WORKSPACE) and fails with the
  * same errors.
  */
-export async function createKeyAsOperator(store: Store, clock: Clock, workspaceId: string, request: Record<string, unknown>): Promise<CreateKeyResponse> {
+export async function createKeyAsOperator(
+  store: Store,
+  clock: Clock,
+  workspaceId: string,
+  request: Record<string, unknown>,
+): Promise<CreateKeyResponse> {
   const checked = new RequestValidator().check('create_key', request);
   return createApiKey({ store, clock, principal: operatorOf(workspaceId) }, withDefaults('create_key', checked));
 }

@@ -25,7 +25,10 @@ function announceDatabase(url: string): void {
  * closes it. Only a command told it may create the database runs on a SQLite file that does not
  * exist yet (database-choice.ts).
  */
-async function withDatabase<T>(work: (store: OpenedStore) => Promise<T>, options: { migrate?: boolean; mayCreate?: boolean } = {}): Promise<T> {
+async function withDatabase<T>(
+  work: (store: OpenedStore) => Promise<T>,
+  options: { migrate?: boolean; mayCreate?: boolean } = {},
+): Promise<T> {
   const { databaseUrl } = loadConfig();
   announceDatabase(databaseUrl);
   if (!options.mayCreate) {
@@ -50,23 +53,34 @@ function parseWorkers(value: string): number {
 }
 
 function parsePermissions(value: string): Permission[] {
-  const permissions = value.split(',').map((p) => p.trim()).filter(Boolean);
+  const permissions = value
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
   const unknown = permissions.filter((p) => !isPermission(p));
   if (permissions.length === 0 || unknown.length) {
-    throw new InvalidArgumentError(`permissions are a comma-separated list of read, write, admin (unknown: ${unknown.join(', ') || 'none given'})`);
+    throw new InvalidArgumentError(
+      `permissions are a comma-separated list of read, write, admin (unknown: ${unknown.join(', ') || 'none given'})`,
+    );
   }
   return [...new Set(permissions)] as Permission[];
 }
 
 function parseMailboxes(value: string): string[] {
-  const mailboxes = value.split(',').map((m) => m.trim()).filter(Boolean);
+  const mailboxes = value
+    .split(',')
+    .map((m) => m.trim())
+    .filter(Boolean);
   const bad = mailboxes.filter((m) => !KEY_REQUEST_LIMITS.mailboxId.test(m));
   if (mailboxes.length === 0 || bad.length) {
-    throw new InvalidArgumentError(`mailboxes are a comma-separated list of mailbox ids like mbx_sales (invalid: ${bad.join(', ') || 'none given'})`);
+    throw new InvalidArgumentError(
+      `mailboxes are a comma-separated list of mailbox ids like mbx_sales (invalid: ${bad.join(', ') || 'none given'})`,
+    );
   }
   const distinct = [...new Set(mailboxes)];
   const { maxMailboxes } = KEY_REQUEST_LIMITS;
-  if (distinct.length > maxMailboxes) throw new InvalidArgumentError(`a key may be restricted to at most ${maxMailboxes} mailboxes (got ${distinct.length})`);
+  if (distinct.length > maxMailboxes)
+    throw new InvalidArgumentError(`a key may be restricted to at most ${maxMailboxes} mailboxes (got ${distinct.length})`);
   return distinct;
 }
 
@@ -90,7 +104,10 @@ const program = new Command('event-feed')
 program
   .command('serve')
   .description('serve HTTP on HOST:PORT (default 127.0.0.1:3000); applies migrations first')
-  .option('--seed-demo', 'on an empty database, seed a demo workspace and what the conformance kit needs; print its read, write and admin keys and the kit command at every start')
+  .option(
+    '--seed-demo',
+    'on an empty database, seed a demo workspace and what the conformance kit needs; print its read, write and admin keys and the kit command at every start',
+  )
   .option('--workers <n>', 'processes that share the port (a number, or auto: one per core); default WORKERS, else 1', parseWorkers)
   .action(async (options: { seedDemo?: boolean; workers?: number }) => {
     const config = loadConfig();
@@ -102,10 +119,13 @@ program
   .command('migrate')
   .description('apply pending database migrations')
   .action(() =>
-    withDatabase(async (store) => {
-      const applied = await store.migrate();
-      console.error(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
-    }, { migrate: false, mayCreate: true }),
+    withDatabase(
+      async (store) => {
+        const applied = await store.migrate();
+        console.error(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
+      },
+      { migrate: false, mayCreate: true },
+    ),
   );
 
 program
@@ -118,7 +138,9 @@ program
       const services = await createServices(store, config);
       const results = await pruneExpired(services, config);
       const deleted = results.reduce((n, r) => n + r.deleted, 0);
-      console.log(JSON.stringify({ retention_days: config.retentionDays, deleted, workspaces: results.filter((r) => r.deleted > 0) }, null, 2));
+      console.log(
+        JSON.stringify({ retention_days: config.retentionDays, deleted, workspaces: results.filter((r) => r.deleted > 0) }, null, 2),
+      );
     }),
   );
 
@@ -130,7 +152,17 @@ program
       const { seedDemoWorkspace } = await import('../demo/seed.ts');
       const demo = await seedDemoWorkspace(store, systemClock);
       console.log(
-        JSON.stringify({ workspace_id: demo.workspaceId, read_key: demo.readKey, write_key: demo.writeKey, admin_key: demo.adminKey, events: demo.eventCount }, null, 2),
+        JSON.stringify(
+          {
+            workspace_id: demo.workspaceId,
+            read_key: demo.readKey,
+            write_key: demo.writeKey,
+            admin_key: demo.adminKey,
+            events: demo.eventCount,
+          },
+          null,
+          2,
+        ),
       );
     }),
   );
@@ -209,7 +241,7 @@ program
   .helpOption(false)
   .allowUnknownOption()
   .allowExcessArguments()
-  .argument('[options...]', 'the kit\'s options: --base-url URL --key KEY [--allow-writes] [--project api] …')
+  .argument('[options...]', "the kit's options: --base-url URL --key KEY [--allow-writes] [--project api] …")
   .action(async (args: string[]) => {
     const { runConformanceKit } = await import('./conformance.ts');
     process.exitCode = await runConformanceKit(args);

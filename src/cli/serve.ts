@@ -18,7 +18,10 @@ export async function serve(config: Config, options: { seedDemo?: boolean; worke
   // Loaded here, not at the top: the primary of `serve --workers` never serves, and stays small without it.
   const { startServer } = await import('../server.ts');
   // A worker counts; its primary serves the metrics of all (metrics/cluster.ts).
-  const running = await startServer(config, log, { seedDemo: cluster.isPrimary && options.seedDemo, metrics: cluster.isWorker ? 'primary' : 'listen' });
+  const running = await startServer(config, log, {
+    seedDemo: cluster.isPrimary && options.seedDemo,
+    metrics: cluster.isWorker ? 'primary' : 'listen',
+  });
   // Once, whichever comes first: under a terminal a worker gets the SIGINT of Ctrl-C and then its primary's SIGTERM.
   let closing: Promise<void> | undefined;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {

@@ -56,7 +56,10 @@ export function superviseWorkers(config: Config, count: number, log: Logger): Su
     worker.once('exit', (code, signal) => {
       if (stopping) return;
       const started = listeningWorkers.has(worker);
-      log.error({ worker: worker.id, pid: worker.process.pid, code, signal }, started ? 'a worker died: starting another' : 'a worker died before it listened');
+      log.error(
+        { worker: worker.id, pid: worker.process.pid, code, signal },
+        started ? 'a worker died: starting another' : 'a worker died before it listened',
+      );
       if (!started && ++failedStarts >= MAX_FAILED_STARTS) {
         log.error({ failed_starts: failedStarts }, 'workers cannot start: stopping');
         void stop('SIGTERM').then(() => fail(1));

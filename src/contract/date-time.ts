@@ -26,7 +26,9 @@ export function parseInstant(field: string, text: string): Instant {
   const fraction = m[7] ?? '';
   const offsetMinutes = m[8] === undefined ? 0 : (m[8] === '-' ? -1 : 1) * (Number(m[9]) * 60 + Number(m[10] ?? 0));
   if (second === 60) {
-    throw invalidArgument(`${field} ${JSON.stringify(text)} is not a representable UTC date-time: it is a leap second, which no event time can be`);
+    throw invalidArgument(
+      `${field} ${JSON.stringify(text)} is not a representable UTC date-time: it is a leap second, which no event time can be`,
+    );
   }
   const date = new Date(0);
   // setUTCFullYear, not Date.UTC: the latter reads years 0-99 as 1900-1999.
@@ -66,7 +68,9 @@ const LAST_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 export function utcMillisecondsOf(field: string, text: string): { iso: string; ms: number } {
   const { ms } = parseInstant(field, text);
   if (ms < FIRST_MS || ms > LAST_MS) {
-    throw invalidArgument(`${field} ${JSON.stringify(text)} is not a representable UTC date-time: in UTC it falls outside the years 0000-9999`);
+    throw invalidArgument(
+      `${field} ${JSON.stringify(text)} is not a representable UTC date-time: in UTC it falls outside the years 0000-9999`,
+    );
   }
   return { iso: new Date(ms).toISOString(), ms };
 }

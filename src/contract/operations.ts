@@ -18,16 +18,17 @@ const OPERATIONS = new Set<string>(OPERATION_IDS);
 const isOperationId = (id: unknown): id is OperationId => typeof id === 'string' && OPERATIONS.has(id);
 
 /** Every operation of the contract that takes a JSON body (generated/openapi.json), read once. */
-export const contractOperations: readonly ContractOperation[] = Object.entries<Record<string, any>>(loadSpec().paths).flatMap(([path, item]) =>
-  Object.entries<any>(item)
-    .filter(([method, operation]) => HTTP_METHODS.has(method) && isOperationId(operation?.operationId))
-    .map(([method, operation]) => ({
-      operationId: operation.operationId,
-      method: method.toUpperCase(),
-      path,
-      permission: operation['x-permission'] as Permission,
-      ...(operation['x-wait-max-seconds'] === undefined ? {} : { waitMaxSeconds: operation['x-wait-max-seconds'] as number }),
-    })),
+export const contractOperations: readonly ContractOperation[] = Object.entries<Record<string, any>>(loadSpec().paths).flatMap(
+  ([path, item]) =>
+    Object.entries<any>(item)
+      .filter(([method, operation]) => HTTP_METHODS.has(method) && isOperationId(operation?.operationId))
+      .map(([method, operation]) => ({
+        operationId: operation.operationId,
+        method: method.toUpperCase(),
+        path,
+        permission: operation['x-permission'] as Permission,
+        ...(operation['x-wait-max-seconds'] === undefined ? {} : { waitMaxSeconds: operation['x-wait-max-seconds'] as number }),
+      })),
 );
 
 const byId = new Map(contractOperations.map((operation) => [operation.operationId, operation]));
@@ -35,7 +36,8 @@ const byPath = new Map<string, ContractOperation[]>();
 for (const operation of contractOperations) byPath.set(operation.path, [...(byPath.get(operation.path) ?? []), operation]);
 
 /** The operation with this id (a tool's name, say), or undefined when the contract has none. */
-export const operationById = (operationId: string): ContractOperation | undefined => (isOperationId(operationId) ? byId.get(operationId) : undefined);
+export const operationById = (operationId: string): ContractOperation | undefined =>
+  isOperationId(operationId) ? byId.get(operationId) : undefined;
 
 /**
  * The operation served at this method and path; `methodNotAllowed` when the path exists with other
@@ -44,7 +46,10 @@ export const operationById = (operationId: string): ContractOperation | undefine
  */
 export function routeOf(method: string, path: string): { operation?: ContractOperation; allowed: string[] } {
   const operations = byPath.get(path) ?? byPath.get(path.endsWith('/') ? path.slice(0, -1) : `${path}/`) ?? [];
-  return { operation: operations.find((operation) => operation.method === method), allowed: operations.map((operation) => operation.method) };
+  return {
+    operation: operations.find((operation) => operation.method === method),
+    allowed: operations.map((operation) => operation.method),
+  };
 }
 
 /** A GET path that streams an operation's reads to a browser's EventSource, and that operation. */
@@ -62,7 +67,9 @@ export const streamRoutes: readonly StreamRoute[] = Object.entries<Record<string
   if (!isOperationId(operationId) || !hasTrait(operationId, 'mayStream') || !byId.has(operationId)) {
     throw new Error(`${path}: x-stream-of must name an operation of the contract with x-may-stream`);
   }
-  const queryParameters = (item.get.parameters ?? []).filter((parameter: any) => parameter?.in === 'query').map((parameter: any) => String(parameter.name));
+  const queryParameters = (item.get.parameters ?? [])
+    .filter((parameter: any) => parameter?.in === 'query')
+    .map((parameter: any) => String(parameter.name));
   return [{ path, operation: { ...byId.get(operationId)!, operationId }, queryParameters }];
 });
 

@@ -47,8 +47,12 @@ export function describeValidationErrors(errors: readonly ErrorObject[] | null |
     }
     case 'const': {
       // One `const` per oneOf branch (EmitEventRequest: one branch per `type`): name every value the branches accept.
-      const values = all.filter((e) => e.keyword === 'const' && e.instancePath === error.instancePath).map((e) => JSON.stringify((e.params as { allowedValue: unknown }).allowedValue));
-      return values.length > 1 ? `${field || 'request body'} must be one of ${values.join(', ')}` : `${field || 'request body'} must be ${values[0]}`;
+      const values = all
+        .filter((e) => e.keyword === 'const' && e.instancePath === error.instancePath)
+        .map((e) => JSON.stringify((e.params as { allowedValue: unknown }).allowedValue));
+      return values.length > 1
+        ? `${field || 'request body'} must be one of ${values.join(', ')}`
+        : `${field || 'request body'} must be ${values[0]}`;
     }
     case 'pattern':
       return `${field} is not in the expected form (${(error.params as { pattern: string }).pattern})`;

@@ -56,5 +56,9 @@ function isKitKeys(kit: unknown): kit is KitKeys {
   if (typeof kit !== 'object' || kit === null) return false;
   const k = kit as Record<string, unknown>;
   const strings = [k.restrictedKey, k.noReadKey, k.revokedKey, k.otherWorkspaceId, k.otherKey];
-  return strings.every((field) => typeof field === 'string') && Array.isArray(k.restrictedMailboxes) && k.restrictedMailboxes.every((m) => typeof m === 'string');
+  return (
+    strings.every((field) => typeof field === 'string') &&
+    Array.isArray(k.restrictedMailboxes) &&
+    k.restrictedMailboxes.every((m) => typeof m === 'string')
+  );
 }

@@ -46,7 +46,12 @@ export async function demoAtStart(store: OpenedStore, clock: Clock, databaseUrl:
   }
   const kept = path ? loadDemoKeys(path) : undefined;
   if (!kept) {
-    return { exports: [], notes: ['This database was not seeded here with --seed-demo (no demo keys kept beside it): create keys with `event-feed key create`.'] };
+    return {
+      exports: [],
+      notes: [
+        'This database was not seeded here with --seed-demo (no demo keys kept beside it): create keys with `event-feed key create`.',
+      ],
+    };
   }
   const exports = [];
   const notes = [`Demo workspace ${kept.workspaceId}, keys from ${path}:`];
@@ -58,7 +63,9 @@ export async function demoAtStart(store: OpenedStore, clock: Clock, databaseUrl:
   if (!kit && exports.some(({ name }) => name === 'READ_KEY')) {
     kit = await seedKitFixtures(store, clock, kept.workspaceId);
     saveDemoKeys(path!, { ...kept, kit });
-    notes.push(`Seeded what the conformance kit needs: keys restricted, without read and revoked, and a second workspace, ${kit.otherWorkspaceId}.`);
+    notes.push(
+      `Seeded what the conformance kit needs: keys restricted, without read and revoked, and a second workspace, ${kit.otherWorkspaceId}.`,
+    );
   }
   // Without READ_KEY (revoked, said above) the kit has no key to read with: no command.
   if (!kit) return { exports, notes };
@@ -70,7 +77,8 @@ export async function demoAtStart(store: OpenedStore, clock: Clock, databaseUrl:
   return { exports, kit: kitVariables(kept.readKey, kit), notes };
 }
 
-const exportsOf = (keys: DemoKeys) => (Object.keys(KEY_NAMES) as Array<keyof typeof KEY_NAMES>).map((field) => ({ name: KEY_NAMES[field], key: keys[field] }));
+const exportsOf = (keys: DemoKeys) =>
+  (Object.keys(KEY_NAMES) as Array<keyof typeof KEY_NAMES>).map((field) => ({ name: KEY_NAMES[field], key: keys[field] }));
 
 const worksIn = async (store: Store, key: string, workspaceId: string) => (await authenticate(store, key))?.workspaceId === workspaceId;
 
@@ -125,7 +133,11 @@ export function demoBanner(url: string, demo: DemoAtStart): string {
       `  cd ${shellWord(ROOT)} && npx event-feed conformance`,
       '',
     );
-    if (!existsSync(chromium())) lines.push(`(No Chromium at ${chromium()}: the kit will skip the web view's checks. Install Debian's chromium, or set CHROMIUM_PATH.)`, '');
+    if (!existsSync(chromium()))
+      lines.push(
+        `(No Chromium at ${chromium()}: the kit will skip the web view's checks. Install Debian's chromium, or set CHROMIUM_PATH.)`,
+        '',
+      );
   }
   lines.push(`API reference: ${url}/docs`, '');
   return lines.join('\n');

@@ -27,8 +27,12 @@ const OTHER_WORKSPACE_EVENTS = 24;
 /** Seeds the kit's keys in the demo workspace and a second workspace beside it. */
 export async function seedKitFixtures(store: OpenedStore, clock: Clock, demoWorkspaceId: string): Promise<KitKeys> {
   const now = clock.now();
-  const key = async (workspaceId: string, permissions: Array<'read' | 'write' | 'admin'>, label: string, mailboxes: string[] | null = null) =>
-    createKey(store, { workspaceId, permissions, mailboxes, label }, now.getTime());
+  const key = async (
+    workspaceId: string,
+    permissions: Array<'read' | 'write' | 'admin'>,
+    label: string,
+    mailboxes: string[] | null = null,
+  ) => createKey(store, { workspaceId, permissions, mailboxes, label }, now.getTime());
   const other = await store.createWorkspace('Démo — Autre espace', false, now.getTime());
   await store.knex.transaction((trx) => publish(trx, other.id, demoTraffic(OTHER_WORKSPACE_EVENTS, now, 7), clock));
   const revoked = await key(demoWorkspaceId, ['read'], 'demo revoked (conformance kit)');

@@ -48,7 +48,11 @@ export function demoTraffic(count: number, now: Date, seed = 42): EmitEventReque
   const events: EmitEventRequest[] = [];
   let n = 0;
   const at = () => new Date(start + step * events.length + Math.floor(rnd() * step * 0.5)).toISOString();
-  const refs = (mailbox: string) => ({ mailbox_id: mailbox, message_id: `msg_${(++n).toString(36).padStart(6, '0')}`, thread_id: `thr_${Math.floor(n / 3).toString(36)}` });
+  const refs = (mailbox: string) => ({
+    mailbox_id: mailbox,
+    message_id: `msg_${(++n).toString(36).padStart(6, '0')}`,
+    thread_id: `thr_${Math.floor(n / 3).toString(36)}`,
+  });
 
   while (events.length < count) {
     const mailbox = pick(MAILBOXES);
@@ -60,50 +64,119 @@ export function demoTraffic(count: number, now: Date, seed = 42): EmitEventReque
     if (story < 0.4) {
       const r = refs(mailbox.id);
       events.push({
-        type: 'mail.received', occurred_at: at(), subject: { person, refs: r },
-        data: { internet_message_id: internetId, from: person, to: [{ email: mailbox.email, name: mailbox.name }], subject_line: subjectLine, size_bytes: 2000 + Math.floor(rnd() * 80000), attachment_count: rnd() < 0.3 ? 1 : 0, spam_score: Math.round(rnd() * 30) / 10, spam_verdict: 'pass' },
+        type: 'mail.received',
+        occurred_at: at(),
+        subject: { person, refs: r },
+        data: {
+          internet_message_id: internetId,
+          from: person,
+          to: [{ email: mailbox.email, name: mailbox.name }],
+          subject_line: subjectLine,
+          size_bytes: 2000 + Math.floor(rnd() * 80000),
+          attachment_count: rnd() < 0.3 ? 1 : 0,
+          spam_score: Math.round(rnd() * 30) / 10,
+          spam_verdict: 'pass',
+        },
       });
       continue;
     }
     if (story < 0.47) {
       events.push({
-        type: 'mail.rejected', occurred_at: at(), subject: { person: { email: 'promo@offres-incroyables.biz' }, refs: { mailbox_id: mailbox.id } },
-        data: { stage: 'inbound', reason: 'spam', smtp_code: 550, diagnostic: '5.7.1 Message refusé : contenu identifié comme indésirable', recipient: mailbox.email },
+        type: 'mail.rejected',
+        occurred_at: at(),
+        subject: { person: { email: 'promo@offres-incroyables.biz' }, refs: { mailbox_id: mailbox.id } },
+        data: {
+          stage: 'inbound',
+          reason: 'spam',
+          smtp_code: 550,
+          diagnostic: '5.7.1 Message refusé : contenu identifié comme indésirable',
+          recipient: mailbox.email,
+        },
       });
       continue;
     }
     const r = refs(mailbox.id);
     const from = { email: mailbox.email, name: mailbox.name };
     events.push({
-      type: 'mail.sent', occurred_at: at(), subject: { person, refs: r },
-      data: { internet_message_id: internetId, from, to: [person], bcc_count: 0, subject_line: subjectLine, size_bytes: 3000 + Math.floor(rnd() * 40000) },
+      type: 'mail.sent',
+      occurred_at: at(),
+      subject: { person, refs: r },
+      data: {
+        internet_message_id: internetId,
+        from,
+        to: [person],
+        bcc_count: 0,
+        subject_line: subjectLine,
+        size_bytes: 3000 + Math.floor(rnd() * 40000),
+      },
     });
     const mta = pick(MTAS);
     const outcome = rnd();
     if (outcome < 0.1) {
       events.push({
-        type: 'mail.deferred', occurred_at: at(), subject: { person, refs: r },
-        data: { internet_message_id: internetId, recipient: email, smtp_code: 451, enhanced_status: '4.7.1', diagnostic: '451 4.7.1 Greylisted, please try again later', attempt: 1, next_attempt_at: new Date(Date.parse(at()) + 600000).toISOString() },
+        type: 'mail.deferred',
+        occurred_at: at(),
+        subject: { person, refs: r },
+        data: {
+          internet_message_id: internetId,
+          recipient: email,
+          smtp_code: 451,
+          enhanced_status: '4.7.1',
+          diagnostic: '451 4.7.1 Greylisted, please try again later',
+          attempt: 1,
+          next_attempt_at: new Date(Date.parse(at()) + 600000).toISOString(),
+        },
       });
     }
     if (outcome < 0.85) {
       events.push({
-        type: 'mail.delivered', occurred_at: at(), subject: { person, refs: r },
-        data: { internet_message_id: internetId, recipient: email, remote_mta: mta, smtp_response: '250 2.0.0 OK', delivery_ms: 200 + Math.floor(rnd() * 3000), attempt: outcome < 0.1 ? 2 : 1 },
+        type: 'mail.delivered',
+        occurred_at: at(),
+        subject: { person, refs: r },
+        data: {
+          internet_message_id: internetId,
+          recipient: email,
+          remote_mta: mta,
+          smtp_response: '250 2.0.0 OK',
+          delivery_ms: 200 + Math.floor(rnd() * 3000),
+          attempt: outcome < 0.1 ? 2 : 1,
+        },
       });
       if (mailbox.id === 'mbx_newsletter' && rnd() < 0.15) {
         events.push({
-          type: 'mail.complained', occurred_at: at(), subject: { person, refs: r },
+          type: 'mail.complained',
+          occurred_at: at(),
+          subject: { person, refs: r },
           data: { internet_message_id: internetId, recipient: email, feedback_type: 'abuse', feedback_provider: 'Yahoo' },
         });
       }
     } else {
       const hard = rnd() < 0.6;
       events.push({
-        type: 'mail.bounced', occurred_at: at(), subject: { person, refs: r },
+        type: 'mail.bounced',
+        occurred_at: at(),
+        subject: { person, refs: r },
         data: hard
-          ? { internet_message_id: internetId, recipient: email, bounce_type: 'hard', bounce_category: 'unknown_user', smtp_code: 550, enhanced_status: '5.1.1', diagnostic: '550 5.1.1 Adresse inconnue', remote_mta: mta }
-          : { internet_message_id: internetId, recipient: email, bounce_type: 'soft', bounce_category: 'mailbox_full', smtp_code: 452, enhanced_status: '4.2.2', diagnostic: '452 4.2.2 Boîte aux lettres pleine', remote_mta: mta },
+          ? {
+              internet_message_id: internetId,
+              recipient: email,
+              bounce_type: 'hard',
+              bounce_category: 'unknown_user',
+              smtp_code: 550,
+              enhanced_status: '5.1.1',
+              diagnostic: '550 5.1.1 Adresse inconnue',
+              remote_mta: mta,
+            }
+          : {
+              internet_message_id: internetId,
+              recipient: email,
+              bounce_type: 'soft',
+              bounce_category: 'mailbox_full',
+              smtp_code: 452,
+              enhanced_status: '4.2.2',
+              diagnostic: '452 4.2.2 Boîte aux lettres pleine',
+              remote_mta: mta,
+            },
       });
     }
   }

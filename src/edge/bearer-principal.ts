@@ -16,7 +16,11 @@ export interface BearerLookup {
  * the token must have been issued for). A token's principal is its key's, checked like an API key
  * (VerifiedKeys), so revoking the key refuses its tokens too.
  */
-export async function bearerPrincipal({ store, changes, clock }: AppServices, token: string, oauthResource: string | undefined): Promise<BearerLookup> {
+export async function bearerPrincipal(
+  { store, changes, clock }: AppServices,
+  token: string,
+  oauthResource: string | undefined,
+): Promise<BearerLookup> {
   if (!isAccessToken(token)) return { principal: await authenticate(store, token, changes.keys) };
   if (oauthResource === undefined) return { refusal: 'an OAuth access token is only valid for MCP (/mcp): this endpoint takes an API key' };
   const principal = await principalOfAccessToken(store, token, { resource: oauthResource, now: clock.now().getTime(), keys: changes.keys });

@@ -55,7 +55,8 @@ export class Call {
    * paid as `#identified` says.
    */
   static open(services: AppServices, token: string | undefined, address: string, oauthResource?: string): Promise<Call> {
-    const lookUp = (): Promise<BearerLookup> => (token === undefined ? Promise.resolve({}) : bearerPrincipal(services, token, oauthResource));
+    const lookUp = (): Promise<BearerLookup> =>
+      token === undefined ? Promise.resolve({}) : bearerPrincipal(services, token, oauthResource);
     return Call.#identified(services, token, address, lookUp);
   }
 
@@ -82,7 +83,12 @@ export class Call {
    * address is not refused for it once it has authenticated. A database failure here is ours (500),
    * not the caller's (401). The key's own token is not taken here: `pay`.
    */
-  static async #identified(services: AppServices, token: string | undefined, address: string, lookUp: () => Promise<BearerLookup>): Promise<Call> {
+  static async #identified(
+    services: AppServices,
+    token: string | undefined,
+    address: string,
+    lookUp: () => Promise<BearerLookup>,
+  ): Promise<Call> {
     const { rateLimiter } = services;
     if (!rateLimiter.enabled) {
       const found = await lookUp();

@@ -12,7 +12,10 @@ export function clientAddress(req: IncomingMessage, trustedHops: number): string
   const peer = req.socket.remoteAddress ?? 'unknown';
   if (trustedHops <= 0) return peerKey(req.socket, peer);
   const header = req.headers['x-forwarded-for'];
-  const forwarded = (Array.isArray(header) ? header.join(',') : (header ?? '')).split(',').map((part) => part.trim()).filter(Boolean);
+  const forwarded = (Array.isArray(header) ? header.join(',') : (header ?? ''))
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean);
   // Nearest first: the socket's peer, then X-Forwarded-For from its right end.
   const chain = [peer, ...forwarded.reverse()];
   const candidate = chain[Math.min(trustedHops, chain.length - 1)]!;

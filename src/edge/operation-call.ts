@@ -146,7 +146,9 @@ export class OperationCall<Id extends OperationId> {
       if (this.call.revoked) throw revokedKey();
       if (this.call.ended) throw new RateLimitedError('key', 'the request ended', {});
       const retry = this.#services.rateLimiter.retryAfterSeconds(this.call.principal);
-      throw new RateLimitedError('key', `too many reads for this key (its held reads pay for each read); retry in ${retry} s`, { 'Retry-After': String(retry) });
+      throw new RateLimitedError('key', `too many reads for this key (its held reads pay for each read); retry in ${retry} s`, {
+        'Retry-After': String(retry),
+      });
     }
     this.reservePage();
     if (admitMemory) await this.call.admit(undefined, WOKEN_ADMISSION_WAIT_MS);

@@ -9,7 +9,9 @@ import { contractOperations } from '../contract/operations.ts';
 export const WAIT_MAX_SECONDS: number = heldReadsMaxSeconds();
 
 function heldReadsMaxSeconds(): number {
-  const values = new Set(contractOperations.filter((operation) => hasTrait(operation.operationId, 'mayBeHeld')).map((operation) => operation.waitMaxSeconds));
+  const values = new Set(
+    contractOperations.filter((operation) => hasTrait(operation.operationId, 'mayBeHeld')).map((operation) => operation.waitMaxSeconds),
+  );
   const [seconds] = values;
   if (values.size !== 1 || seconds === undefined || !Number.isSafeInteger(seconds) || seconds < 1) {
     throw new Error('the contract must give the operations that may be held one x-wait-max-seconds of at least 1');

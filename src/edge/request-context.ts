@@ -42,7 +42,14 @@ export type EdgeResponse = ServerResponse & { locals?: RequestLocals };
  * metrics on, the same end of the response is counted (metrics/metrics.ts). Runs first for every
  * request, whichever edge answers it; express keeps the `locals` object it finds on the response.
  */
-export function startRequest(req: IncomingMessage, res: EdgeResponse, log: Logger, clientAddress: string, refusals: RefusalLog, metrics?: Metrics): RequestLocals {
+export function startRequest(
+  req: IncomingMessage,
+  res: EdgeResponse,
+  log: Logger,
+  clientAddress: string,
+  refusals: RefusalLog,
+  metrics?: Metrics,
+): RequestLocals {
   const given = req.headers['x-request-id'];
   const requestId = typeof given === 'string' && CLIENT_REQUEST_ID.test(given) ? given : newRequestId();
   const locals: RequestLocals = { requestId, clientAddress, refusals, transport: 'http' };

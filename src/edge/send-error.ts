@@ -12,7 +12,8 @@ export function sendError(res: ServerResponse, requestId: string, err: unknown, 
   noteError(res, err);
   if (!(err instanceof ApiError)) log.error({ ...safeErrorFields(err), request_id: requestId }, 'unhandled error');
   // A server-side failure told to the client in its own words (feed/append-failure.ts): the database's error, for the operator.
-  else if (status >= 500 && err.cause !== undefined) log.error({ ...safeErrorFields(err.cause), request_id: requestId }, err.message.slice(0, 120));
+  else if (status >= 500 && err.cause !== undefined)
+    log.error({ ...safeErrorFields(err.cause), request_id: requestId }, err.message.slice(0, 120));
   if (res.headersSent) return void res.end();
   if (status === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="event-feed"');
   if (status === 429) noteRefusal(res);
@@ -26,4 +27,9 @@ export const errorHandler = (log: Logger) => (err: unknown, _req: Request, res: 
 
 /** Express's fallback: a path no route serves gets the contract's error body, not express's HTML page. */
 export const nothingHere = (log: Logger) => (req: Request, res: Response) =>
-  sendError(res, String(res.locals.requestId), new ApiError('invalid_argument', `nothing at ${req.method} ${req.path.slice(0, 100)}; the API is described at /openapi.json`, 404), log);
+  sendError(
+    res,
+    String(res.locals.requestId),
+    new ApiError('invalid_argument', `nothing at ${req.method} ${req.path.slice(0, 100)}; the API is described at /openapi.json`, 404),
+    log,
+  );

@@ -28,7 +28,13 @@ export class CursorCodec implements TokenKeys {
     this.#secret = Buffer.from(secret, 'utf8');
     this.#positionKey = Buffer.from(hkdfSync('sha256', this.#secret, Buffer.alloc(0), POSITION_KEY_INFO, 32));
     this.#positions = new SignedPositions(
-      { invalid: 'after is not a valid cursor', returnedAs: 'next_cursor', restart: 'restart without "after"', domain: Buffer.alloc(0), extraLength: 0 },
+      {
+        invalid: 'after is not a valid cursor',
+        returnedAs: 'next_cursor',
+        restart: 'restart without "after"',
+        domain: Buffer.alloc(0),
+        extraLength: 0,
+      },
       this,
     );
   }

@@ -32,14 +32,19 @@ export async function assertCursorNotExpired(
   page?: Pick<StoredPage, 'count' | 'lastSeq' | 'prunedThrough' | 'prefetched' | 'oldestStoredAtMs' | 'fromReplica'>,
   nowMs: number = Date.now(),
 ): Promise<void> {
-  const current = page !== undefined && (!(page.prefetched || page.fromReplica) || (page.oldestStoredAtMs ?? -Infinity) > nowMs - PRUNE_FREE_AGE_MS);
+  const current =
+    page !== undefined && (!(page.prefetched || page.fromReplica) || (page.oldestStoredAtMs ?? -Infinity) > nowMs - PRUNE_FREE_AGE_MS);
   if (current && page.count > 0 && scope.readRightAfter(afterSeq, page)) return;
   // A restricted page read on Postgres brought its mailboxes' watermark, from its own snapshot.
   const pruned =
     (current ? page.prunedThrough : undefined) ??
-    (scope.mailboxes === null ? await watermarks.prunedThrough(workspaceId) : await watermarks.prunedThroughMailboxes(workspaceId, scope.mailboxes));
+    (scope.mailboxes === null
+      ? await watermarks.prunedThrough(workspaceId)
+      : await watermarks.prunedThroughMailboxes(workspaceId, scope.mailboxes));
   if (pruned > afterSeq) {
-    throw invalidArgument('after has expired: events after this cursor are past the retention period and were deleted; restart without "after" to read from the oldest retained event');
+    throw invalidArgument(
+      'after has expired: events after this cursor are past the retention period and were deleted; restart without "after" to read from the oldest retained event',
+    );
   }
 }
 

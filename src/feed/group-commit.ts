@@ -127,7 +127,9 @@ export class GroupCommit {
     if (this.#inFlight >= this.#maxInFlight) return;
     // One statement at a time (a single writer): no statement of its own in flight to wait for.
     const now = performance.now();
-    const batch = this.#overlapping ? this.#take(this.#waiting, (pending) => this.#patient(pending, now)) : this.#take(this.#waiting, () => true);
+    const batch = this.#overlapping
+      ? this.#take(this.#waiting, (pending) => this.#patient(pending, now))
+      : this.#take(this.#waiting, () => true);
     if (this.#overlapping && this.#waiting.length > 0) this.#kickAfterPatience();
     if (batch.length === 0) return;
     const workspaces = this.#overlapping ? new Set(batch.map((pending) => pending.workspaceId)) : new Set<string>();
@@ -197,7 +199,9 @@ export class GroupCommit {
     try {
       // Atomic alone, in each adapter's cheapest way (Postgres: one statement, no BEGIN and COMMIT;
       // SQLite: one synchronous transaction on the writing connection).
-      result = await this.store.retryingTransient(() => appendPrepared(this.store, appends, storedAt, { skipLocked: this.store.appends.skipLocked }));
+      result = await this.store.retryingTransient(() =>
+        appendPrepared(this.store, appends, storedAt, { skipLocked: this.store.appends.skipLocked }),
+      );
     } catch (err) {
       this.heads?.appendSettled(groups.keys());
       for (const pending of batch) pending.reject(appendFailure(err, pending.event.id));

@@ -100,12 +100,18 @@ export class HeldReads {
 
   /** Takes a slot for the key, or refuses with 429 when the key, its workspace or the process holds its most. */
   hold(holder: { keyId: string; workspaceId: string }, kind: HeldKind = 'long_poll'): HeldSlot {
-    if (this.#closing) throw new RateLimitedError('draining', 'the server is shutting down; retry in 1 s (another instance may answer)', { 'Retry-After': '1' });
+    if (this.#closing)
+      throw new RateLimitedError('draining', 'the server is shutting down; retry in 1 s (another instance may answer)', {
+        'Retry-After': '1',
+      });
     const { keyId, workspaceId } = holder;
     const ofKey = this.#perKey.get(keyId) ?? 0;
     if (ofKey >= this.limits.perKey) throw tooMany(`this key already holds ${this.limits.perKey} waiting reads (long-polls and streams)`);
     const ofWorkspace = this.#perWorkspace.get(workspaceId) ?? 0;
-    if (ofWorkspace >= this.limits.perWorkspace) throw tooMany(`this key's workspace already holds ${this.limits.perWorkspace} waiting reads (long-polls and streams, all its keys together)`);
+    if (ofWorkspace >= this.limits.perWorkspace)
+      throw tooMany(
+        `this key's workspace already holds ${this.limits.perWorkspace} waiting reads (long-polls and streams, all its keys together)`,
+      );
     if (this.#held >= this.limits.max) throw tooMany('the server holds as many waiting reads as it may');
     this.#perKey.set(keyId, ofKey + 1);
     this.#perWorkspace.set(workspaceId, ofWorkspace + 1);
@@ -149,7 +155,9 @@ export class HeldReads {
         if (this.#closing) return settle('closing');
         if (waiter.moved) return settle('moved');
         if (signal?.aborted) return settle('aborted');
-        const wait = this.#channelDown ? Math.min(deadlineMs - this.#now(), this.options.recheckMs ?? RECHECK_MS) : deadlineMs - this.#now();
+        const wait = this.#channelDown
+          ? Math.min(deadlineMs - this.#now(), this.options.recheckMs ?? RECHECK_MS)
+          : deadlineMs - this.#now();
         if (wait <= 0) return settle(this.#channelDown && this.#now() < deadlineMs ? 'moved' : 'timeout');
         return new Promise<Wake>((resolve) => {
           const timer = setTimeout(() => done(this.#channelDown && this.#now() < deadlineMs ? 'moved' : 'timeout'), wait);

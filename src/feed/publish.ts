@@ -29,7 +29,9 @@ export async function publishInTransaction(
   }
   const {
     outcomes: [outcomes],
-  } = await appendSortedOut([{ workspaceId, events: prepared }], (sortOut) => appendInTransaction(trx, [{ workspaceId, events: prepared }], now.getTime(), sortOut));
+  } = await appendSortedOut([{ workspaceId, events: prepared }], (sortOut) =>
+    appendInTransaction(trx, [{ workspaceId, events: prepared }], now.getTime(), sortOut),
+  );
   const failed = outcomes!.find((outcome) => outcome instanceof ApiError);
   if (failed) throw failed;
   return outcomes as PublishedEvent[];
@@ -55,7 +57,12 @@ export interface Appended {
  * (OutcomeUnknown). `skipLocked` (Store.appends.skipLocked) skips the workspaces
  * whose counter row another transaction holds instead of waiting for them (Appended.skipped).
  */
-export function appendPrepared(store: FeedStore, appends: WorkspaceAppend[], storedAt: number, options: AppendOptions = {}): Promise<Appended> {
+export function appendPrepared(
+  store: FeedStore,
+  appends: WorkspaceAppend[],
+  storedAt: number,
+  options: AppendOptions = {},
+): Promise<Appended> {
   return appendSortedOut(appends, (sortOut) => store.append(appends, storedAt, sortOut, options));
 }
 
@@ -101,7 +108,8 @@ function sortOut(appends: WorkspaceAppend[], storedRows: StoredIdRow[]): { outco
 export function prepareEvent(workspaceId: string, input: EmitEventRequest, now: Date): NewEvent {
   const id = input.id ?? newEventId(now.getTime());
   // One rule for every date-time of the contract (contract/date-time.ts): UTC, milliseconds, `Z`.
-  const occurred = input.occurred_at === undefined ? { iso: now.toISOString(), ms: now.getTime() } : utcMillisecondsOf('occurred_at', input.occurred_at);
+  const occurred =
+    input.occurred_at === undefined ? { iso: now.toISOString(), ms: now.getTime() } : utcMillisecondsOf('occurred_at', input.occurred_at);
   // Field order is the envelope's documented order; this text is what every reader and webhook gets.
   const envelope = JSON.stringify({
     id,

@@ -106,7 +106,10 @@ export class FeedReader {
     // Just written by this process: the page, whole, from memory (feed/recent-events.ts); a short
     // one only once the heads counted every commit made before this request, like the answer above.
     const recent = this.recent?.page(workspaceId, afterSeq, limit, scope, withFacts);
-    if (recent && (recent.wholeIfNothingAfter === undefined || (await this.heads.nothingAfterNow(workspaceId, recent.wholeIfNothingAfter, ticket)))) {
+    if (
+      recent &&
+      (recent.wholeIfNothingAfter === undefined || (await this.heads.nothingAfterNow(workspaceId, recent.wholeIfNothingAfter, ticket)))
+    ) {
       return { events: recent.page, afterSeq };
     }
 
@@ -122,7 +125,8 @@ export class FeedReader {
     if (sealed === undefined) this.sealed?.keep(place, page);
     // An empty page is also what a cursor past the head reads: proven otherwise by a head known at
     // or past the cursor, else by the stored one (read after the page: heads only rise).
-    if (page.count === 0 && !((this.heads.known(workspaceId) ?? -1) >= afterSeq)) assertCursorNotPastHead(await this.storage.feedHead(workspaceId), afterSeq);
+    if (page.count === 0 && !((this.heads.known(workspaceId) ?? -1) >= afterSeq))
+      assertCursorNotPastHead(await this.storage.feedHead(workspaceId), afterSeq);
     this.#learnHead(r, afterSeq, page, mark, startedAt);
     return { events: page, afterSeq };
   }
@@ -139,7 +143,14 @@ export class FeedReader {
       const mark = this.heads.mark();
       const startedAt = this.heads.now();
       const afterSeq = await this.storage.prunedThrough(workspaceId);
-      const page = await this.storage.readPage({ workspaceId, afterSeq, limit, mailboxes: scope.mailboxes, withFacts, catchUp: this.#catchingUp(workspaceId, afterSeq, limit) });
+      const page = await this.storage.readPage({
+        workspaceId,
+        afterSeq,
+        limit,
+        mailboxes: scope.mailboxes,
+        withFacts,
+        catchUp: this.#catchingUp(workspaceId, afterSeq, limit),
+      });
       // A whole-feed page with events shows for itself where it starts; otherwise the watermark,
       // read again, tells whether a prune came in between.
       const startsAtOldest =
@@ -168,4 +179,5 @@ export class FeedReader {
 }
 
 /** Reads that may share one answer: same workspace, cursor, limit, facts and scope. */
-const sharedKeyOf = (r: FeedRead) => `${r.workspaceId} ${r.afterSeq ?? ''} ${r.limit} ${r.withFacts ? 'f' : ''} ${r.scope.mailboxes?.join(',') ?? '*'}`;
+const sharedKeyOf = (r: FeedRead) =>
+  `${r.workspaceId} ${r.afterSeq ?? ''} ${r.limit} ${r.withFacts ? 'f' : ''} ${r.scope.mailboxes?.join(',') ?? '*'}`;

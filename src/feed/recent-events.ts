@@ -110,12 +110,20 @@ export class RecentEvents {
     }
     const lastSeq = picked.length === 0 ? undefined : run.firstSeq + picked.at(-1)!;
     const page: StoredPage = {
-      bytes: picked.length === 0 ? Buffer.alloc(0) : Buffer.from(picked.length === 1 ? run.chunks[picked[0]!]! : picked.map((i) => run.chunks[i]!).join(',')),
+      bytes:
+        picked.length === 0
+          ? Buffer.alloc(0)
+          : Buffer.from(picked.length === 1 ? run.chunks[picked[0]!]! : picked.map((i) => run.chunks[i]!).join(',')),
       count: picked.length,
       lastSeq,
       cutAtByteCap,
     };
-    if (withFacts) page.facts = { types: picked.map((i) => run.types[i]!), seqs: picked.map((i) => run.firstSeq + i), occurredAtMs: picked.map((i) => run.occurredAtMs[i]!) };
+    if (withFacts)
+      page.facts = {
+        types: picked.map((i) => run.types[i]!),
+        seqs: picked.map((i) => run.firstSeq + i),
+        occurredAtMs: picked.map((i) => run.occurredAtMs[i]!),
+      };
     // Short of the limit and of the cap, the page ends at the run's end: whole only if nothing is committed past it.
     return picked.length < limit && !cutAtByteCap ? { page, wholeIfNothingAfter: run.firstSeq + run.chunks.length - 1 } : { page };
   }

@@ -84,4 +84,5 @@ export class SealedPages {
 const FACT_BYTES = 96;
 const ENTRY_OVERHEAD_BYTES = 256;
 
-const idOf = (key: SealedPageKey) => `${key.workspaceId} ${key.afterSeq} ${key.limit} ${key.withFacts ? 'f' : ''} ${key.mailboxes?.join(',') ?? '*'}`;
+const idOf = (key: SealedPageKey) =>
+  `${key.workspaceId} ${key.afterSeq} ${key.limit} ${key.withFacts ? 'f' : ''} ${key.mailboxes?.join(',') ?? '*'}`;

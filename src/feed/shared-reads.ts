@@ -98,15 +98,15 @@ export class SharedReads<R extends Read> {
     const forget = () => {
       if (this.#reads.get(key) === entry) this.#reads.delete(key);
       // The entry's own hold: the calls that took the answer keep theirs.
-      void admitted?.then((reservation) => reservation.release(), () => undefined);
+      void admitted?.then(
+        (reservation) => reservation.release(),
+        () => undefined,
+      );
     };
-    result.then(
-      (page) => {
-        void admitted?.then((reservation) => reservation.resize(page.events.bytes.length + SHARED_ANSWER_OVERHEAD_BYTES));
-        setTimeout(forget, KEPT_MS).unref();
-      },
-      forget,
-    );
+    result.then((page) => {
+      void admitted?.then((reservation) => reservation.resize(page.events.bytes.length + SHARED_ANSWER_OVERHEAD_BYTES));
+      setTimeout(forget, KEPT_MS).unref();
+    }, forget);
     return entry;
   }
 }

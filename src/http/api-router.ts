@@ -47,7 +47,11 @@ export function createApiRouter(services: AppServices, log: Logger) {
       if (!operation) {
         if (allowed.length === 0) throw new ApiError('invalid_argument', `no operation at ${path.slice(0, 100)}; see /openapi.json`, 404);
         res.setHeader('Allow', allowed.join(', '));
-        throw new ApiError('invalid_argument', `${method.slice(0, 20)} is not allowed here: operations are called with ${allowed.join(' or ')}`, 405);
+        throw new ApiError(
+          'invalid_argument',
+          `${method.slice(0, 20)} is not allowed here: operations are called with ${allowed.join(' or ')}`,
+          405,
+        );
       }
       // Refused without a permission: the body is neither read nor validated.
       op = new OperationCall(services, call, operation);
@@ -57,7 +61,15 @@ export function createApiRouter(services: AppServices, log: Logger) {
       if (op.mayStream() && wantsEventStream(req)) {
         await op.ready();
         // Narrowed to the operation that streams, the request is that operation's.
-        return await streamEventFeed(services, op, request as Operations[OperationIdWith<'mayStream'>]['request'], req, res, locals.requestId, log);
+        return await streamEventFeed(
+          services,
+          op,
+          request as Operations[OperationIdWith<'mayStream'>]['request'],
+          req,
+          res,
+          locals.requestId,
+          log,
+        );
       }
       // A read that may be held admits its page's memory once it has a page to read (callOptions).
       await op.ready({ admitLazily: op.mayBeHeld() });
@@ -99,6 +111,11 @@ function callOptions(op: OperationCall<OperationId>, req: IncomingMessage, res: 
   return {
     admit,
     firstReadMemory,
-    wait: { ms: seconds * 1000, signal: op.call.signal, hold: (wait, deadlineMs) => op.hold(() => withoutIdleTimeout(req.socket, wait), deadlineMs), sharedMemory: op.sharedReadMemory },
+    wait: {
+      ms: seconds * 1000,
+      signal: op.call.signal,
+      hold: (wait, deadlineMs) => op.hold(() => withoutIdleTimeout(req.socket, wait), deadlineMs),
+      sharedMemory: op.sharedReadMemory,
+    },
   };
 }

@@ -14,7 +14,8 @@ import { setRateLimitHeaders } from './rate-limit-headers.ts';
 
 /** The one GET path of the contract that streams an operation to an EventSource (`x-stream-of: event_feed`), and that operation. */
 const [STREAM_ROUTE, ...otherStreamRoutes] = streamRoutes;
-if (!STREAM_ROUTE || otherStreamRoutes.length > 0) throw new Error('the contract must have one GET path with x-stream-of: this route serves one');
+if (!STREAM_ROUTE || otherStreamRoutes.length > 0)
+  throw new Error('the contract must have one GET path with x-stream-of: this route serves one');
 const STREAMED = STREAM_ROUTE.operation;
 type StreamedId = typeof STREAMED.operationId;
 
@@ -23,7 +24,10 @@ export const EVENT_STREAM_PATH = STREAM_ROUTE.path;
 
 /** The query string's parameters, as the contract declares them: the token, and event_feed's own (after, limit). */
 const PARAMETERS: ReadonlySet<string> = new Set(STREAM_ROUTE.queryParameters);
-const PARAMETER_LIST = STREAM_ROUTE.queryParameters.map((name) => `"${name}"`).join(', ').replace(/, ([^,]*)$/, ' and $1');
+const PARAMETER_LIST = STREAM_ROUTE.queryParameters
+  .map((name) => `"${name}"`)
+  .join(', ')
+  .replace(/, ([^,]*)$/, ' and $1');
 
 /**
  * `GET /v1/event_feed/stream?token=…[&after=…][&limit=…]`: event_feed as Server-Sent Events for a
@@ -51,7 +55,11 @@ export function createEventStreamRoute(services: AppServices, log: Logger, corsA
     try {
       if (req.method !== 'GET') {
         res.setHeader('Allow', 'GET, OPTIONS');
-        throw new ApiError('invalid_argument', `${(req.method ?? '').slice(0, 20)} is not allowed here: the event stream is read with GET`, 405);
+        throw new ApiError(
+          'invalid_argument',
+          `${(req.method ?? '').slice(0, 20)} is not allowed here: the event stream is read with GET`,
+          405,
+        );
       }
       const query = queryOf(req.url ?? '');
       const token = query.get('token');
@@ -80,7 +88,8 @@ function queryOf(url: string): Map<string, string> {
   if (search.length > 2048) throw invalidArgument('the query string is too long');
   const query = new Map<string, string>();
   for (const [name, value] of new URLSearchParams(search)) {
-    if (!PARAMETERS.has(name)) throw invalidArgument(`unknown parameter "${name.slice(0, 40)}": the event stream accepts only ${PARAMETER_LIST}`);
+    if (!PARAMETERS.has(name))
+      throw invalidArgument(`unknown parameter "${name.slice(0, 40)}": the event stream accepts only ${PARAMETER_LIST}`);
     if (query.has(name)) throw invalidArgument(`parameter "${name}" is given more than once`);
     query.set(name, value);
   }

@@ -57,7 +57,15 @@ export function wantsEventStream(req: IncomingMessage): boolean {
  * stream waits. The next read only once the client took the last one (else disconnected after
  * stallMs).
  */
-export async function streamEventFeed(services: AppServices, op: OperationCall<StreamedId>, request: Operations[StreamedId]['request'], req: IncomingMessage, res: EdgeResponse, requestId: string, log: Logger): Promise<void> {
+export async function streamEventFeed(
+  services: AppServices,
+  op: OperationCall<StreamedId>,
+  request: Operations[StreamedId]['request'],
+  req: IncomingMessage,
+  res: EdgeResponse,
+  requestId: string,
+  log: Logger,
+): Promise<void> {
   const input = withDefaults(op.operationId, request);
   const lastEventId = req.headers['last-event-id'];
   if (typeof lastEventId === 'string' && lastEventId !== '') {
@@ -94,7 +102,8 @@ export async function streamEventFeed(services: AppServices, op: OperationCall<S
         op.settle(frames.bytes);
         if (res.locals) res.locals.bytes = (res.locals.bytes ?? 0) + frames.bytes;
         services.metrics?.pageServed(op.operationId, 'http', frames.bytes);
-        if (!writeAll(res, frames.chunks) && !(await drained(res, services.heldReads.limits.stallMs, call.signal))) return void res.destroy();
+        if (!writeAll(res, frames.chunks) && !(await drained(res, services.heldReads.limits.stallMs, call.signal)))
+          return void res.destroy();
         // Taken by the client: its memory goes back before the next read admits its own.
         call.letGoOfMemory();
       } else if (!res.writableNeedDrain) res.write(': keep-alive\n\n');
@@ -132,7 +141,8 @@ function framesOf(page: FeedPage, cursorOf: (seq: number) => string): { chunks: 
 function frame(page: FeedPage, cursorOf: (seq: number) => string): { chunks: Array<string | Buffer>; bytes: number } {
   const envelopes = envelopeSlices(page.events.bytes);
   const seqs = page.events.facts?.seqs;
-  if (!seqs || envelopes.length !== page.events.count || seqs.length !== envelopes.length) throw new Error('a stream page came without one seq per event');
+  if (!seqs || envelopes.length !== page.events.count || seqs.length !== envelopes.length)
+    throw new Error('a stream page came without one seq per event');
   const chunks: Array<string | Buffer> = [];
   let bytes = 0;
   envelopes.forEach((envelope, i) => {
@@ -170,4 +180,3 @@ function drained(res: EdgeResponse, stallMs: number, gone: AbortSignal): Promise
     gone.addEventListener('abort', onGone, { once: true });
   });
 }
-

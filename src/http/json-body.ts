@@ -9,8 +9,7 @@ const parseJson = express.json({ limit: MAX_BODY_BYTES, strict: false, type: () 
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
 
-const hasBody = (req: IncomingMessage) =>
-  req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+const hasBody = (req: IncomingMessage) => req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 
 /** Operations take their parameters in the JSON body only: a query string would otherwise be ignored in silence. */
 export function refuseQueryString(req: IncomingMessage): void {
@@ -18,7 +17,8 @@ export function refuseQueryString(req: IncomingMessage): void {
   const mark = url.indexOf('?');
   if (mark === -1) return;
   const first = new URLSearchParams(url.slice(mark + 1)).keys().next();
-  if (!first.done) throw invalidArgument(`unknown parameter "${first.value.slice(0, 60)}" in the query string: parameters go in the JSON body`);
+  if (!first.done)
+    throw invalidArgument(`unknown parameter "${first.value.slice(0, 60)}" in the query string: parameters go in the JSON body`);
 }
 
 /**
@@ -31,7 +31,9 @@ export async function readJsonObjectBody(req: IncomingMessage, res: ServerRespon
     throw invalidArgument(`Content-Type must be application/json (got "${(req.headers['content-type'] ?? 'none').slice(0, 60)}")`);
   }
   const target = req as IncomingMessage & { body?: unknown };
-  await new Promise<void>((resolve, reject) => parseJson(target as never, res as never, (err?: unknown) => (err ? reject(bodyError(err)) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    parseJson(target as never, res as never, (err?: unknown) => (err ? reject(bodyError(err)) : resolve())),
+  );
   // undefined: body-parser read nothing (a chunked body with no bytes). JSON `null` stays null, and is refused.
   const body = target.body === undefined ? {} : target.body;
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidArgument('request body must be a JSON object');

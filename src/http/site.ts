@@ -63,21 +63,25 @@ export function siteRouter(store: Store, lifecycle: { readonly draining: boolean
   // Absent when the service runs from sources never built: the path then answers 404 like any other.
   if (existsSync(CONFORMANCE_KIT)) {
     const kit = readFileSync(CONFORMANCE_KIT);
-    router.get('/conformance/event-feed-conformance.tgz', (_req, res) =>
-      void res
-        .type('application/gzip')
-        .set('Content-Disposition', `attachment; filename="event-feed-conformance-${serviceVersion().version}.tgz"`)
-        .send(kit),
+    router.get(
+      '/conformance/event-feed-conformance.tgz',
+      (_req, res) =>
+        void res
+          .type('application/gzip')
+          .set('Content-Disposition', `attachment; filename="event-feed-conformance-${serviceVersion().version}.tgz"`)
+          .send(kit),
     );
   }
   // The typed client of this deployment's contract (client/README.md), the same way.
   if (existsSync(CLIENT_PACKAGE)) {
     const client = readFileSync(CLIENT_PACKAGE);
-    router.get('/client/event-feed-client.tgz', (_req, res) =>
-      void res
-        .type('application/gzip')
-        .set('Content-Disposition', `attachment; filename="event-feed-client-${serviceVersion().version}.tgz"`)
-        .send(client),
+    router.get(
+      '/client/event-feed-client.tgz',
+      (_req, res) =>
+        void res
+          .type('application/gzip')
+          .set('Content-Disposition', `attachment; filename="event-feed-client-${serviceVersion().version}.tgz"`)
+          .send(client),
     );
   }
 

@@ -8,7 +8,8 @@ const VIEW_SOURCES = packageFile('src/http/view');
 /** Where `npm run build` writes the view's bundle (scripts/build.mjs calls bundleView). */
 export const VIEW_BUNDLE = packageFile('dist/view/view.js');
 /** Says in the served script where it comes from (and lets a test see it is the bundle of the sources). */
-export const VIEW_BUNDLE_BANNER = '// « Flux des événements »: bundled by esbuild from the TypeScript of src/http/view/ (entry main.ts; see src/http/view-bundle.ts).';
+export const VIEW_BUNDLE_BANNER =
+  '// « Flux des événements »: bundled by esbuild from the TypeScript of src/http/view/ (entry main.ts; see src/http/view-bundle.ts).';
 
 /**
  * The view's sources bundled into one browser module: esbuild (a dependency of the service), in

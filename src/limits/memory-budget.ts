@@ -95,7 +95,7 @@ export class MemoryBudget {
 
   /** Grants waiting requests in arrival order; one whose tenant is at its share does not hold back the others. */
   #grantWaiting(): void {
-    for (let i = 0; i < this.#waiting.length; ) {
+    for (let i = 0; i < this.#waiting.length;) {
       const waiter = this.#waiting[i]!;
       if (!this.#fits(waiter.tenant, waiter.bytes)) {
         if (this.#used + waiter.bytes > this.totalBytes) return; // the budget itself is full: keep the order

@@ -9,7 +9,8 @@ import { loadSpec } from '../contract/spec.ts';
  * memory: a page is bytes off the V8 heap, at most this (or one larger event).
  */
 export const PAGE_MAX_BYTES: number = loadSpec().paths['/v1/event_feed'].post['x-page-max-bytes'];
-if (!Number.isSafeInteger(PAGE_MAX_BYTES) || PAGE_MAX_BYTES < 64 * 1024) throw new Error('the contract must give event_feed an x-page-max-bytes of at least 64 KiB');
+if (!Number.isSafeInteger(PAGE_MAX_BYTES) || PAGE_MAX_BYTES < 64 * 1024)
+  throw new Error('the contract must give event_feed an x-page-max-bytes of at least 64 KiB');
 
 /**
  * What a request that answers a page reserves of the memory budget (limits/memory-budget.ts)

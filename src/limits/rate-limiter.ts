@@ -64,8 +64,18 @@ export class RateLimiter {
     const maxBuckets = options.maxBuckets ?? DEFAULT_MAX_BUCKETS;
     const addressPerSecond = options.addressPerSecond ?? perSecond / 5;
     this.keys = new TokenBuckets(perSecond, burst, nowMs, maxBuckets);
-    this.workspaces = new TokenBuckets(options.workspacePerSecond ?? perSecond * WORKSPACE_SHARE, options.workspaceBurst ?? burst * WORKSPACE_SHARE, nowMs, maxBuckets);
-    this.addresses = new TokenBuckets(addressPerSecond, options.addressBurst ?? Math.max(1, Math.ceil(addressPerSecond * 2)), nowMs, maxBuckets);
+    this.workspaces = new TokenBuckets(
+      options.workspacePerSecond ?? perSecond * WORKSPACE_SHARE,
+      options.workspaceBurst ?? burst * WORKSPACE_SHARE,
+      nowMs,
+      maxBuckets,
+    );
+    this.addresses = new TokenBuckets(
+      addressPerSecond,
+      options.addressBurst ?? Math.max(1, Math.ceil(addressPerSecond * 2)),
+      nowMs,
+      maxBuckets,
+    );
     this.bytesPerToken = options.bytesPerToken ?? DEFAULT_BYTES_PER_TOKEN;
   }
 
@@ -134,7 +144,10 @@ export class RateLimiter {
   /** Takes `cost` tokens from the address's bucket; throws rate_limited when it holds less than one. */
   takeForAddress(address: string, cost = 1): RateState | undefined {
     if (!this.enabled) return undefined;
-    return this.addresses.spend(address, cost) ?? this.#refuse(this.addresses, address, 'address', 'too many unauthenticated requests from this address');
+    return (
+      this.addresses.spend(address, cost) ??
+      this.#refuse(this.addresses, address, 'address', 'too many unauthenticated requests from this address')
+    );
   }
 
   /** Gives tokens back to an address (a request it was charged for proved to be paid by a key), or charges it more. */
@@ -158,5 +171,9 @@ export class RateLimiter {
 
 /** The IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers). */
 export function rateLimitHeaders(state: RateState): Record<string, string> {
-  return { 'RateLimit-Limit': String(state.limit), 'RateLimit-Remaining': String(state.remaining), 'RateLimit-Reset': String(state.resetSeconds) };
+  return {
+    'RateLimit-Limit': String(state.limit),
+    'RateLimit-Remaining': String(state.remaining),
+    'RateLimit-Reset': String(state.resetSeconds),
+  };
 }

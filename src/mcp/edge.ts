@@ -15,7 +15,15 @@ import { operationLabel } from '../metrics/metrics.ts';
 import { challengeParams, mcpResource } from '../oauth/urls.ts';
 import type { AppServices } from '../app/services.ts';
 import { handshakeParamsProblem } from './handshake-params.ts';
-import { errorResponse, INVALID_PARAMS, INVALID_REQUEST, messageProblem, toolCallParams, type JsonRpcId, type JsonRpcMessage } from './json-rpc.ts';
+import {
+  errorResponse,
+  INVALID_PARAMS,
+  INVALID_REQUEST,
+  messageProblem,
+  toolCallParams,
+  type JsonRpcId,
+  type JsonRpcMessage,
+} from './json-rpc.ts';
 import { OriginPolicy } from './origin.ts';
 import { speaksStateless } from './protocol-era.ts';
 import { answerWithSdk } from './sdk-session.ts';
@@ -68,7 +76,15 @@ function mcpRouter(services: AppServices, log: Logger, origins: OriginPolicy): R
   /** Before authentication and before the body: a foreign page must learn nothing, and cost nothing to refuse. */
   router.all('/mcp', (req: Request, res: Response, next: NextFunction) => {
     if (origins.allows(req)) return next();
-    res.status(403).json(errorResponse(undefined, -32000, 'Forbidden: this Origin may not call /mcp (a deployment lists the browser origins it serves in MCP_ALLOWED_ORIGINS)'));
+    res
+      .status(403)
+      .json(
+        errorResponse(
+          undefined,
+          -32000,
+          'Forbidden: this Origin may not call /mcp (a deployment lists the browser origins it serves in MCP_ALLOWED_ORIGINS)',
+        ),
+      );
   });
 
   /**
@@ -85,7 +101,12 @@ function mcpRouter(services: AppServices, log: Logger, origins: OriginPolicy): R
     // OAuth access tokens are taken here, for this deployment's MCP resource (mcpResource), besides API keys.
     const origin = services.publicOrigin;
     try {
-      const call = await Call.open(services, bearerToken(header), (res.locals as RequestLocals).clientAddress, origin && mcpResource(origin));
+      const call = await Call.open(
+        services,
+        bearerToken(header),
+        (res.locals as RequestLocals).clientAddress,
+        origin && mcpResource(origin),
+      );
       (res.locals as RequestLocals).principal = call.principal;
       res.locals.call = call;
       res.once('close', () => call.end());
@@ -93,9 +114,17 @@ function mcpRouter(services: AppServices, log: Logger, origins: OriginPolicy): R
     } catch (err) {
       noteError(res, err);
       if (err instanceof ApiError && err.code === 'unauthorized') {
-        const description = header === undefined ? 'missing Authorization header' : bearerToken(header) === undefined ? 'malformed Authorization header' : err.message;
+        const description =
+          header === undefined
+            ? 'missing Authorization header'
+            : bearerToken(header) === undefined
+              ? 'malformed Authorization header'
+              : err.message;
         // resource_metadata: where an assistant finds how to get a token (RFC 9728 §5.1).
-        res.set('WWW-Authenticate', `Bearer error="invalid_token", error_description="${description}"${origin ? `, ${challengeParams(origin)}` : ''}`);
+        res.set(
+          'WWW-Authenticate',
+          `Bearer error="invalid_token", error_description="${description}"${origin ? `, ${challengeParams(origin)}` : ''}`,
+        );
         return void res.status(401).json(toErrorBody(err, String(res.locals.requestId)).body);
       }
       if (err instanceof ApiError && err.code === 'rate_limited') {
@@ -104,7 +133,9 @@ function mcpRouter(services: AppServices, log: Logger, origins: OriginPolicy): R
         return void res.status(429).json(errorResponse(null, -32000, `rate_limited: ${err.message}`));
       }
       log.error({ ...safeErrorFields(err), request_id: String(res.locals.requestId) }, 'MCP authentication failed');
-      return void res.status(500).json(errorResponse(null, -32603, `internal error; quote request id ${String(res.locals.requestId)} to support`));
+      return void res
+        .status(500)
+        .json(errorResponse(null, -32603, `internal error; quote request id ${String(res.locals.requestId)} to support`));
     }
   };
 
@@ -113,7 +144,15 @@ function mcpRouter(services: AppServices, log: Logger, origins: OriginPolicy): R
     parseJsonRpc(req, res, (err?: unknown) => {
       if (!err) return next();
       const tooLarge = (err as { type?: string }).type === 'entity.too.large';
-      res.status(tooLarge ? 413 : 400).json(errorResponse(null, -32700, tooLarge ? `Parse error: body is over ${MAX_BODY_BYTES / 1024} KiB` : 'Parse error: body is not valid JSON'));
+      res
+        .status(tooLarge ? 413 : 400)
+        .json(
+          errorResponse(
+            null,
+            -32700,
+            tooLarge ? `Parse error: body is over ${MAX_BODY_BYTES / 1024} KiB` : 'Parse error: body is not valid JSON',
+          ),
+        );
     });
 
   /** Answers a message that takes no tool: one token of the key's budget first (429 without it), then `answer`. */
@@ -135,7 +174,8 @@ function mcpRouter(services: AppServices, log: Logger, origins: OriginPolicy): R
     for (const chunk of chunks) res.write(chunk);
     res.end();
     locals.bytes = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
-    if ('page' in answer && answer.answersAPage && locals.operation) services.metrics?.pageServed(operationLabel(locals.operation), 'mcp', locals.bytes);
+    if ('page' in answer && answer.answersAPage && locals.operation)
+      services.metrics?.pageServed(operationLabel(locals.operation), 'mcp', locals.bytes);
   };
 
   /** Notes the tool called, for the log line; the operation only when it is one of ours (a bounded metrics label). */
@@ -155,14 +195,18 @@ function mcpRouter(services: AppServices, log: Logger, origins: OriginPolicy): R
 
     if (speaksStateless(req, message)) {
       const refused = transportProblem(req);
-      if (refused) return paidAnswer(res, call, message.id, () => res.status(refused.status).json(errorResponse(message.id, -32000, refused.message)));
+      if (refused)
+        return paidAnswer(res, call, message.id, () => res.status(refused.status).json(errorResponse(message.id, -32000, refused.message)));
       const step = statelessStep(req, message);
       if (step.kind === 'tool') {
         noteTool(res, step.name);
         return answerToolCall(res, call, step.id, step.name, step.args, STATELESS_RESULT);
       }
-      if (message.method === 'tools/call' && typeof (message.params as { name?: unknown } | undefined)?.name === 'string') noteTool(res, (message.params as { name: string }).name);
-      return paidAnswer(res, call, message.id, () => (step.kind === 'accepted' ? res.status(202).end() : res.status(step.status).json(step.body)));
+      if (message.method === 'tools/call' && typeof (message.params as { name?: unknown } | undefined)?.name === 'string')
+        noteTool(res, (message.params as { name: string }).name);
+      return paidAnswer(res, call, message.id, () =>
+        step.kind === 'accepted' ? res.status(202).end() : res.status(step.status).json(step.body),
+      );
     }
 
     if (message.method === 'tools/call' && message.id !== undefined) {
@@ -178,7 +222,9 @@ function mcpRouter(services: AppServices, log: Logger, origins: OriginPolicy): R
     }
 
     const invalid = handshakeParamsProblem(message);
-    return paidAnswer(res, call, message.id, () => (invalid ? res.status(200).json(errorResponse(message.id, INVALID_PARAMS, invalid)) : answerWithSdk(req, res, message)));
+    return paidAnswer(res, call, message.id, () =>
+      invalid ? res.status(200).json(errorResponse(message.id, INVALID_PARAMS, invalid)) : answerWithSdk(req, res, message),
+    );
   });
 
   router.all('/mcp', (_req, res) => {
@@ -216,7 +262,10 @@ function transportProblem(req: Request): { status: number; message: string } | u
 function handshakeVersionProblem(req: IncomingMessage): { status: number; message: string } | undefined {
   const version = req.headers['mcp-protocol-version'];
   if (typeof version === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
-    return { status: 400, message: `Bad Request: Unsupported protocol version: ${version.slice(0, 40)} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})` };
+    return {
+      status: 400,
+      message: `Bad Request: Unsupported protocol version: ${version.slice(0, 40)} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
+    };
   }
   return undefined;
 }

@@ -7,8 +7,19 @@ import type { JsonRpcMessage } from './json-rpc.ts';
  * (an internal error) and the schema library's issue list as the message; these are checked here
  * first and answered -32602 (invalid params), naming what is wrong in words.
  */
-const REQUESTS: Readonly<Record<string, { schema: { safeParse(value: unknown): { success: boolean; error?: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey> }> } } }; takes: string }>> = {
-  initialize: { schema: InitializeRequestSchema, takes: '{"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": …, "version": …}}' },
+const REQUESTS: Readonly<
+  Record<
+    string,
+    {
+      schema: { safeParse(value: unknown): { success: boolean; error?: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey> }> } } };
+      takes: string;
+    }
+  >
+> = {
+  initialize: {
+    schema: InitializeRequestSchema,
+    takes: '{"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": …, "version": …}}',
+  },
   ping: { schema: PingRequestSchema, takes: 'no params, or {"_meta": {…}}' },
   'tools/list': { schema: ListToolsRequestSchema, takes: 'no params, or {"cursor": "…"}' },
 };
@@ -19,6 +30,9 @@ export function handshakeParamsProblem(message: JsonRpcMessage): string | undefi
   const { schema, takes } = REQUESTS[message.method]!;
   const parsed = schema.safeParse({ method: message.method, params: message.params });
   if (parsed.success) return undefined;
-  const paths = [...new Set((parsed.error?.issues ?? []).map((issue) => ['params', ...issue.path.slice(1)].map(String).join('.')))].slice(0, 5);
+  const paths = [...new Set((parsed.error?.issues ?? []).map((issue) => ['params', ...issue.path.slice(1)].map(String).join('.')))].slice(
+    0,
+    5,
+  );
   return `Invalid params: ${message.method} takes ${takes}; wrong or missing: ${paths.join(', ') || 'params'}`;
 }

@@ -22,7 +22,8 @@ export function messageProblem(body: unknown): string | undefined {
   if (Array.isArray(body)) {
     return 'Invalid Request: JSON-RPC batches are not supported (MCP removed batching in its 2025-06-18 revision): send one message per HTTP request';
   }
-  if (!isObject(body) || body.jsonrpc !== '2.0') return 'Invalid Request: the body must be one JSON-RPC 2.0 message ({"jsonrpc": "2.0", …})';
+  if (!isObject(body) || body.jsonrpc !== '2.0')
+    return 'Invalid Request: the body must be one JSON-RPC 2.0 message ({"jsonrpc": "2.0", …})';
   if ('method' in body && typeof body.method !== 'string') return 'Invalid Request: method must be a string';
   if ('id' in body && typeof body.id !== 'string' && (typeof body.id !== 'number' || !Number.isFinite(body.id))) {
     return 'Invalid Request: id must be a string or a number';
@@ -36,7 +37,9 @@ export function messageProblem(body: unknown): string | undefined {
  * an integer, never null.
  */
 export const errorResponse = (id: JsonRpcId | null | undefined, code: number, message: string) =>
-  id === null || id === undefined ? { jsonrpc: '2.0' as const, error: { code, message } } : { jsonrpc: '2.0' as const, error: { code, message }, id };
+  id === null || id === undefined
+    ? { jsonrpc: '2.0' as const, error: { code, message } }
+    : { jsonrpc: '2.0' as const, error: { code, message }, id };
 
 /** The tools/call request's tool name and arguments as sent, or why they cannot be used (an invalid-params message). */
 export function toolCallParams(params: unknown): { name: string; args: unknown } | { problem: string } {

@@ -12,9 +12,9 @@ export const INSTRUCTIONS =
  * and every protocol generation, so a client's cache and an assistant's prompt cache see the same
  * list (MCP 2026-07-28: servers SHOULD list tools in a deterministic order).
  */
-export const TOOLS: ReadonlyArray<Record<string, unknown>> = [...(mcpTools as unknown as Array<Record<string, unknown> & { name: string }>)].sort((a, b) =>
-  a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
-);
+export const TOOLS: ReadonlyArray<Record<string, unknown>> = [
+  ...(mcpTools as unknown as Array<Record<string, unknown> & { name: string }>),
+].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 
 /**
  * How long a client may keep tools/list and server/discover (2026-07-28's `ttlMs`): the tools

@@ -27,19 +27,26 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
 /** Why a stateless request cannot be served as sent, or undefined when its envelope is right. */
 export function statelessRefusal(req: IncomingMessage, message: JsonRpcMessage): StatelessRefusal | undefined {
   if (message.method === undefined) {
-    return { status: 400, code: INVALID_REQUEST, message: 'Invalid Request: a client sends requests and notifications only (MCP 2026-07-28), not responses' };
+    return {
+      status: 400,
+      code: INVALID_REQUEST,
+      message: 'Invalid Request: a client sends requests and notifications only (MCP 2026-07-28), not responses',
+    };
   }
   if (message.id === undefined) return undefined; // a notification: nothing to check, nothing to answer
   const meta = requestMeta(message);
   if (message.params !== undefined && !isObject(message.params)) return invalidMeta('params must be an object');
   if (!meta) return invalidMeta('params._meta is missing: each request carries its protocol version and the client capabilities');
   const version = meta[PROTOCOL_VERSION_META];
-  if (typeof version !== 'string' || version.length === 0) return invalidMeta(`params._meta["${PROTOCOL_VERSION_META}"] must be the protocol version (a string)`);
-  if (!isObject(meta[CLIENT_CAPABILITIES_META])) return invalidMeta(`params._meta["${CLIENT_CAPABILITIES_META}"] must be the client's capabilities (an object)`);
+  if (typeof version !== 'string' || version.length === 0)
+    return invalidMeta(`params._meta["${PROTOCOL_VERSION_META}"] must be the protocol version (a string)`);
+  if (!isObject(meta[CLIENT_CAPABILITIES_META]))
+    return invalidMeta(`params._meta["${CLIENT_CAPABILITIES_META}"] must be the client's capabilities (an object)`);
 
   const headerVersion = header(req, 'mcp-protocol-version');
   if (headerVersion === undefined) return mismatch('the MCP-Protocol-Version header is missing');
-  if (headerVersion !== version) return mismatch(`MCP-Protocol-Version header value '${clip(headerVersion)}' does not match params._meta value '${clip(version)}'`);
+  if (headerVersion !== version)
+    return mismatch(`MCP-Protocol-Version header value '${clip(headerVersion)}' does not match params._meta value '${clip(version)}'`);
   if (!STATELESS_VERSIONS.includes(version)) {
     return {
       status: 400,
@@ -51,7 +58,8 @@ export function statelessRefusal(req: IncomingMessage, message: JsonRpcMessage):
 
   const method = header(req, 'mcp-method');
   if (method === undefined) return mismatch('the Mcp-Method header is missing');
-  if (method !== message.method) return mismatch(`Mcp-Method header value '${clip(method)}' does not match body value '${clip(message.method)}'`);
+  if (method !== message.method)
+    return mismatch(`Mcp-Method header value '${clip(method)}' does not match body value '${clip(message.method)}'`);
   const named = NAMED_METHODS[message.method];
   if (named) {
     const bodyName = isObject(message.params) ? message.params[named] : undefined;
@@ -59,8 +67,10 @@ export function statelessRefusal(req: IncomingMessage, message: JsonRpcMessage):
     const name = raw === undefined ? undefined : decodedHeaderValue(raw);
     if (raw !== undefined && name === undefined) return mismatch('the Mcp-Name header is not a valid header value');
     // A name that is not a string is invalid params, said by the method's own check.
-    if (name === undefined && typeof bodyName === 'string') return mismatch(`the Mcp-Name header is missing (body value '${clip(bodyName)}')`);
-    if (name !== undefined && name !== bodyName) return mismatch(`Mcp-Name header value '${clip(name)}' does not match body value '${clip(String(bodyName))}'`);
+    if (name === undefined && typeof bodyName === 'string')
+      return mismatch(`the Mcp-Name header is missing (body value '${clip(bodyName)}')`);
+    if (name !== undefined && name !== bodyName)
+      return mismatch(`Mcp-Name header value '${clip(name)}' does not match body value '${clip(String(bodyName))}'`);
   }
   return undefined;
 }

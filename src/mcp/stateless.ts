@@ -22,7 +22,15 @@ export type StatelessStep =
   | { kind: 'tool'; id: JsonRpcId; name: string; args: unknown };
 
 /** Methods earlier revisions had and 2026-07-28 removed: answered as unknown methods are (404, -32601), saying so. */
-const REMOVED: ReadonlySet<string> = new Set(['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe', 'tasks/result', 'tasks/list']);
+const REMOVED: ReadonlySet<string> = new Set([
+  'initialize',
+  'ping',
+  'logging/setLevel',
+  'resources/subscribe',
+  'resources/unsubscribe',
+  'tasks/result',
+  'tasks/list',
+]);
 
 export function statelessStep(req: IncomingMessage, message: JsonRpcMessage): StatelessStep {
   const refused = statelessRefusal(req, message);
@@ -34,22 +42,38 @@ export function statelessStep(req: IncomingMessage, message: JsonRpcMessage): St
   // A notification: this revision defines none a client sends over HTTP; accepted and ignored.
   if (message.id === undefined) return { kind: 'accepted' };
   const id = message.id;
-  const result = (fields: Record<string, unknown>) => ({ kind: 'answer' as const, status: 200, body: { jsonrpc: '2.0', id, result: { ...fields, ...STATELESS_RESULT } } });
+  const result = (fields: Record<string, unknown>) => ({
+    kind: 'answer' as const,
+    status: 200,
+    body: { jsonrpc: '2.0', id, result: { ...fields, ...STATELESS_RESULT } },
+  });
   switch (message.method) {
     case 'server/discover':
-      return result({ supportedVersions: [...SUPPORTED_VERSIONS], capabilities: { tools: {} }, instructions: INSTRUCTIONS, ...LIST_CACHING });
+      return result({
+        supportedVersions: [...SUPPORTED_VERSIONS],
+        capabilities: { tools: {} },
+        instructions: INSTRUCTIONS,
+        ...LIST_CACHING,
+      });
     case 'tools/list':
       return result({ tools: TOOLS, ...LIST_CACHING });
     case 'tools/call': {
       const params = toolCallParams(message.params);
       if ('problem' in params) return { kind: 'answer', status: 200, body: errorResponse(id, INVALID_PARAMS, params.problem) };
       // An unknown tool is a protocol error in this revision (server/tools "Error Handling"), not a tool result.
-      if (!isTool(params.name)) return { kind: 'answer', status: 200, body: errorResponse(id, INVALID_PARAMS, `Unknown tool: ${params.name.slice(0, 60)} (tools/list gives the tools)`) };
+      if (!isTool(params.name))
+        return {
+          kind: 'answer',
+          status: 200,
+          body: errorResponse(id, INVALID_PARAMS, `Unknown tool: ${params.name.slice(0, 60)} (tools/list gives the tools)`),
+        };
       return { kind: 'tool', id, name: params.name, args: params.args };
     }
     default: {
       const method = String(message.method).slice(0, 60);
-      const why = REMOVED.has(message.method!) ? `${method} was removed in MCP 2026-07-28` : `${method} is not served here (tools: server/discover, tools/list, tools/call)`;
+      const why = REMOVED.has(message.method!)
+        ? `${method} was removed in MCP 2026-07-28`
+        : `${method} is not served here (tools: server/discover, tools/list, tools/call)`;
       return { kind: 'answer', status: 404, body: errorResponse(id, METHOD_NOT_FOUND, `Method not found: ${why}`) };
     }
   }

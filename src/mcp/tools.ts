@@ -65,7 +65,14 @@ export type ToolAnswer = { page: ToolPage; answersAPage: boolean } | { error: Ca
  * A page is paid for and admitted as over HTTP, through the call (Call, OperationCall),
  * which holds its memory until the response closes.
  */
-export async function callTool(services: AppServices, call: Call, name: string, args: unknown, requestId: string, log: Logger): Promise<ToolAnswer> {
+export async function callTool(
+  services: AppServices,
+  call: Call,
+  name: string,
+  args: unknown,
+  requestId: string,
+  log: Logger,
+): Promise<ToolAnswer> {
   let op: OperationCall<McpToolName> | undefined;
   try {
     call.pay();
@@ -113,5 +120,9 @@ export function toolResponse(id: string | number, answer: ToolAnswer, fields: Re
   }
   const { text, structuredContent } = answer.page;
   const extra = Object.keys(fields).length === 0 ? '' : `${JSON.stringify(fields).slice(1, -1)},`;
-  return [Buffer.from(`${head}{${extra}"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":`), ...structuredContent, Buffer.from('}}')];
+  return [
+    Buffer.from(`${head}{${extra}"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":`),
+    ...structuredContent,
+    Buffer.from('}}'),
+  ];
 }

@@ -29,7 +29,10 @@ export async function listenForScrapes(host: string, port: number, exposition: E
       return;
     }
     exposition.text().then(
-      (text) => void res.writeHead(200, { 'Content-Type': exposition.contentType, 'Cache-Control': 'no-store' }).end(req.method === 'HEAD' ? undefined : text),
+      (text) =>
+        void res
+          .writeHead(200, { 'Content-Type': exposition.contentType, 'Cache-Control': 'no-store' })
+          .end(req.method === 'HEAD' ? undefined : text),
       (err: unknown) => {
         log.error(safeErrorFields(err), 'metrics: a scrape failed');
         res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end('metrics could not be collected; see the log\n');

@@ -33,7 +33,8 @@ export interface ScrapeSources {
 
 const OPERATIONS: ReadonlySet<string> = new Set(OPERATION_IDS);
 /** A label value from the contract's fixed set, never a string a client chose. */
-export const operationLabel = (name: string | undefined): OperationLabel => (name !== undefined && OPERATIONS.has(name) ? (name as OperationId) : 'other');
+export const operationLabel = (name: string | undefined): OperationLabel =>
+  name !== undefined && OPERATIONS.has(name) ? (name as OperationId) : 'other';
 
 /** Pending deliveries are counted up to this at a scrape (Store.webhookBacklog): a larger backlog reads as this. */
 export const WEBHOOK_PENDING_CAP = 100_000;
@@ -180,7 +181,8 @@ export class Metrics {
     const { operation, transport } = outcome;
     this.#requests.inc({ operation, transport, status: String(outcome.status), code: outcome.errorCode ?? 'none' });
     this.#latency.observe({ operation, transport }, outcome.seconds);
-    if (outcome.status === 429 || outcome.errorCode === 'rate_limited') this.#rateLimited.inc({ reason: outcome.limit ?? 'other', transport });
+    if (outcome.status === 429 || outcome.errorCode === 'rate_limited')
+      this.#rateLimited.inc({ reason: outcome.limit ?? 'other', transport });
   }
 
   /** A page written to a client (a JSON answer, a tool's result, or one page of a stream). */
@@ -213,7 +215,8 @@ export class Metrics {
     const from = this.#sources;
     if (!from) return undefined;
     const now = from.now();
-    if (!this.#backlog || now - this.#backlog.atMs >= BACKLOG_REUSE_MS) this.#backlog = { atMs: now, value: from.webhookBacklog(WEBHOOK_PENDING_CAP) };
+    if (!this.#backlog || now - this.#backlog.atMs >= BACKLOG_REUSE_MS)
+      this.#backlog = { atMs: now, value: from.webhookBacklog(WEBHOOK_PENDING_CAP) };
     return this.#backlog.value.catch(() => undefined);
   }
 }

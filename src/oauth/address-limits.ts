@@ -1,7 +1,12 @@
 import { RateLimitedError } from '../errors.ts';
 import { DEFAULT_MAX_BUCKETS, rateLimitHeaders } from '../limits/rate-limiter.ts';
 import { TokenBuckets } from '../limits/token-buckets.ts';
-import { ADDRESS_REGISTRATIONS_BURST, ADDRESS_REGISTRATIONS_PER_SECOND, ADDRESS_REQUESTS_BURST, ADDRESS_REQUESTS_PER_SECOND } from './limits.ts';
+import {
+  ADDRESS_REGISTRATIONS_BURST,
+  ADDRESS_REGISTRATIONS_PER_SECOND,
+  ADDRESS_REQUESTS_BURST,
+  ADDRESS_REQUESTS_PER_SECOND,
+} from './limits.ts';
 
 /**
  * What one client address may ask of the OAuth endpoints, none of which a key pays for: every
@@ -27,12 +32,16 @@ export class OAuthAddressLimits {
   take(address: string, registration: boolean): RateLimitedError | undefined {
     if (!this.enabled) return undefined;
     if (!this.#requests.spend(address, 1)) return refusal(this.#requests, address, 'too many OAuth requests from this address');
-    if (registration && !this.#registrations.spend(address, 1)) return refusal(this.#registrations, address, 'too many client registrations from this address');
+    if (registration && !this.#registrations.spend(address, 1))
+      return refusal(this.#registrations, address, 'too many client registrations from this address');
     return undefined;
   }
 }
 
 function refusal(buckets: TokenBuckets, address: string, why: string): RateLimitedError {
   const retryAfter = buckets.retryAfterSeconds(address);
-  return new RateLimitedError('address', `${why}; retry in ${retryAfter} s`, { 'Retry-After': String(retryAfter), ...rateLimitHeaders(buckets.state(address)) });
+  return new RateLimitedError('address', `${why}; retry in ${retryAfter} s`, {
+    'Retry-After': String(retryAfter),
+    ...rateLimitHeaders(buckets.state(address)),
+  });
 }

@@ -43,7 +43,11 @@ export class ClientMetadataDocuments {
     private readonly policy: TargetPolicy,
     private readonly now: () => number = Date.now,
   ) {
-    this.#agent = new Agent({ connect: { lookup: safeLookup(policy), timeout: DOCUMENT_TIMEOUT_MS }, headersTimeout: DOCUMENT_TIMEOUT_MS, bodyTimeout: DOCUMENT_TIMEOUT_MS });
+    this.#agent = new Agent({
+      connect: { lookup: safeLookup(policy), timeout: DOCUMENT_TIMEOUT_MS },
+      headersTimeout: DOCUMENT_TIMEOUT_MS,
+      bodyTimeout: DOCUMENT_TIMEOUT_MS,
+    });
   }
 
   /** The client a metadata document URL describes; throws invalid_client saying why when it cannot be used. */
@@ -71,7 +75,10 @@ export class ClientMetadataDocuments {
       const { client, maxAgeMs } = await this.#load(url);
       kept = { outcome: { client }, until: this.now() + maxAgeMs };
     } catch (err) {
-      kept = { outcome: { problem: err instanceof DocumentProblem ? err.message : 'could not be fetched' }, until: this.now() + DOCUMENT_FAILURE_CACHE_MS };
+      kept = {
+        outcome: { problem: err instanceof DocumentProblem ? err.message : 'could not be fetched' },
+        until: this.now() + DOCUMENT_FAILURE_CACHE_MS,
+      };
     }
     this.#kept.delete(url);
     if (this.#kept.size >= DOCUMENTS_KEPT) this.#kept.delete(this.#kept.keys().next().value!);
@@ -142,10 +149,17 @@ function documentClient(url: string, body: unknown): OAuthClientInformationFull 
   if (fields.client_id !== url) throw new DocumentProblem('has a client_id that is not exactly its own URL');
   if ('client_secret' in fields || 'client_secret_expires_at' in fields) throw new DocumentProblem('must not contain a client secret');
   const parsed = OAuthClientMetadataSchema.safeParse(body);
-  if (!parsed.success) throw new DocumentProblem(`is not valid client metadata: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ').slice(0, 300)}`);
+  if (!parsed.success)
+    throw new DocumentProblem(
+      `is not valid client metadata: ${parsed.error.issues
+        .map((issue) => `${issue.path.join('.')}: ${issue.message}`)
+        .join('; ')
+        .slice(0, 300)}`,
+    );
   const metadata = parsed.data;
   if (typeof metadata.client_name !== 'string' || metadata.client_name.trim() === '') throw new DocumentProblem('has no client_name');
-  if (metadata.redirect_uris.length === 0 || metadata.redirect_uris.length > MAX_REDIRECT_URIS) throw new DocumentProblem(`must list 1 to ${MAX_REDIRECT_URIS} redirect_uris`);
+  if (metadata.redirect_uris.length === 0 || metadata.redirect_uris.length > MAX_REDIRECT_URIS)
+    throw new DocumentProblem(`must list 1 to ${MAX_REDIRECT_URIS} redirect_uris`);
   for (const uri of metadata.redirect_uris) {
     const problem = redirectUriProblem(uri);
     if (problem) throw new DocumentProblem(`has a redirect URI refused: ${problem}`);

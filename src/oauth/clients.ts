@@ -46,7 +46,8 @@ export class OAuthClients implements OAuthRegisteredClientsStore {
     if (asked.grant_types && !asked.grant_types.includes('authorization_code')) {
       throw new InvalidClientMetadataError('grant_types must include authorization_code (the only flow served, with refresh_token)');
     }
-    if (asked.response_types && !asked.response_types.includes('code')) throw new InvalidClientMetadataError('response_types must include code');
+    if (asked.response_types && !asked.response_types.includes('code'))
+      throw new InvalidClientMetadataError('response_types must include code');
     const client: OAuthClientInformationFull = {
       client_id,
       ...(client_id_issued_at !== undefined ? { client_id_issued_at } : {}),

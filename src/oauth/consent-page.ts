@@ -30,7 +30,8 @@ export interface KeyAccess {
   mailboxes: readonly string[] | null;
 }
 
-const escape = (text: string) => text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const escape = (text: string) =>
+  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 const STYLE = `
 body { font-family: system-ui, sans-serif; max-width: 36rem; margin: 2rem auto; padding: 0 1rem; color: #1c1c1c; line-height: 1.5; }
@@ -100,7 +101,9 @@ ${error ? `<p class="error" role="alert">${escape(error)}</p>` : ''}
 
 /** Step 2: what the checked key gives access to, then allow or refuse. */
 export function confirmPage(nonce: string, view: ConsentView, access: KeyAccess): string {
-  const workspace = access.workspaceName ? `l’espace « ${escape(access.workspaceName)} » (<code>${escape(access.workspaceId)}</code>)` : `l’espace <code>${escape(access.workspaceId)}</code>`;
+  const workspace = access.workspaceName
+    ? `l’espace « ${escape(access.workspaceName)} » (<code>${escape(access.workspaceId)}</code>)`
+    : `l’espace <code>${escape(access.workspaceId)}</code>`;
   const mailboxes =
     access.mailboxes === null
       ? 'les événements de <strong>toutes les boîtes aux lettres</strong> de cet espace'
@@ -154,7 +157,13 @@ export function sendPage(res: Response, status: number, html: string, nonce: str
   res.setHeader('Referrer-Policy', 'no-referrer');
   res.setHeader(
     'Content-Security-Policy',
-    [`default-src 'none'`, `style-src 'nonce-${nonce}'`, `form-action 'self' ${formTargets.join(' ')}`.trim(), `frame-ancestors 'none'`, `base-uri 'none'`].join('; '),
+    [
+      `default-src 'none'`,
+      `style-src 'nonce-${nonce}'`,
+      `form-action 'self' ${formTargets.join(' ')}`.trim(),
+      `frame-ancestors 'none'`,
+      `base-uri 'none'`,
+    ].join('; '),
   );
   res.end(html);
 }

@@ -39,7 +39,10 @@ export interface ConsentDeps {
   origin: string;
 }
 
-type PendingFields = Pick<OAuthRequestRow, 'client_id' | 'redirect_uri' | 'redirect_uri_given' | 'code_challenge' | 'state' | 'scope' | 'resource'>;
+type PendingFields = Pick<
+  OAuthRequestRow,
+  'client_id' | 'redirect_uri' | 'redirect_uri_given' | 'code_challenge' | 'state' | 'scope' | 'resource'
+>;
 
 const browserCookie = (req: Request) => {
   const value = /(?:^|;\s*)ef_oauth_browser=([^;]*)/.exec(req.headers.cookie ?? '')?.[1];
@@ -68,12 +71,25 @@ function formTargets(redirectUri: string): string[] {
  * Stores the request and shows the first step (the key); false when MAX_PENDING_REQUESTS wait
  * already. The browser keeps its cookie across requests, so two consents in two tabs both work.
  */
-export async function beginConsent(res: Response, deps: { store: Store; now: number; origin: string }, client: OAuthClientInformationFull, fields: PendingFields): Promise<boolean> {
+export async function beginConsent(
+  res: Response,
+  deps: { store: Store; now: number; origin: string },
+  client: OAuthClientInformationFull,
+  fields: PendingFields,
+): Promise<boolean> {
   const existing = browserCookie(res.req);
   const browser = existing ?? newHandle();
   const handle = newHandle();
   const stored = await deps.store.oauth.addRequest(
-    { ...fields, handle_sha256: sha256Hex(handle), browser_sha256: sha256Hex(browser), key_id: null, key_attempts: 0, created_at: deps.now, expires_at: deps.now + REQUEST_TTL_MS },
+    {
+      ...fields,
+      handle_sha256: sha256Hex(handle),
+      browser_sha256: sha256Hex(browser),
+      key_id: null,
+      key_attempts: 0,
+      created_at: deps.now,
+      expires_at: deps.now + REQUEST_TTL_MS,
+    },
     { cap: MAX_PENDING_REQUESTS, now: deps.now },
   );
   if (!stored) return false;
@@ -112,7 +128,8 @@ export function consentHandler(deps: ConsentDeps) {
     const row = await store.oauth.request(handleSha256);
     if (!row || row.expires_at <= now()) return fail(400, 'Cette demande d’autorisation a expiré ou a déjà reçu une réponse.');
     const browser = browserCookie(req);
-    if (browser === undefined || !sameHash(sha256Hex(browser), row.browser_sha256)) return fail(403, 'Cette demande d’autorisation a été ouverte dans un autre navigateur.');
+    if (browser === undefined || !sameHash(sha256Hex(browser), row.browser_sha256))
+      return fail(403, 'Cette demande d’autorisation a été ouverte dans un autre navigateur.');
     const client = await deps.clients.getClient(row.client_id).catch(() => undefined);
     if (!client) {
       await store.oauth.takeRequest(handleSha256);
@@ -133,7 +150,8 @@ export function consentHandler(deps: ConsentDeps) {
           await store.oauth.takeRequest(handleSha256);
           return fail(400, `Trop de clés refusées (${KEY_ATTEMPTS}) pour cette demande.`);
         }
-        const principal = typeof key === 'string' && key.length <= MAX_KEY_LENGTH ? await authenticate(store, key.trim(), deps.keys) : undefined;
+        const principal =
+          typeof key === 'string' && key.length <= MAX_KEY_LENGTH ? await authenticate(store, key.trim(), deps.keys) : undefined;
         const refusal = !principal
           ? 'Clé refusée : elle est inconnue, révoquée ou mal recopiée.'
           : !principal.permissions.has('read')
@@ -145,7 +163,15 @@ export function consentHandler(deps: ConsentDeps) {
         }
         await store.oauth.updateRequest(handleSha256, { key_id: principal!.keyId });
         const workspace = await store.findWorkspace(principal!.workspaceId);
-        return show(200, confirmPage(nonce, view, { keyId: principal!.keyId, workspaceId: principal!.workspaceId, workspaceName: workspace?.name, mailboxes: principal!.mailboxes }));
+        return show(
+          200,
+          confirmPage(nonce, view, {
+            keyId: principal!.keyId,
+            workspaceId: principal!.workspaceId,
+            workspaceName: workspace?.name,
+            mailboxes: principal!.mailboxes,
+          }),
+        );
       }
 
       case 'allow': {

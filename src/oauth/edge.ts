@@ -18,7 +18,8 @@ import { OAuthProvider } from './provider.ts';
 import { issuerUrl, mcpResource, OAUTH_SCOPE } from './urls.ts';
 
 /** The paths this edge serves (as express routes them: any case, a trailing slash or not, whatever the query). */
-const OAUTH_PATH = /^\/(?:\.well-known\/oauth-(?:protected-resource(?:\/mcp)?|authorization-server)|authorize(?:\/consent)?|token|register|revoke)\/?(?:\?|$)/i;
+const OAUTH_PATH =
+  /^\/(?:\.well-known\/oauth-(?:protected-resource(?:\/mcp)?|authorization-server)|authorize(?:\/consent)?|token|register|revoke)\/?(?:\?|$)/i;
 const isRegistration = (url: string) => /^\/register\/?(?:\?|$)/i.test(url);
 
 /** Bodies here are a handful of short fields: a form (authorize, consent, token, revoke) or a registration. */
@@ -150,12 +151,16 @@ function oauthErrorHandler(log: Logger) {
     const status = (err as { status?: unknown }).status;
     if (typeof status === 'number' && status >= 400 && status < 500) {
       const tooLarge = (err as { type?: string }).type === 'entity.too.large';
-      res.status(tooLarge ? 413 : 400).json({ error: 'invalid_request', error_description: tooLarge ? `the body is over ${BODY_LIMIT}` : 'the body could not be read' });
+      res
+        .status(tooLarge ? 413 : 400)
+        .json({ error: 'invalid_request', error_description: tooLarge ? `the body is over ${BODY_LIMIT}` : 'the body could not be read' });
       return;
     }
     noteError(res, err);
     log.error({ ...safeErrorFields(err), request_id: String(res.locals.requestId) }, 'OAuth request failed');
     if (res.headersSent) return void res.end();
-    res.status(500).json({ error: 'server_error', error_description: `internal error; quote request id ${String(res.locals.requestId)} to support` });
+    res
+      .status(500)
+      .json({ error: 'server_error', error_description: `internal error; quote request id ${String(res.locals.requestId)} to support` });
   };
 }

@@ -1,4 +1,11 @@
-import { InvalidGrantError, InvalidRequestError, InvalidScopeError, InvalidTargetError, InvalidTokenError, TemporarilyUnavailableError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import {
+  InvalidGrantError,
+  InvalidRequestError,
+  InvalidScopeError,
+  InvalidTargetError,
+  InvalidTokenError,
+  TemporarilyUnavailableError,
+} from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { AuthorizationParams, OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/provider.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { OAuthClientInformationFull, OAuthTokenRevocationRequest, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
@@ -48,11 +55,15 @@ export class OAuthProvider implements OAuthServerProvider {
   async authorize(client: OAuthClientInformationFull, params: AuthorizationParams, res: Response): Promise<void> {
     const { store, now, origin } = this.deps;
     const resource = this.#resource(params.resource?.href);
-    if (!S256_CHALLENGE.test(params.codeChallenge)) throw new InvalidRequestError('code_challenge must be an S256 challenge: 43 base64url characters');
-    if (params.state !== undefined && params.state.length > MAX_STATE_LENGTH) throw new InvalidRequestError(`state is at most ${MAX_STATE_LENGTH} characters`);
+    if (!S256_CHALLENGE.test(params.codeChallenge))
+      throw new InvalidRequestError('code_challenge must be an S256 challenge: 43 base64url characters');
+    if (params.state !== undefined && params.state.length > MAX_STATE_LENGTH)
+      throw new InvalidRequestError(`state is at most ${MAX_STATE_LENGTH} characters`);
     // Whatever was asked, the one scope there is (an unknown scope, such as offline_access, is not granted: RFC 6749 §3.3).
     const request = res.req;
-    const given = (request.method === 'POST' ? (request.body as Record<string, unknown> | undefined)?.redirect_uri : request.query.redirect_uri) !== undefined;
+    const given =
+      (request.method === 'POST' ? (request.body as Record<string, unknown> | undefined)?.redirect_uri : request.query.redirect_uri) !==
+      undefined;
     const started = await beginConsent(res, { store, now: now(), origin }, client, {
       client_id: client.client_id,
       redirect_uri: params.redirectUri,
@@ -62,7 +73,8 @@ export class OAuthProvider implements OAuthServerProvider {
       scope: OAUTH_SCOPE,
       resource,
     });
-    if (!started) throw new TemporarilyUnavailableError('too many authorization requests are waiting right now; try again in a few minutes');
+    if (!started)
+      throw new TemporarilyUnavailableError('too many authorization requests are waiting right now; try again in a few minutes');
   }
 
   async challengeForAuthorizationCode(client: OAuthClientInformationFull, code: string): Promise<string> {
@@ -70,7 +82,13 @@ export class OAuthProvider implements OAuthServerProvider {
   }
 
   /** The SDK has checked the verifier against the challenge (challengeForAuthorizationCode): the code is spent now, once. */
-  async exchangeAuthorizationCode(client: OAuthClientInformationFull, code: string, _verifier?: string, redirectUri?: string, resource?: URL): Promise<OAuthTokens> {
+  async exchangeAuthorizationCode(
+    client: OAuthClientInformationFull,
+    code: string,
+    _verifier?: string,
+    redirectUri?: string,
+    resource?: URL,
+  ): Promise<OAuthTokens> {
     const { store, now } = this.deps;
     const grant = await this.#codeGrant(client, code);
     // RFC 6749 §4.1.3: the same redirect_uri as in the authorization request, when it named one.
@@ -88,7 +106,12 @@ export class OAuthProvider implements OAuthServerProvider {
     return tokens.response;
   }
 
-  async exchangeRefreshToken(client: OAuthClientInformationFull, refreshToken: string, scopes?: string[], resource?: URL): Promise<OAuthTokens> {
+  async exchangeRefreshToken(
+    client: OAuthClientInformationFull,
+    refreshToken: string,
+    scopes?: string[],
+    resource?: URL,
+  ): Promise<OAuthTokens> {
     const { store, now } = this.deps;
     const grantId = refreshTokenGrant(refreshToken);
     const grant = grantId === undefined ? undefined : await store.oauth.grant(grantId);
@@ -100,8 +123,10 @@ export class OAuthProvider implements OAuthServerProvider {
       await store.oauth.revokeGrant(grant.id, now());
       throw new InvalidGrantError('refresh token already used: every token of this authorization is revoked; authorize again');
     }
-    if (grant.refresh_expires_at === null || grant.refresh_expires_at <= now()) throw new InvalidGrantError('refresh token expired: authorize again');
-    if (scopes && scopes.some((scope) => !grant.scope.split(' ').includes(scope))) throw new InvalidScopeError(`the only scope granted is "${grant.scope}"`);
+    if (grant.refresh_expires_at === null || grant.refresh_expires_at <= now())
+      throw new InvalidGrantError('refresh token expired: authorize again');
+    if (scopes && scopes.some((scope) => !grant.scope.split(' ').includes(scope)))
+      throw new InvalidScopeError(`the only scope granted is "${grant.scope}"`);
     this.#checkResource(resource, grant);
     await this.#checkKey(grant);
     const tokens = this.#newTokens(grant.id);
@@ -115,9 +140,17 @@ export class OAuthProvider implements OAuthServerProvider {
   /** Not what the edges use (they call auth/oauth-access.ts with the request's resource); the SDK's interface asks for it. */
   async verifyAccessToken(token: string): Promise<AuthInfo> {
     const grant = isAccessToken(token) ? await this.deps.store.oauth.grantByAccessToken(sha256Hex(token)) : undefined;
-    if (!grant || grant.revoked_at !== null || grant.access_expires_at === null || grant.access_expires_at <= this.deps.now()) throw new InvalidTokenError('invalid, expired or revoked access token');
-    if (!(await principalOfKey(this.deps.store, grant.key_id, this.deps.keys))) throw new InvalidTokenError('the API key behind this token was revoked');
-    return { token, clientId: grant.client_id, scopes: grant.scope.split(' '), expiresAt: Math.floor(grant.access_expires_at / 1000), resource: new URL(grant.resource) };
+    if (!grant || grant.revoked_at !== null || grant.access_expires_at === null || grant.access_expires_at <= this.deps.now())
+      throw new InvalidTokenError('invalid, expired or revoked access token');
+    if (!(await principalOfKey(this.deps.store, grant.key_id, this.deps.keys)))
+      throw new InvalidTokenError('the API key behind this token was revoked');
+    return {
+      token,
+      clientId: grant.client_id,
+      scopes: grant.scope.split(' '),
+      expiresAt: Math.floor(grant.access_expires_at / 1000),
+      resource: new URL(grant.resource),
+    };
   }
 
   /**
@@ -164,7 +197,8 @@ export class OAuthProvider implements OAuthServerProvider {
   async #codeGrant(client: OAuthClientInformationFull, code: string): Promise<OAuthGrantRow> {
     const { store, now } = this.deps;
     const grant = isAuthorizationCode(code) ? await store.oauth.grantByCode(sha256Hex(code)) : undefined;
-    if (!grant || grant.client_id !== client.client_id || grant.revoked_at !== null) throw new InvalidGrantError('invalid authorization code');
+    if (!grant || grant.client_id !== client.client_id || grant.revoked_at !== null)
+      throw new InvalidGrantError('invalid authorization code');
     if (grant.code_used_at !== null) {
       await store.oauth.revokeGrant(grant.id, now());
       throw new InvalidGrantError('authorization code already used: the tokens issued for it are revoked');
@@ -184,7 +218,13 @@ export class OAuthProvider implements OAuthServerProvider {
         refresh_sha256: sha256Hex(refresh),
         refresh_expires_at: now + REFRESH_TOKEN_TTL_MS,
       },
-      response: { access_token: access, token_type: 'Bearer', expires_in: ACCESS_TOKEN_TTL_MS / 1000, refresh_token: refresh, scope: OAUTH_SCOPE },
+      response: {
+        access_token: access,
+        token_type: 'Bearer',
+        expires_in: ACCESS_TOKEN_TTL_MS / 1000,
+        refresh_token: refresh,
+        scope: OAUTH_SCOPE,
+      },
     };
   }
 }

@@ -8,7 +8,20 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
  * Schemes a browser acts on itself (runs, shows, or reads locally) rather than handing to an
  * application: never a place to send an authorization code.
  */
-const BROWSER_SCHEMES = new Set(['http:', 'javascript:', 'data:', 'vbscript:', 'file:', 'blob:', 'about:', 'filesystem:', 'view-source:', 'ws:', 'wss:', 'ftp:']);
+const BROWSER_SCHEMES = new Set([
+  'http:',
+  'javascript:',
+  'data:',
+  'vbscript:',
+  'file:',
+  'blob:',
+  'about:',
+  'filesystem:',
+  'view-source:',
+  'ws:',
+  'wss:',
+  'ftp:',
+]);
 
 /**
  * Why a redirect URI may not be registered, or undefined when it may. The MCP authorization
@@ -29,7 +42,10 @@ export function redirectUriProblem(raw: string): string | undefined {
   if (url.hash || raw.includes('#')) return 'a redirect URI must not have a fragment';
   if (url.username || url.password) return 'a redirect URI must not carry credentials';
   if (url.protocol === 'https:') return undefined;
-  if (url.protocol === 'http:') return LOOPBACK_HOSTS.has(url.hostname) ? undefined : 'a redirect URI over http must be a loopback address (localhost, 127.0.0.1, [::1]); use https otherwise';
+  if (url.protocol === 'http:')
+    return LOOPBACK_HOSTS.has(url.hostname)
+      ? undefined
+      : 'a redirect URI over http must be a loopback address (localhost, 127.0.0.1, [::1]); use https otherwise';
   if (BROWSER_SCHEMES.has(url.protocol)) return `a redirect URI may not use ${url.protocol}`;
   return undefined;
 }

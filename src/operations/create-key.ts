@@ -7,7 +7,10 @@ import { requirePermission, type OperationContext } from './context.ts';
 export const MAX_ACTIVE_KEYS_PER_WORKSPACE = 1000;
 
 /** create_key: a key of the caller's workspace, never with more rights than the caller's. Uses only the store and the clock: the CLI runs it too (createKeyAsOperator). */
-export async function createApiKey(ctx: Pick<OperationContext, 'store' | 'clock' | 'principal'>, input: CreateKeyRequest): Promise<CreateKeyResponse> {
+export async function createApiKey(
+  ctx: Pick<OperationContext, 'store' | 'clock' | 'principal'>,
+  input: CreateKeyRequest,
+): Promise<CreateKeyResponse> {
   const { principal } = ctx;
   requirePermission(principal, 'admin');
   const lacking = input.permissions.filter((permission) => !principal.permissions.has(permission));
@@ -27,7 +30,9 @@ export async function createApiKey(ctx: Pick<OperationContext, 'store' | 'clock'
     // Creations in one workspace take turns so the count holds until the insert commits: see set_webhook.
     await tx.lockWorkspace(workspaceId);
     if ((await tx.countActiveKeys(workspaceId)) >= MAX_ACTIVE_KEYS_PER_WORKSPACE) {
-      throw invalidArgument(`a workspace has at most ${MAX_ACTIVE_KEYS_PER_WORKSPACE} active keys: revoke one (revoke_key) before creating another`);
+      throw invalidArgument(
+        `a workspace has at most ${MAX_ACTIVE_KEYS_PER_WORKSPACE} active keys: revoke one (revoke_key) before creating another`,
+      );
     }
     const created = newKey({ workspaceId, permissions: input.permissions, mailboxes: input.mailboxes ?? null, label: input.label }, now);
     await tx.insertKey(created.row);

@@ -34,7 +34,11 @@ export type FeedStreamStep = { page: FeedPage } | { idle: true };
  * never disagree. Ends when the client goes away or a read fails (the caller reports the error);
  * every read is paid and admitted by the caller's hooks like a poll's (`beforeRead`, `hold`).
  */
-export async function* eventFeedStream(ctx: OperationContext, input: OperationInput<'event_feed'>, options: FeedStreamOptions): AsyncGenerator<FeedStreamStep> {
+export async function* eventFeedStream(
+  ctx: OperationContext,
+  input: OperationInput<'event_feed'>,
+  options: FeedStreamOptions,
+): AsyncGenerator<FeedStreamStep> {
   let after = input.after;
   let waitMs = options.firstWaitMs ?? options.idleMs;
   let first = true;

@@ -24,7 +24,10 @@ export interface FeedPosition {
  * after it returns exactly the events emitted after this call; for an empty workspace that is the
  * position event_feed without `after` echoes (the watermark: 0, or the head once all was pruned).
  */
-export async function feedCursor(ctx: Pick<OperationContext, 'cursors' | 'principal' | 'store' | 'clock'>, input: OperationInput<'feed_cursor'>): Promise<FeedPosition> {
+export async function feedCursor(
+  ctx: Pick<OperationContext, 'cursors' | 'principal' | 'store' | 'clock'>,
+  input: OperationInput<'feed_cursor'>,
+): Promise<FeedPosition> {
   requirePermission(ctx.principal, 'read');
   const { workspaceId } = ctx.principal;
   // Events are stored at whole milliseconds: "at or after t" is "at or after t rounded up to one".

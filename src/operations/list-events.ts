@@ -61,7 +61,16 @@ export async function listEvents(ctx: OperationContext, input: OperationInput<'l
   const tokens = new PageTokenCodec(ctx.cursors);
   const beforeSeq = input.page_token === undefined ? null : tokens.decode(workspaceId, input.page_token, filters);
 
-  const page = await ctx.store.searchEvents({ workspaceId, types, mailboxes, occurredFromMs, occurredBeforeMs, beforeSeq, limit, maxBytes: PAGE_MAX_BYTES });
+  const page = await ctx.store.searchEvents({
+    workspaceId,
+    types,
+    mailboxes,
+    occurredFromMs,
+    occurredBeforeMs,
+    beforeSeq,
+    limit,
+    maxBytes: PAGE_MAX_BYTES,
+  });
   return {
     bytes: page.bytes,
     count: page.count,
@@ -77,7 +86,9 @@ function visibleMailboxes(principal: Principal, asked: readonly string[] | undef
   if (scope !== null) {
     const outside = asked.find((mailbox) => !scope.includes(mailbox));
     if (outside !== undefined) {
-      throw forbidden(`this key may not read events of mailbox "${outside}": mailbox_ids must be among the mailboxes the key is restricted to`);
+      throw forbidden(
+        `this key may not read events of mailbox "${outside}": mailbox_ids must be among the mailboxes the key is restricted to`,
+      );
     }
   }
   return [...asked].sort();

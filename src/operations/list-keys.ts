@@ -19,7 +19,8 @@ export async function listApiKeys(ctx: OperationContext, input: OperationInput<'
   if (input.page_token !== undefined && !PAGE_TOKEN.test(input.page_token)) {
     throw invalidArgument('page_token is not valid: pass next_page_token as list_keys returned it');
   }
-  const read = (afterId: string | undefined, count: number) => ctx.store.keys.after(principal.workspaceId, { afterId, includeRevoked, limit: count }).then((rows) => rows.map(keyView));
+  const read = (afterId: string | undefined, count: number) =>
+    ctx.store.keys.after(principal.workspaceId, { afterId, includeRevoked, limit: count }).then((rows) => rows.map(keyView));
 
   if (principal.mailboxes === null) {
     const rows = await read(input.page_token, limit + 1);

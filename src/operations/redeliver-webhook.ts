@@ -18,7 +18,10 @@ const QUOTA_RETRY_AFTER_SECONDS = 60;
  * event already pending for the endpoint is not queued again (a unique index), and nothing is
  * queued past the endpoint's quota of pending deliveries (429 rate_limited once it is reached).
  */
-export async function redeliverWebhook(ctx: OperationContext, input: OperationInput<'redeliver_webhook'>): Promise<RedeliverWebhookResponse> {
+export async function redeliverWebhook(
+  ctx: OperationContext,
+  input: OperationInput<'redeliver_webhook'>,
+): Promise<RedeliverWebhookResponse> {
   requireWorkspaceAdmin(ctx.principal);
   const { workspaceId } = ctx.principal;
   const endpoint = await ctx.store.webhooks.findEndpoint(workspaceId, input.url);
@@ -51,6 +54,7 @@ export async function redeliverWebhook(ctx: OperationContext, input: OperationIn
   });
   return {
     scheduled,
-    next_cursor: lastSeq !== undefined ? ctx.cursors.encode(workspaceId, lastSeq) : (input.after ?? ctx.cursors.encode(workspaceId, afterSeq)),
+    next_cursor:
+      lastSeq !== undefined ? ctx.cursors.encode(workspaceId, lastSeq) : (input.after ?? ctx.cursors.encode(workspaceId, afterSeq)),
   };
 }

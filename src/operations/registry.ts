@@ -52,11 +52,20 @@ export interface CallOptions {
   firstReadMemory?: SharedReadMemory;
 }
 
-type Runner<Id extends OperationId> = (ctx: OperationContext, input: OperationInput<Id>, options: CallOptions) => Promise<OperationOutcome<Id>>;
+type Runner<Id extends OperationId> = (
+  ctx: OperationContext,
+  input: OperationInput<Id>,
+  options: CallOptions,
+) => Promise<OperationOutcome<Id>>;
 
 /** Every operation of the contract by operationId, each with its own input and output types. */
 const runners: { readonly [Id in OperationId]: Runner<Id> } = {
-  event_feed: async (ctx, input, options) => ({ json: splicedAs(feedPageJson(await eventFeed(ctx, input, { wait: options.wait, admit: options.admit, firstReadMemory: options.firstReadMemory }))), created: false }),
+  event_feed: async (ctx, input, options) => ({
+    json: splicedAs(
+      feedPageJson(await eventFeed(ctx, input, { wait: options.wait, admit: options.admit, firstReadMemory: options.firstReadMemory })),
+    ),
+    created: false,
+  }),
   stream_token: async (ctx, input) => ({ json: jsonOf(streamToken(ctx, input)), created: false }),
   feed_cursor: async (ctx, input) => ({ json: jsonOf((await feedCursor(ctx, input)).body), created: false }),
   // 200 whatever the outcome (the body says it): the contract documents no 201 for set_webhook.
@@ -85,7 +94,12 @@ export function withDefaults<Id extends OperationId>(operationId: Id, request: O
 }
 
 /** Runs an operation on its validated request: the only way the edges call one. */
-export function runOperation<Id extends OperationId>(operationId: Id, ctx: OperationContext, request: Operations[Id]['request'], options: CallOptions = {}): Promise<OperationOutcome<Id>> {
+export function runOperation<Id extends OperationId>(
+  operationId: Id,
+  ctx: OperationContext,
+  request: Operations[Id]['request'],
+  options: CallOptions = {},
+): Promise<OperationOutcome<Id>> {
   const run: Runner<Id> = runners[operationId];
   return run(ctx, withDefaults(operationId, request), options);
 }

@@ -14,7 +14,8 @@ export async function revokeApiKey(ctx: OperationContext, input: RevokeKeyReques
   const stored = await ctx.store.keys.find(workspaceId, input.id);
   const key = stored && keyView(stored);
   if (!key) throw invalidArgument(`no key ${input.id} in this workspace`);
-  if (!withinCallerScope(principal, key)) throw forbidden('a key restricted to mailboxes revokes only keys restricted within its mailboxes');
+  if (!withinCallerScope(principal, key))
+    throw forbidden('a key restricted to mailboxes revokes only keys restricted within its mailboxes');
   if (key.revoked_at !== null) return { api_key: key, outcome: 'already_revoked' };
   const revoked = await revokeKeyEverywhere(ctx.store, key.id, ctx.clock.now().getTime(), ctx.changes.keys);
   return { api_key: keyView((await ctx.store.keys.find(workspaceId, key.id))!), outcome: revoked ? 'revoked' : 'already_revoked' };

@@ -30,7 +30,8 @@ export async function setWebhook(ctx: OperationContext, input: SetWebhookRequest
       // Creations in one workspace take turns, so the count below stays true until the insert
       // commits (under READ COMMITTED two creations would each count 19 and both insert).
       await tx.lockWorkspace(workspaceId);
-      if ((await tx.countEndpoints(workspaceId)) >= MAX_ENDPOINTS_PER_WORKSPACE) throw invalidArgument(`a workspace has at most ${MAX_ENDPOINTS_PER_WORKSPACE} webhook endpoints`);
+      if ((await tx.countEndpoints(workspaceId)) >= MAX_ENDPOINTS_PER_WORKSPACE)
+        throw invalidArgument(`a workspace has at most ${MAX_ENDPOINTS_PER_WORKSPACE} webhook endpoints`);
       const row: EndpointRow = {
         id: newWebhookEndpointId(),
         workspace_id: workspaceId,

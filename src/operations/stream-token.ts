@@ -11,7 +11,10 @@ const STREAM_PATH = streamPathOf('event_feed');
  * EventSource (auth/stream-tokens.ts), until `ttl_seconds` from now. Writes nothing: it is signed,
  * not stored, and the key behind it is looked up at each use.
  */
-export function streamToken(ctx: Pick<OperationContext, 'principal' | 'clock' | 'streamTokens'>, input: OperationInput<'stream_token'>): StreamTokenResponse {
+export function streamToken(
+  ctx: Pick<OperationContext, 'principal' | 'clock' | 'streamTokens'>,
+  input: OperationInput<'stream_token'>,
+): StreamTokenResponse {
   requirePermission(ctx.principal, 'read');
   // Expiries are whole seconds in the token: the answer says the one it holds.
   const expiresAtMs = Math.ceil((ctx.clock.now().getTime() + input.ttl_seconds * 1000) / 1000) * 1000;

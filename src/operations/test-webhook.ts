@@ -19,7 +19,11 @@ export async function testWebhook(ctx: OperationContext, input: TestWebhookReque
   const slot = await ctx.store.webhooks.claimTestSlot(ctx.principal.workspaceId, endpoint.url, now, TEST_WEBHOOK_COOLDOWN_SECONDS * 1000);
   if (!slot.claimed) {
     const seconds = Math.ceil(slot.waitMs / 1000);
-    throw new RateLimitedError('quota', `this URL was tested less than ${TEST_WEBHOOK_COOLDOWN_SECONDS} seconds ago; retry in ${seconds} seconds`, { 'Retry-After': String(seconds) });
+    throw new RateLimitedError(
+      'quota',
+      `this URL was tested less than ${TEST_WEBHOOK_COOLDOWN_SECONDS} seconds ago; retry in ${seconds} seconds`,
+      { 'Retry-After': String(seconds) },
+    );
   }
   return sendTestDelivery(endpoint, now, ctx.webhookPolicy ?? { allowInsecure: false }, ctx.webhookTimeoutMs ?? 10_000);
 }

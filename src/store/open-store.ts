@@ -67,7 +67,10 @@ export function sqliteFileOf(url: string): string | undefined {
 function kindOfKnex(knex: Knex | Knex.Transaction, use: string): DatabaseKind {
   const driver = String((knex.client as { config: { client?: unknown } }).config.client);
   const kind = DATABASE_KINDS.find((known) => known.drivers.includes(driver));
-  if (!kind) throw new Error(`${use} on ${DATABASE_KINDS.map((known) => `${known.label} (${known.drivers[0]})`).join(' or ')}; this knex client is "${driver}"`);
+  if (!kind)
+    throw new Error(
+      `${use} on ${DATABASE_KINDS.map((known) => `${known.label} (${known.drivers[0]})`).join(' or ')}; this knex client is "${driver}"`,
+    );
   return kind;
 }
 
@@ -77,7 +80,12 @@ export function migrateKnex(knex: Knex): Promise<string[]> {
 }
 
 /** Store.append inside a knex transaction the caller opened on its own handle (any knex on a database this service knows). */
-export function appendInTransaction(trx: Knex.Transaction, appends: WorkspaceAppend[], storedAt: number, sortOut: SortOutStored): Promise<FirstSeqs> {
+export function appendInTransaction(
+  trx: Knex.Transaction,
+  appends: WorkspaceAppend[],
+  storedAt: number,
+  sortOut: SortOutStored,
+): Promise<FirstSeqs> {
   return kindOfKnex(trx, 'publish needs a transaction').appendInTransaction(trx, appends, storedAt, sortOut);
 }
 

@@ -11,7 +11,13 @@ import type { AttemptResult } from './send.ts';
 type Endpoint = Pick<EndpointRow, 'id' | 'workspace_id'>;
 
 /** One failed attempt: `nextAttemptAt` null when none is left (the delivery is dropped, or its endpoint disabled). */
-export function logFailedAttempt(log: Logger, endpoint: Endpoint, delivery: DueDelivery, result: Pick<AttemptResult, 'status' | 'error' | 'errorCode'>, nextAttemptAt: number | null): void {
+export function logFailedAttempt(
+  log: Logger,
+  endpoint: Endpoint,
+  delivery: DueDelivery,
+  result: Pick<AttemptResult, 'status' | 'error' | 'errorCode'>,
+  nextAttemptAt: number | null,
+): void {
   log.warn(
     {
       endpoint_id: endpoint.id,

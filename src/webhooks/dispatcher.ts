@@ -145,7 +145,15 @@ export class WebhookDispatcher {
         const startedAt = this.clock.now().getTime();
         if (!(await this.store.webhooks.renewLease(endpoint.id, this.#owner, startedAt + this.options.leaseMs))) return;
         if (delivery.envelope === null) {
-          await this.store.webhooks.recordAttempt({ delivery, startedAt, status: null, latencyMs: 0, error: 'the event is past retention', outcome: 'failed', nextAttemptAt: null });
+          await this.store.webhooks.recordAttempt({
+            delivery,
+            startedAt,
+            status: null,
+            latencyMs: 0,
+            error: 'the event is past retention',
+            outcome: 'failed',
+            nextAttemptAt: null,
+          });
           logFailedAttempt(this.log, endpoint, delivery, { status: null, error: 'the event is past retention', errorCode: null }, null);
           continue;
         }
@@ -160,7 +168,14 @@ export class WebhookDispatcher {
           continue;
         }
         if (result.status === 410) {
-          const { disabled } = await this.store.webhooks.recordAttempt({ delivery, startedAt, ...result, outcome: 'disabled', nextAttemptAt: null, disable: { reason: DISABLED_GONE } });
+          const { disabled } = await this.store.webhooks.recordAttempt({
+            delivery,
+            startedAt,
+            ...result,
+            outcome: 'disabled',
+            nextAttemptAt: null,
+            disable: { reason: DISABLED_GONE },
+          });
           logFailedAttempt(this.log, endpoint, delivery, result, null);
           if (disabled) logDisabledEndpoint(this.log, endpoint, DISABLED_GONE);
           return;
@@ -176,7 +191,9 @@ export class WebhookDispatcher {
           nextAttemptAt,
           // Out of retries: the endpoint goes off too, unless it delivered something since this
           // delivery was queued (then it is one event the receiver refuses, not a dead endpoint).
-          ...(delay === undefined ? { disable: { reason: DISABLED_RETRIES_EXHAUSTED, unlessDeliveredSince: Number(delivery.created_at) } } : {}),
+          ...(delay === undefined
+            ? { disable: { reason: DISABLED_RETRIES_EXHAUSTED, unlessDeliveredSince: Number(delivery.created_at) } }
+            : {}),
         });
         logFailedAttempt(this.log, endpoint, delivery, result, nextAttemptAt);
         if (disabled) logDisabledEndpoint(this.log, endpoint, DISABLED_RETRIES_EXHAUSTED);

@@ -8,7 +8,12 @@ export const RETRY_DELAYS_SECONDS = [5, 30, 120, 600, 1800, 3600, 7200, 14400, 2
 const MAX_RETRY_AFTER_SECONDS = 24 * 3600;
 
 /** When attempt number `attempt` (1-based) has failed: the delay before the next, or undefined if none is left. */
-export function nextDelayMs(attempt: number, retryAfterHeader: string | undefined, now: number, random: () => number = Math.random): number | undefined {
+export function nextDelayMs(
+  attempt: number,
+  retryAfterHeader: string | undefined,
+  now: number,
+  random: () => number = Math.random,
+): number | undefined {
   const scheduled = RETRY_DELAYS_SECONDS[attempt - 1];
   if (scheduled === undefined) return undefined;
   const jittered = Math.round(scheduled * 1000 * (0.8 + 0.4 * random()));

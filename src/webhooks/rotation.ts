@@ -11,7 +11,11 @@ export const MAX_ROTATION_GRACE_SECONDS = 7 * 24 * 3600;
  * secret until `now + graceSeconds` (none with a grace of 0: the old secret stops at once, as
  * after a leak). Only two secrets ever sign: a rotation during another's grace ends that grace.
  */
-export function rotatedSecret(endpoint: Pick<EndpointRow, 'secret'>, now: number, graceSeconds: number): Pick<EndpointRow, 'secret' | 'previous_secret' | 'previous_secret_expires_at'> {
+export function rotatedSecret(
+  endpoint: Pick<EndpointRow, 'secret'>,
+  now: number,
+  graceSeconds: number,
+): Pick<EndpointRow, 'secret' | 'previous_secret' | 'previous_secret_expires_at'> {
   const keep = graceSeconds > 0;
   return {
     secret: newSigningSecret(),
@@ -21,7 +25,10 @@ export function rotatedSecret(endpoint: Pick<EndpointRow, 'secret'>, now: number
 }
 
 /** The secrets that sign a request sent at `now`: the current one, then the previous while its grace lasts. */
-export function signingSecrets(endpoint: Pick<EndpointRow, 'secret' | 'previous_secret' | 'previous_secret_expires_at'>, now: number): string[] {
+export function signingSecrets(
+  endpoint: Pick<EndpointRow, 'secret' | 'previous_secret' | 'previous_secret_expires_at'>,
+  now: number,
+): string[] {
   const { secret, previous_secret: previous, previous_secret_expires_at: until } = endpoint;
   return previous !== null && until !== null && Number(until) > now ? [secret, previous] : [secret];
 }

@@ -42,7 +42,11 @@ export class WebhookSender {
     readonly policy: TargetPolicy,
     readonly timeoutMs: number,
   ) {
-    this.#agent = new Agent({ connect: { lookup: safeLookup(policy), timeout: timeoutMs }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+    this.#agent = new Agent({
+      connect: { lookup: safeLookup(policy), timeout: timeoutMs },
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    });
   }
 
   async send(delivery: Delivery, nowSeconds: number, options: SendOptions = {}): Promise<AttemptResult> {
@@ -68,7 +72,12 @@ export class WebhookSender {
       const kept = await drain(response.body, options.keepAnswerBytes ?? 0);
       const retryAfter = response.headers['retry-after'];
       const status = response.statusCode;
-      const error = status >= 200 && status < 300 ? null : status >= 300 && status < 400 ? `answered ${status}: redirects are not followed` : `answered ${status}`;
+      const error =
+        status >= 200 && status < 300
+          ? null
+          : status >= 300 && status < 400
+            ? `answered ${status}: redirects are not followed`
+            : `answered ${status}`;
       return {
         status,
         latencyMs: elapsed(),

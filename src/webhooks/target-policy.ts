@@ -47,9 +47,13 @@ export function urlProblem(raw: string, policy: TargetPolicy): string | undefine
   }
   if (url.username || url.password) return 'url must not carry credentials';
   // The WHATWG parser has already normalized the host: 2130706433, 0x7f.1 and 127.1 are 127.0.0.1.
-  const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
+  const host = url.hostname
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')
+    .toLowerCase();
   if (!policy.allowInsecure) {
-    if (isIP(host) && !isPublicAddress(host)) return 'url must point to a public address (not private, loopback, link-local or otherwise reserved)';
+    if (isIP(host) && !isPublicAddress(host))
+      return 'url must point to a public address (not private, loopback, link-local or otherwise reserved)';
     if (host === 'localhost' || host.endsWith('.localhost')) return 'url points to a loopback address';
   }
   return undefined;

@@ -20,7 +20,10 @@ export function testDeliveryBody(endpoint: Pick<EndpointRow, 'id' | 'workspace_i
     type: TEST_EVENT_TYPE,
     occurred_at: new Date(now).toISOString(),
     account: endpoint.workspace_id,
-    data: { endpoint_id: endpoint.id, message: 'A test delivery sent by test_webhook. It is not an event of the feed and is never retried.' },
+    data: {
+      endpoint_id: endpoint.id,
+      message: 'A test delivery sent by test_webhook. It is not an event of the feed and is never retried.',
+    },
     v: 1,
   });
 }
@@ -31,12 +34,21 @@ export function testDeliveryBody(endpoint: Pick<EndpointRow, 'id' | 'workspace_i
  * secrets during a rotation's grace), through the same address policy and timeout. A sender of its
  * own, closed after: a test never waits behind the dispatcher's slots, and costs nothing idle.
  */
-export async function sendTestDelivery(endpoint: EndpointRow, now: number, policy: TargetPolicy, timeoutMs: number): Promise<TestWebhookResponse> {
+export async function sendTestDelivery(
+  endpoint: EndpointRow,
+  now: number,
+  policy: TargetPolicy,
+  timeoutMs: number,
+): Promise<TestWebhookResponse> {
   const id = newTestDeliveryId();
   const secrets = signingSecrets(endpoint, now);
   const sender = new WebhookSender(policy, timeoutMs);
   try {
-    const result = await sender.send({ url: endpoint.url, secrets, eventId: id, body: testDeliveryBody(endpoint, id, now) }, Math.floor(now / 1000), { keepAnswerBytes: TEST_ANSWER_BYTES });
+    const result = await sender.send(
+      { url: endpoint.url, secrets, eventId: id, body: testDeliveryBody(endpoint, id, now) },
+      Math.floor(now / 1000),
+      { keepAnswerBytes: TEST_ANSWER_BYTES },
+    );
     return {
       endpoint_id: endpoint.id,
       webhook_id: id,

@@ -16,7 +16,11 @@ export type Breakage =
  * A deliberately broken deployment: a proxy in front of a correct server that rewrites event_feed
  * calls in one way. Everything else passes through untouched.
  */
-export async function startBrokenProxy(upstream: string, breakage: Breakage, keys: { full: string; restricted: string; write?: string }): Promise<{ url: string; close(): Promise<void> }> {
+export async function startBrokenProxy(
+  upstream: string,
+  breakage: Breakage,
+  keys: { full: string; restricted: string; write?: string },
+): Promise<{ url: string; close(): Promise<void> }> {
   const server: Server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -42,19 +46,32 @@ export async function startBrokenProxy(upstream: string, breakage: Breakage, key
 
     if (isFeed && breakage === 'read-appends-event' && plainObject && request.after === undefined && keys.write) {
       // An "access log" event written by every read from the start, outside the restricted mailboxes.
-      await fetch(`${upstream}/v1/emit_event`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${keys.write}` }, body: JSON.stringify(accessLogEvent()) });
+      await fetch(`${upstream}/v1/emit_event`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${keys.write}` },
+        body: JSON.stringify(accessLogEvent()),
+      });
     }
 
-    const upstreamResponse = await fetch(upstream + req.url, { method: req.method, headers, body: req.method === 'GET' || req.method === 'HEAD' ? undefined : body });
+    const upstreamResponse = await fetch(upstream + req.url, {
+      method: req.method,
+      headers,
+      body: req.method === 'GET' || req.method === 'HEAD' ? undefined : body,
+    });
     let text = await upstreamResponse.text();
 
     if (isFeed && upstreamResponse.status === 200) {
       const page = JSON.parse(text);
       if (breakage === 'reversed-page') page.events.reverse();
-      if (breakage === 'event-dropped-between-pages' && plainObject && request.after !== undefined && page.events.length > 0) page.events.shift();
+      if (breakage === 'event-dropped-between-pages' && plainObject && request.after !== undefined && page.events.length > 0)
+        page.events.shift();
       if (breakage === 'cursor-not-echoed' && page.events.length === 0) {
         // A fresh cursor on every "nothing new" answer instead of the one the client sent.
-        const restart = await fetch(`${upstream}/v1/event_feed`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: '{"limit":1}' });
+        const restart = await fetch(`${upstream}/v1/event_feed`, {
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json' },
+          body: '{"limit":1}',
+        });
         page.next_cursor = (await restart.json()).next_cursor;
       }
       if (breakage === 'extra-response-property') page.has_more = page.events.length > 0;
@@ -63,12 +80,14 @@ export async function startBrokenProxy(upstream: string, breakage: Breakage, key
     if (breakage === 'extra-response-property' && req.method === 'POST' && req.url === '/mcp' && upstreamResponse.status === 200) {
       // Consistently: the MCP tool's structuredContent carries it too.
       const message = JSON.parse(text);
-      if (message.result?.structuredContent?.events) message.result.structuredContent.has_more = message.result.structuredContent.events.length > 0;
+      if (message.result?.structuredContent?.events)
+        message.result.structuredContent.has_more = message.result.structuredContent.events.length > 0;
       text = JSON.stringify(message);
     }
     res.statusCode = upstreamResponse.status;
     upstreamResponse.headers.forEach((value, name) => {
-      if (!['content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive'].includes(name)) res.setHeader(name, value);
+      if (!['content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive'].includes(name))
+        res.setHeader(name, value);
     });
     res.end(text);
   });
@@ -76,7 +95,11 @@ export async function startBrokenProxy(upstream: string, breakage: Breakage, key
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
-    close: () => new Promise((resolve) => { server.close(() => resolve()); server.closeAllConnections(); }),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 

@@ -24,7 +24,8 @@ export function commentPathsOf(file: SourceFile): CommentPath[] {
   // (after it on its line). The tokens' bounds find them all, once each.
   const comments = new Map<number, TS.CommentRange>();
   const visit = (node: TS.Node) => {
-    for (const range of [...(ts.getLeadingCommentRanges(text, node.pos) ?? []), ...(ts.getTrailingCommentRanges(text, node.end) ?? [])]) comments.set(range.pos, range);
+    for (const range of [...(ts.getLeadingCommentRanges(text, node.pos) ?? []), ...(ts.getTrailingCommentRanges(text, node.end) ?? [])])
+      comments.set(range.pos, range);
     for (const child of node.getChildren(file.tree)) visit(child);
   };
   visit(file.tree);
@@ -42,7 +43,11 @@ export function commentPathsOf(file: SourceFile): CommentPath[] {
  * comment's own folder or any folder above it (`edge/call.ts` from src/http/, `support/seed.ts`
  * from conformance/api/), or from src/ (`operations/registry.ts` said anywhere).
  */
-export function namesAFile(path: string, name: string, exists: (repoPath: string) => boolean = (repoPath) => existsSync(join(repoRoot, repoPath))): boolean {
+export function namesAFile(
+  path: string,
+  name: string,
+  exists: (repoPath: string) => boolean = (repoPath) => existsSync(join(repoRoot, repoPath)),
+): boolean {
   const bases: string[] = ['src'];
   for (let folder = dirname(path); ; folder = dirname(folder)) {
     bases.push(folder === '.' ? '' : folder);

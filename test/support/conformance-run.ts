@@ -9,8 +9,11 @@ const playwrightCli = join(root, 'node_modules', '@playwright', 'test', 'cli.js'
 
 const cli = (databaseUrl: string, ...args: string[]) =>
   new Promise<string>((resolve, reject) => {
-    execFile(process.execPath, [join(root, 'bin', 'event-feed.js'), ...args], { env: { ...process.env, DATABASE_URL: databaseUrl } }, (error, stdout, stderr) =>
-      error ? reject(new Error(`event-feed ${args.join(' ')}: ${stderr}`)) : resolve(stdout.trim()),
+    execFile(
+      process.execPath,
+      [join(root, 'bin', 'event-feed.js'), ...args],
+      { env: { ...process.env, DATABASE_URL: databaseUrl } },
+      (error, stdout, stderr) => (error ? reject(new Error(`event-feed ${args.join(' ')}: ${stderr}`)) : resolve(stdout.trim())),
     );
   });
 
@@ -32,7 +35,8 @@ export async function provisionWithCli(databaseUrl: string): Promise<KitKeys> {
   await cli(databaseUrl, 'migrate');
   const workspace = await cli(databaseUrl, 'workspace', 'create', '--name', 'Conformité');
   const other = await cli(databaseUrl, 'workspace', 'create', '--name', 'Autre espace', '--verified');
-  const key = (ws: string, permissions: string, ...extra: string[]) => cli(databaseUrl, 'key', 'create', '--workspace', ws, '--permissions', permissions, ...extra);
+  const key = (ws: string, permissions: string, ...extra: string[]) =>
+    cli(databaseUrl, 'key', 'create', '--workspace', ws, '--permissions', permissions, ...extra);
   const revoked = await key(workspace, 'read');
   const listed = JSON.parse(await cli(databaseUrl, 'key', 'list', '--workspace', workspace)) as Array<{ id: string }>;
   await cli(databaseUrl, 'key', 'revoke', listed[0]!.id);
@@ -75,7 +79,14 @@ export function runKit(baseUrl: string, keys: Partial<KitKeys>, options: KitOpti
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [playwrightCli, 'test', ...(options.specs ?? []), '-c', join(root, 'conformance', 'playwright.config.ts'), ...projects.flatMap((p) => ['--project', p])],
+      [
+        playwrightCli,
+        'test',
+        ...(options.specs ?? []),
+        '-c',
+        join(root, 'conformance', 'playwright.config.ts'),
+        ...projects.flatMap((p) => ['--project', p]),
+      ],
       {
         cwd: root,
         timeout: 240_000,

@@ -14,7 +14,15 @@ export interface EdgeAnswer {
  * One request on a connection of its own from a given local address: any of 127.0.0.0/8 reaches
  * a server listening on 127.0.0.1, and the server sees that address as the client's.
  */
-export function requestFrom(baseUrl: string, localAddress: string, path: string, key?: string, method = 'POST', body = '{}', headers: Record<string, string> = {}): Promise<EdgeAnswer> {
+export function requestFrom(
+  baseUrl: string,
+  localAddress: string,
+  path: string,
+  key?: string,
+  method = 'POST',
+  body = '{}',
+  headers: Record<string, string> = {},
+): Promise<EdgeAnswer> {
   const url = new URL(path, baseUrl);
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -86,7 +94,10 @@ export function bigEvent(n: number) {
     ...event,
     data: {
       ...event.data,
-      to: Array.from({ length: 150 }, (_, j) => ({ email: `destinataire${j}.${n}@exemple-de-domaine.fr`, name: `Destinataire ${j} ${'N'.repeat(230)}` })),
+      to: Array.from({ length: 150 }, (_, j) => ({
+        email: `destinataire${j}.${n}@exemple-de-domaine.fr`,
+        name: `Destinataire ${j} ${'N'.repeat(230)}`,
+      })),
       subject_line: `Commande ${n} ${'s'.repeat(980)}`,
     },
   };

@@ -10,12 +10,57 @@ import fc from 'fast-check';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-export const NASTY_KEYS = ['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__', 'after', 'limit', 'type', 'subject', 'data', 'id', 'occurred_at', 'refs', '', ' ', 'after\u0000', 'AFTER', 'limit '];
+export const NASTY_KEYS = [
+  '__proto__',
+  'constructor',
+  'prototype',
+  'toString',
+  'hasOwnProperty',
+  'valueOf',
+  '__defineGetter__',
+  'after',
+  'limit',
+  'type',
+  'subject',
+  'data',
+  'id',
+  'occurred_at',
+  'refs',
+  '',
+  ' ',
+  'after\u0000',
+  'AFTER',
+  'limit ',
+];
 
 /** Number texts that JSON.parse turns into something else than they say. */
-export const NUMBER_TEXTS = ['1e400', '-1e400', '-0', '0.0', '-0.0', '1e-400', '12345678901234567890', '-12345678901234567890', '9007199254740993', '1.0', '1e2', '5e-1', '100.000000000000000001', '0.1e1', '1E+2', '500', '501', '0', '-1', '1'];
+export const NUMBER_TEXTS = [
+  '1e400',
+  '-1e400',
+  '-0',
+  '0.0',
+  '-0.0',
+  '1e-400',
+  '12345678901234567890',
+  '-12345678901234567890',
+  '9007199254740993',
+  '1.0',
+  '1e2',
+  '5e-1',
+  '100.000000000000000001',
+  '0.1e1',
+  '1E+2',
+  '500',
+  '501',
+  '0',
+  '-1',
+  '1',
+];
 
-const keyArb = fc.oneof({ weight: 2, arbitrary: fc.constantFrom(...NASTY_KEYS) }, { weight: 1, arbitrary: fc.string({ maxLength: 12, unit: 'binary' }) });
+const keyArb = fc.oneof(
+  { weight: 2, arbitrary: fc.constantFrom(...NASTY_KEYS) },
+  { weight: 1, arbitrary: fc.string({ maxLength: 12, unit: 'binary' }) },
+);
 
 const scalarText = fc.oneof(
   fc.constantFrom(...NUMBER_TEXTS, 'true', 'false', 'null', '""', '"\\u0000"', '"\\ud800"', '"\\udfff\\ud800"'),
@@ -33,7 +78,9 @@ export const jsonTextArb: fc.Arbitrary<string> = fc.letrec<{ value: string; arra
       // Sometimes repeat one of the keys with another value.
       entries.length === 0
         ? fc.constant(entries)
-        : fc.option(fc.tuple(fc.nat(entries.length - 1), tie('value')), { nil: undefined }).map((dup) => (dup ? [...entries, [entries[dup[0]]![0], dup[1]] as [string, string]] : entries)),
+        : fc
+            .option(fc.tuple(fc.nat(entries.length - 1), tie('value')), { nil: undefined })
+            .map((dup) => (dup ? [...entries, [entries[dup[0]]![0], dup[1]] as [string, string]] : entries)),
     )
     .map((entries) => `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(',')}}`),
 })).value;
@@ -77,7 +124,12 @@ export interface CursorCase {
   value: string;
 }
 
-const base64urlChars = (min: number, max: number) => fc.string({ unit: fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'), minLength: min, maxLength: max });
+const base64urlChars = (min: number, max: number) =>
+  fc.string({
+    unit: fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'),
+    minLength: min,
+    maxLength: max,
+  });
 
 /** Cursors from nothing and from real ones: flipped, re-encoded, foreign, truncated, extended, re-signed-looking. */
 export function cursorArb(real: string[], foreign: string[]): fc.Arbitrary<CursorCase> {
@@ -97,32 +149,68 @@ export function cursorArb(real: string[], foreign: string[]): fc.Arbitrary<Curso
         return bytes.toString('base64url');
       }),
     ),
-    c('standard base64 with padding', realArb.map((cursor) => Buffer.from(cursor, 'base64url').toString('base64'))),
-    c('padded', fc.tuple(realArb, fc.integer({ min: 1, max: 3 })).map(([cursor, n]) => cursor + '='.repeat(n))),
-    c('alphabet swapped', realArb.map((cursor) => cursor.replace(/-/g, '+').replace(/_/g, '/'))),
-    c('whitespace', fc.tuple(realArb, fc.constantFrom(' ', '\n', '\t', '\u00a0')).map(([cursor, ws]) => `${ws}${cursor}${ws}`)),
-    c('case flipped', fc.tuple(realArb, fc.nat()).map(([cursor, i]) => {
-      const at = i % cursor.length;
-      const ch = cursor[at]!;
-      const flipped = ch === ch.toUpperCase() ? ch.toLowerCase() : ch.toUpperCase();
-      return cursor.slice(0, at) + flipped + cursor.slice(at + 1);
-    })),
+    c(
+      'standard base64 with padding',
+      realArb.map((cursor) => Buffer.from(cursor, 'base64url').toString('base64')),
+    ),
+    c(
+      'padded',
+      fc.tuple(realArb, fc.integer({ min: 1, max: 3 })).map(([cursor, n]) => cursor + '='.repeat(n)),
+    ),
+    c(
+      'alphabet swapped',
+      realArb.map((cursor) => cursor.replace(/-/g, '+').replace(/_/g, '/')),
+    ),
+    c(
+      'whitespace',
+      fc.tuple(realArb, fc.constantFrom(' ', '\n', '\t', '\u00a0')).map(([cursor, ws]) => `${ws}${cursor}${ws}`),
+    ),
+    c(
+      'case flipped',
+      fc.tuple(realArb, fc.nat()).map(([cursor, i]) => {
+        const at = i % cursor.length;
+        const ch = cursor[at]!;
+        const flipped = ch === ch.toUpperCase() ? ch.toLowerCase() : ch.toUpperCase();
+        return cursor.slice(0, at) + flipped + cursor.slice(at + 1);
+      }),
+    ),
     c('another workspace', fc.constantFrom(...foreign)),
-    c('truncated', fc.tuple(realArb, fc.nat()).map(([cursor, k]) => cursor.slice(0, k % cursor.length))),
-    c('truncated at the end', fc.tuple(realArb, fc.integer({ min: 1, max: 4 })).map(([cursor, k]) => cursor.slice(0, -k))),
-    c('extended', fc.tuple(realArb, base64urlChars(1, 8)).map(([cursor, more]) => cursor + more)),
-    c('re-signed-looking', fc.tuple(realArb, base64urlChars(22, 22)).map(([cursor, mac]) => cursor.slice(0, -22) + mac)),
-    c('seq changed', fc.tuple(realArb, fc.bigInt({ min: 0n, max: (1n << 64n) - 1n })).map(([cursor, seq]) => {
-      const bytes = Buffer.from(cursor, 'base64url');
-      bytes.writeBigUInt64BE(seq, 1);
-      return bytes.toString('base64url');
-    })),
-    c('version changed', fc.tuple(realArb, fc.integer({ min: 0, max: 255 })).map(([cursor, v]) => {
-      const bytes = Buffer.from(cursor, 'base64url');
-      bytes[0] = v;
-      return bytes.toString('base64url');
-    })),
-    c('over 512 characters', fc.tuple(realArb, fc.integer({ min: 8, max: 40 })).map(([cursor, n]) => cursor.repeat(n))),
+    c(
+      'truncated',
+      fc.tuple(realArb, fc.nat()).map(([cursor, k]) => cursor.slice(0, k % cursor.length)),
+    ),
+    c(
+      'truncated at the end',
+      fc.tuple(realArb, fc.integer({ min: 1, max: 4 })).map(([cursor, k]) => cursor.slice(0, -k)),
+    ),
+    c(
+      'extended',
+      fc.tuple(realArb, base64urlChars(1, 8)).map(([cursor, more]) => cursor + more),
+    ),
+    c(
+      're-signed-looking',
+      fc.tuple(realArb, base64urlChars(22, 22)).map(([cursor, mac]) => cursor.slice(0, -22) + mac),
+    ),
+    c(
+      'seq changed',
+      fc.tuple(realArb, fc.bigInt({ min: 0n, max: (1n << 64n) - 1n })).map(([cursor, seq]) => {
+        const bytes = Buffer.from(cursor, 'base64url');
+        bytes.writeBigUInt64BE(seq, 1);
+        return bytes.toString('base64url');
+      }),
+    ),
+    c(
+      'version changed',
+      fc.tuple(realArb, fc.integer({ min: 0, max: 255 })).map(([cursor, v]) => {
+        const bytes = Buffer.from(cursor, 'base64url');
+        bytes[0] = v;
+        return bytes.toString('base64url');
+      }),
+    ),
+    c(
+      'over 512 characters',
+      fc.tuple(realArb, fc.integer({ min: 8, max: 40 })).map(([cursor, n]) => cursor.repeat(n)),
+    ),
   );
 }
 
@@ -139,7 +227,10 @@ export function validEmitBases(): Array<{ type: string; subject: any; data: any 
       const type = `mail.${f.replace(/^mail-/, '').replace(/\.schema\.json$/, '')}`;
       return {
         type,
-        subject: { person: { email: 'claire.dubois@exemple.fr', name: 'Claire Dubois' }, refs: { mailbox_id: 'mbx_sales', message_id: 'msg_7Hq2LmXv9RtK', thread_id: 'thr_Wc4nZp8sBd' } },
+        subject: {
+          person: { email: 'claire.dubois@exemple.fr', name: 'Claire Dubois' },
+          refs: { mailbox_id: 'mbx_sales', message_id: 'msg_7Hq2LmXv9RtK', thread_id: 'thr_Wc4nZp8sBd' },
+        },
         data: schema.examples[0],
       };
     });
@@ -193,7 +284,21 @@ export const dateArb = fc.oneof(
       minute: fc.integer({ min: 0, max: 59 }),
       second: fc.integer({ min: 0, max: 59 }),
       fraction: fc.constantFrom('', '.5', '.123', '.123456', '.999999999'),
-      offset: fc.constantFrom('Z', 'z', '+00:00', '-00:00', '+14:00', '-12:00', '+05:30', '-09:30', '+23:59', '+24:00', '+14:01', '+0100', ''),
+      offset: fc.constantFrom(
+        'Z',
+        'z',
+        '+00:00',
+        '-00:00',
+        '+14:00',
+        '-12:00',
+        '+05:30',
+        '-09:30',
+        '+23:59',
+        '+24:00',
+        '+14:01',
+        '+0100',
+        '',
+      ),
       sep: fc.constantFrom('T', 'T', 'T', 't', ' '),
     })
     .map(({ year, month, day, hour, minute, second, fraction, offset, sep }) => {
@@ -266,22 +371,55 @@ export interface EmitCase {
 export function emitCaseArb(bases: ReturnType<typeof validEmitBases>, ids: string[]): fc.Arbitrary<EmitCase> {
   const mutation: fc.Arbitrary<Mutation> = fc.oneof(
     { weight: 2, arbitrary: fc.constant({ kind: 'none' as const }) },
-    { weight: 3, arbitrary: fc.record({ kind: fc.constant('special number' as const), at: fc.nat(), text: fc.constantFrom(...NUMBER_TEXTS) }) },
+    {
+      weight: 3,
+      arbitrary: fc.record({ kind: fc.constant('special number' as const), at: fc.nat(), text: fc.constantFrom(...NUMBER_TEXTS) }),
+    },
     { weight: 2, arbitrary: fc.record({ kind: fc.constant('occurred_at' as const), value: dateArb }) },
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant('near maxLength' as const), field: fc.nat(LIMITED_STRINGS.length - 1), delta: fc.integer({ min: -2, max: 2 }) }) },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant('near maxLength' as const),
+        field: fc.nat(LIMITED_STRINGS.length - 1),
+        delta: fc.integer({ min: -2, max: 2 }),
+      }),
+    },
     fc.record({ kind: fc.constant('swap type' as const), at: fc.nat(), value: otherTypeValue }),
     fc.record({ kind: fc.constant('data of another type' as const), other: fc.nat(bases.length - 1) }),
     fc.record({ kind: fc.constant('delete' as const), at: fc.nat() }),
     fc.record({ kind: fc.constant('extra property' as const), at: fc.nat(), key: keyArb, value: fc.jsonValue({ maxDepth: 2 }) }),
     fc.record({ kind: fc.constant('occurred_at' as const), value: dateArb }),
     fc.record({ kind: fc.constant('next_attempt_at' as const), value: dateArb }),
-    fc.record({ kind: fc.constant('near maxLength' as const), field: fc.nat(LIMITED_STRINGS.length - 1), delta: fc.integer({ min: -2, max: 2 }) }),
+    fc.record({
+      kind: fc.constant('near maxLength' as const),
+      field: fc.nat(LIMITED_STRINGS.length - 1),
+      delta: fc.integer({ min: -2, max: 2 }),
+    }),
     fc.record({ kind: fc.constant('special number' as const), at: fc.nat(), text: fc.constantFrom(...NUMBER_TEXTS) }),
-    fc.record({ kind: fc.constant('id' as const), value: fc.oneof(fc.constantFrom(...ids), fc.constantFrom('evt_', 'evt_01m7yp4pbrwywjnssp15rrxj6y', 'evt_01M7YP4PBRWYWJNSSP15RRXJ6I', `evt_${'Z'.repeat(26)}`, 'EVT_01M7YP4PBRWYWJNSSP15RRXJ6Y', '')) }),
+    fc.record({
+      kind: fc.constant('id' as const),
+      value: fc.oneof(
+        fc.constantFrom(...ids),
+        fc.constantFrom(
+          'evt_',
+          'evt_01m7yp4pbrwywjnssp15rrxj6y',
+          'evt_01M7YP4PBRWYWJNSSP15RRXJ6I',
+          `evt_${'Z'.repeat(26)}`,
+          'EVT_01M7YP4PBRWYWJNSSP15RRXJ6Y',
+          '',
+        ),
+      ),
+    }),
     fc.record({ kind: fc.constant('mailbox' as const), value: fc.constantFrom('mbx_sales', 'mbx_other', 'mbx_', 'mbx_a b', undefined) }),
   );
   return fc
-    .tuple(fc.nat(bases.length - 1), fc.oneof({ weight: 3, arbitrary: fc.array(mutation, { minLength: 1, maxLength: 1 }) }, { weight: 2, arbitrary: fc.array(mutation, { minLength: 2, maxLength: 3 }) }))
+    .tuple(
+      fc.nat(bases.length - 1),
+      fc.oneof(
+        { weight: 3, arbitrary: fc.array(mutation, { minLength: 1, maxLength: 1 }) },
+        { weight: 2, arbitrary: fc.array(mutation, { minLength: 2, maxLength: 3 }) },
+      ),
+    )
     .map(([b, mutations]) => {
       let event: any = structuredClone(bases[b]!);
       const raw: string[] = [];
@@ -365,7 +503,14 @@ export function emitCaseArb(bases: ReturnType<typeof validEmitBases>, ids: strin
 
 // --- headers, paths, methods ---------------------------------------------------------------------
 
-export const CONTENT_TYPES_JSON = ['application/json', 'application/json; charset=utf-8', 'application/json;charset=UTF-8', 'APPLICATION/JSON', 'application/merge-patch+json', 'application/vnd.api+json'];
+export const CONTENT_TYPES_JSON = [
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/json;charset=UTF-8',
+  'APPLICATION/JSON',
+  'application/merge-patch+json',
+  'application/vnd.api+json',
+];
 export const CONTENT_TYPES_NOT_JSON = [
   undefined,
   'text/plain',
@@ -387,7 +532,15 @@ export const contentTypeArb = fc.oneof(
   fc.constantFrom(...CONTENT_TYPES_JSON).map((value) => ({ value: value as string | undefined, json: true as boolean | undefined })),
   fc.constantFrom(...CONTENT_TYPES_NOT_JSON).map((value) => ({ value, json: false as boolean | undefined })),
   // Garbage: printable latin1 (what a header may carry); the verdict is unknown, only its shape is checked.
-  fc.string({ unit: fc.integer({ min: 0x20, max: 0xff }).filter((c) => c !== 0x7f).map((c) => String.fromCharCode(c)), maxLength: 60 }).map((value) => ({ value, json: undefined })),
+  fc
+    .string({
+      unit: fc
+        .integer({ min: 0x20, max: 0xff })
+        .filter((c) => c !== 0x7f)
+        .map((c) => String.fromCharCode(c)),
+      maxLength: 60,
+    })
+    .map((value) => ({ value, json: undefined })),
 );
 
 /** Authorization header variants around a real key; `valid` when it is exactly `Bearer <key>`. */
@@ -419,15 +572,51 @@ export function authorizationArb(realKey: string): fc.Arbitrary<{ value: string 
       { value: latin1(`Bearer ${realKey.replace('efk_', 'efk_\u00e9')}`), kind: 'non-ASCII inside', valid: false },
     ),
     fc.integer({ min: 200, max: 8000 }).map((n) => ({ value: `Bearer ${'A'.repeat(n)}`, kind: `long token (${n})`, valid: false })),
-    fc.integer({ min: 200, max: 8000 }).map((n) => ({ value: `Bearer ${realKey}${'A'.repeat(n)}`, kind: `real key + ${n} chars`, valid: false })),
-    fc.string({ unit: fc.integer({ min: 0x21, max: 0xff }).filter((c) => c !== 0x7f).map((c) => String.fromCharCode(c)), maxLength: 80 }).map((t) => ({ value: `Bearer ${t}`, kind: 'random token', valid: false })),
+    fc
+      .integer({ min: 200, max: 8000 })
+      .map((n) => ({ value: `Bearer ${realKey}${'A'.repeat(n)}`, kind: `real key + ${n} chars`, valid: false })),
+    fc
+      .string({
+        unit: fc
+          .integer({ min: 0x21, max: 0xff })
+          .filter((c) => c !== 0x7f)
+          .map((c) => String.fromCharCode(c)),
+        maxLength: 80,
+      })
+      .map((t) => ({ value: `Bearer ${t}`, kind: 'random token', valid: false })),
   );
 }
 
 /** Methods Node's HTTP parser knows (an unknown one is refused by Node itself before the app). */
-export const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD', 'PROPFIND', 'MKCOL', 'COPY', 'MOVE', 'LOCK', 'UNLOCK', 'SEARCH', 'PURGE', 'REPORT', 'MERGE', 'NOTIFY', 'SUBSCRIBE', 'LINK', 'QUERY'];
+export const METHODS = [
+  'GET',
+  'POST',
+  'PUT',
+  'PATCH',
+  'DELETE',
+  'OPTIONS',
+  'HEAD',
+  'PROPFIND',
+  'MKCOL',
+  'COPY',
+  'MOVE',
+  'LOCK',
+  'UNLOCK',
+  'SEARCH',
+  'PURGE',
+  'REPORT',
+  'MERGE',
+  'NOTIFY',
+  'SUBSCRIBE',
+  'LINK',
+  'QUERY',
+];
 
-const segment = fc.string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~%2'), minLength: 1, maxLength: 16 });
+const segment = fc.string({
+  unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~%2'),
+  minLength: 1,
+  maxLength: 16,
+});
 
 export const pathArb = fc.oneof(
   fc.constantFrom(

@@ -127,7 +127,7 @@ export function checkMcp(res: RawResponse, label: string): void {
   assert.ok(messages.length > 0, `non-empty JSON-RPC answer: ${where}`);
   for (const message of messages) {
     assert.equal(message?.jsonrpc, '2.0', `JSON-RPC 2.0: ${where}`);
-    assert.ok(('result' in message) !== ('error' in message), `result xor error: ${where}`);
+    assert.ok('result' in message !== 'error' in message, `result xor error: ${where}`);
     if ('error' in message) {
       assert.ok(Number.isInteger(message.error.code) && typeof message.error.message === 'string', `JSON-RPC error object: ${where}`);
       // -32603 is the MCP face of a 500: never for what a client sent (params the SDK's schema refuses are -32602 too).
@@ -141,5 +141,9 @@ export function checkMcp(res: RawResponse, label: string): void {
       assert.equal(contractErrors('EventFeedResponse', message.result.structuredContent), null, `structuredContent: ${where}`);
     }
   }
-  if (res.status !== 200) assert.ok(messages.every((m: any) => 'error' in m), `a ${res.status} carries a JSON-RPC error: ${where}`);
+  if (res.status !== 200)
+    assert.ok(
+      messages.every((m: any) => 'error' in m),
+      `a ${res.status} carries a JSON-RPC error: ${where}`,
+    );
 }

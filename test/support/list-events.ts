@@ -17,8 +17,14 @@ export function largeEvent(mailboxId: string, n: number, huge = false) {
   const base = sampleEvent(mailboxId, n);
   const address = (i: number) =>
     huge
-      ? { email: `${'r'.repeat(60)}${String(i).padStart(4, '0')}@${'a'.repeat(60)}.${'b'.repeat(60)}.${'c'.repeat(63)}.fr`, name: `${'N'.repeat(250)}${String(i).padStart(6, '0')}` }
-      : { email: `${'r'.repeat(56)}${String(i).padStart(4, '0')}@${'a'.repeat(60)}.${'b'.repeat(60)}.${'c'.repeat(60)}.fr`, name: `${'Destinataire '.repeat(7)}${i}` };
+      ? {
+          email: `${'r'.repeat(60)}${String(i).padStart(4, '0')}@${'a'.repeat(60)}.${'b'.repeat(60)}.${'c'.repeat(63)}.fr`,
+          name: `${'N'.repeat(250)}${String(i).padStart(6, '0')}`,
+        }
+      : {
+          email: `${'r'.repeat(56)}${String(i).padStart(4, '0')}@${'a'.repeat(60)}.${'b'.repeat(60)}.${'c'.repeat(60)}.fr`,
+          name: `${'Destinataire '.repeat(7)}${i}`,
+        };
   const to = Array.from({ length: huge ? 1000 : 175 }, (_, i) => address(i));
   const cc = huge ? Array.from({ length: 1000 }, (_, i) => address(1000 + i)) : undefined;
   return { ...base, data: { ...base.data, to, ...(cc ? { cc } : {}), subject_line: `${n} ${'x'.repeat(990)}`.slice(0, 998) } };

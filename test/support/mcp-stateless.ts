@@ -22,13 +22,19 @@ export const validMeta = (version = STATELESS_VERSION) => ({
 });
 
 /** The headers a 2026-07-28 client sends with a message (streamable-http "Request Metadata"). */
-export function statelessHeaders(key: string | undefined, method: string, params: Record<string, unknown> | undefined): Record<string, string> {
+export function statelessHeaders(
+  key: string | undefined,
+  method: string,
+  params: Record<string, unknown> | undefined,
+): Record<string, string> {
   const name = params?.name ?? params?.uri;
   return {
     ...(key === undefined ? {} : { authorization: `Bearer ${key}` }),
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
-    'mcp-protocol-version': String((params?._meta as Record<string, unknown> | undefined)?.['io.modelcontextprotocol/protocolVersion'] ?? STATELESS_VERSION),
+    'mcp-protocol-version': String(
+      (params?._meta as Record<string, unknown> | undefined)?.['io.modelcontextprotocol/protocolVersion'] ?? STATELESS_VERSION,
+    ),
     'mcp-method': method,
     ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
   };

@@ -52,7 +52,10 @@ export function assertSaysTheContract(tool: ListedTool, request: string, respons
     ...(components[response].examples ?? []),
     ...Object.values<{ value: unknown }>(operation.responses['200'].content['application/json'].examples ?? {}).map((e) => e.value),
   ] as Array<{ events: Array<Record<string, any>> }>;
-  assert.ok(examples.some((e) => e.events.length > 0), `${tool.name}: an example with events`);
+  assert.ok(
+    examples.some((e) => e.events.length > 0),
+    `${tool.name}: an example with events`,
+  );
   for (const example of examples) {
     assert.equal(validate(example).errorMessage, undefined, `${tool.name}: ${JSON.stringify(example).slice(0, 200)}`);
     if (example.events.length === 0) continue;
@@ -63,6 +66,11 @@ export function assertSaysTheContract(tool: ListedTool, request: string, respons
       { ...first, type: first!.type === 'mail.sent' ? 'mail.bounced' : 'mail.sent' },
       { ...first, surplus: true },
     ];
-    for (const event of altered) assert.equal(validate({ ...example, events: [event, ...rest] }).valid, false, `${tool.name} refuses ${JSON.stringify(event).slice(0, 120)}`);
+    for (const event of altered)
+      assert.equal(
+        validate({ ...example, events: [event, ...rest] }).valid,
+        false,
+        `${tool.name} refuses ${JSON.stringify(event).slice(0, 120)}`,
+      );
   }
 }

@@ -36,17 +36,34 @@ async function answer(response: Response): Promise<Answer> {
 }
 
 /** POST of form fields (what /token, /revoke and the consent page take). */
-export async function postForm(url: string, fields: Record<string, string | undefined>, headers: Record<string, string> = {}): Promise<Answer> {
+export async function postForm(
+  url: string,
+  fields: Record<string, string | undefined>,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
   const body = new URLSearchParams(Object.entries(fields).filter((entry): entry is [string, string] => entry[1] !== undefined));
-  return answer(await fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body, redirect: 'manual' }));
+  return answer(
+    await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      body,
+      redirect: 'manual',
+    }),
+  );
 }
 
 /** Dynamic client registration (RFC 7591). */
 export async function register(base: string, metadata: Record<string, unknown>): Promise<Answer> {
-  return answer(await fetch(`${base}/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(metadata) }));
+  return answer(
+    await fetch(`${base}/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(metadata) }),
+  );
 }
 
-export async function registeredClient(base: string, redirectUri = 'http://127.0.0.1:7777/callback', name = 'Assistant de test'): Promise<string> {
+export async function registeredClient(
+  base: string,
+  redirectUri = 'http://127.0.0.1:7777/callback',
+  name = 'Assistant de test',
+): Promise<string> {
   const registered = await register(base, { redirect_uris: [redirectUri], client_name: name, token_endpoint_auth_method: 'none' });
   assert.equal(registered.status, 201, registered.text);
   return registered.json.client_id;
@@ -93,7 +110,11 @@ export async function openConsent(url: string, cookie?: string): Promise<Consent
 
 /** One post of the consent form, as the page's own form sends it (same origin). */
 export function postConsent(base: string, start: { handle?: string; cookie?: string }, fields: Record<string, string>): Promise<Answer> {
-  return postForm(`${base}/authorize/consent`, { request: start.handle, ...fields }, { ...(start.cookie ? { cookie: start.cookie } : {}), 'sec-fetch-site': 'same-origin' });
+  return postForm(
+    `${base}/authorize/consent`,
+    { request: start.handle, ...fields },
+    { ...(start.cookie ? { cookie: start.cookie } : {}), 'sec-fetch-site': 'same-origin' },
+  );
 }
 
 /** Where a redirect sends the browser, with its query parameters. */
@@ -114,7 +135,10 @@ export async function consentWithKey(base: string, request: AuthorizationRequest
   return redirectedTo(allowed);
 }
 
-export function exchangeCode(base: string, fields: { clientId: string; code: string; verifier: string; redirectUri?: string; resource?: string }): Promise<Answer> {
+export function exchangeCode(
+  base: string,
+  fields: { clientId: string; code: string; verifier: string; redirectUri?: string; resource?: string },
+): Promise<Answer> {
   return postForm(`${base}/token`, {
     grant_type: 'authorization_code',
     client_id: fields.clientId,
@@ -125,8 +149,17 @@ export function exchangeCode(base: string, fields: { clientId: string; code: str
   });
 }
 
-export function refresh(base: string, fields: { clientId: string; refreshToken: string; resource?: string; scope?: string }): Promise<Answer> {
-  return postForm(`${base}/token`, { grant_type: 'refresh_token', client_id: fields.clientId, refresh_token: fields.refreshToken, resource: fields.resource, scope: fields.scope });
+export function refresh(
+  base: string,
+  fields: { clientId: string; refreshToken: string; resource?: string; scope?: string },
+): Promise<Answer> {
+  return postForm(`${base}/token`, {
+    grant_type: 'refresh_token',
+    client_id: fields.clientId,
+    refresh_token: fields.refreshToken,
+    resource: fields.resource,
+    scope: fields.scope,
+  });
 }
 
 export interface Tokens {
@@ -140,7 +173,11 @@ export interface Tokens {
  * Registration, consent with `key`, and the code exchanged: an assistant's tokens, for the /mcp of
  * `origin` (the service's public origin: its own address unless PUBLIC_URL says otherwise).
  */
-export async function tokensFor(base: string, key: string, options: { clientId?: string; redirectUri?: string; origin?: string } = {}): Promise<Tokens> {
+export async function tokensFor(
+  base: string,
+  key: string,
+  options: { clientId?: string; redirectUri?: string; origin?: string } = {},
+): Promise<Tokens> {
   const redirectUri = options.redirectUri ?? 'http://127.0.0.1:7777/callback';
   const clientId = options.clientId ?? (await registeredClient(base, redirectUri));
   const resource = `${options.origin ?? base}/mcp`;
@@ -154,12 +191,26 @@ export async function tokensFor(base: string, key: string, options: { clientId?:
 }
 
 /** A raw MCP tools/call of event_feed with a bearer token: the HTTP status, the challenge, and the events. */
-export async function mcpFeed(base: string, token: string, args: Record<string, unknown> = {}): Promise<{ status: number; challenge: string | null; events: Array<{ subject: { refs: { mailbox_id?: string } } }> | undefined; body: any }> {
+export async function mcpFeed(
+  base: string,
+  token: string,
+  args: Record<string, unknown> = {},
+): Promise<{
+  status: number;
+  challenge: string | null;
+  events: Array<{ subject: { refs: { mailbox_id?: string } } }> | undefined;
+  body: any;
+}> {
   const response = await fetch(`${base}/mcp`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'event_feed', arguments: args } }),
   });
   const body = (await response.json()) as any;
-  return { status: response.status, challenge: response.headers.get('www-authenticate'), events: body?.result?.structuredContent?.events, body };
+  return {
+    status: response.status,
+    challenge: response.headers.get('www-authenticate'),
+    events: body?.result?.structuredContent?.events,
+    body,
+  };
 }

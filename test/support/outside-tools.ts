@@ -23,7 +23,8 @@ export async function outsideTools(): Promise<OutsideTools> {
   const lock = readFileSync(join(OUTSIDE_TOOLS_DIR, 'package-lock.json'), 'utf8');
   const installed = () => existsSync(STAMP) && readFileSync(STAMP, 'utf8') === lock;
   for (let tries = 0; !installed(); tries++) {
-    if (tries > 600) throw new Error(`test/outside-tools: another process has been installing for 10 minutes (remove ${LOCK_DIR} if none is)`);
+    if (tries > 600)
+      throw new Error(`test/outside-tools: another process has been installing for 10 minutes (remove ${LOCK_DIR} if none is)`);
     try {
       mkdirSync(LOCK_DIR);
     } catch {
@@ -33,7 +34,11 @@ export async function outsideTools(): Promise<OutsideTools> {
     try {
       if (!installed()) {
         // install, not ci: npm ci refuses the lock for an optional Windows-only package the registry here lacks (vite's).
-        await run('npm', ['install', '--no-save', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: OUTSIDE_TOOLS_DIR, timeout: 600_000, maxBuffer: 64 * 1024 * 1024 });
+        await run('npm', ['install', '--no-save', '--no-audit', '--no-fund', '--loglevel=error'], {
+          cwd: OUTSIDE_TOOLS_DIR,
+          timeout: 600_000,
+          maxBuffer: 64 * 1024 * 1024,
+        });
         writeFileSync(STAMP, lock);
       }
     } finally {

@@ -36,7 +36,9 @@ export async function provision(
     const { id: workspaceId } = await store.createWorkspace('Reliability workspace', true, Date.now());
     const made: Record<string, string> = {};
     for (const [name, spec] of Object.entries(keys)) {
-      made[name] = (await createKey(store, { workspaceId, permissions: spec.permissions, mailboxes: spec.mailboxes ?? null }, Date.now())).key;
+      made[name] = (
+        await createKey(store, { workspaceId, permissions: spec.permissions, mailboxes: spec.mailboxes ?? null }, Date.now())
+      ).key;
     }
     return { workspaceId, keys: made };
   } finally {

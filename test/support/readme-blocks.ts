@@ -27,7 +27,8 @@ export function documents(root: string): string[] {
   walk(root);
   const docs = join(root, 'docs');
   if (existsSync(docs)) {
-    for (const entry of readdirSync(docs, { withFileTypes: true })) if (entry.isFile() && entry.name.endsWith('.md')) found.push(join('docs', entry.name));
+    for (const entry of readdirSync(docs, { withFileTypes: true }))
+      if (entry.isFile() && entry.name.endsWith('.md')) found.push(join('docs', entry.name));
   }
   return [...new Set(found)].sort();
 }

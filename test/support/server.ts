@@ -19,7 +19,12 @@ export interface TestServer extends RunningServer {
   key(workspaceId: string, permissions: Permission[], mailboxes?: string[] | null): Promise<{ id: string; key: string }>;
   /** Revokes a key in the database, behind the API (as keys are provisioned); false when no active key has this id. */
   revokeKey(keyId: string): Promise<boolean>;
-  post(path: string, body: unknown, key?: string, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; text: string; json: any }>;
+  post(
+    path: string,
+    body: unknown,
+    key?: string,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; headers: Headers; text: string; json: any }>;
   stop(): Promise<void>;
 }
 
@@ -32,8 +37,19 @@ export interface TestServer extends RunningServer {
 /** The knex handle of the server's own store (its pool, its read connection), for tests that watch what it runs. */
 export const serverKnex = (server: { services: { store: Store } }): Knex => (server.services.store as OpenedStore).knex;
 
-export async function startTestServer(database: TestDatabase, env: Record<string, string> = {}, options: { clock?: Clock; log?: Logger } = {}): Promise<TestServer> {
-  const config = loadConfig({ DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'silent', RATE_LIMIT_PER_SECOND: '0', PRUNE_INTERVAL_SECONDS: '0', ...env });
+export async function startTestServer(
+  database: TestDatabase,
+  env: Record<string, string> = {},
+  options: { clock?: Clock; log?: Logger } = {},
+): Promise<TestServer> {
+  const config = loadConfig({
+    DATABASE_URL: database.url,
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_PER_SECOND: '0',
+    PRUNE_INTERVAL_SECONDS: '0',
+    ...env,
+  });
   const running = await startServer(config, options.log ?? createLogger('silent'), { clock: options.clock });
   const store = openStore(database.url);
   const db = store.knex;

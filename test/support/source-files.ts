@@ -41,7 +41,10 @@ export function readSourceFiles(folder: string): SourceFile[] {
 }
 
 /** One file's text, parsed as if it were at `path` (the tests of the checks themselves use made-up files). */
-export const parseSource = (path: string, text: string): SourceFile => ({ path, tree: ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true) });
+export const parseSource = (path: string, text: string): SourceFile => ({
+  path,
+  tree: ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true),
+});
 
 /** 1-based line of a node, for messages a reader can jump to. */
 export const lineOf = (file: SourceFile, node: TS.Node) => file.tree.getLineAndCharacterOfPosition(node.getStart(file.tree)).line + 1;
@@ -84,5 +87,10 @@ function isTypeOnlyImport(node: TS.ImportDeclaration): boolean {
   if (clause.isTypeOnly) return true;
   if (clause.name) return false;
   const bindings = clause.namedBindings;
-  return bindings !== undefined && ts.isNamedImports(bindings) && bindings.elements.length > 0 && bindings.elements.every((element) => element.isTypeOnly);
+  return (
+    bindings !== undefined &&
+    ts.isNamedImports(bindings) &&
+    bindings.elements.length > 0 &&
+    bindings.elements.every((element) => element.isTypeOnly)
+  );
 }

@@ -12,7 +12,11 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
  * (NodeNext, strict, the libraries' declarations checked too), the repository's tsc and @types/node.
  * What tsc printed, and its exit code.
  */
-export function typecheckConsumer(dir: string, files: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; output: string }> {
+export function typecheckConsumer(
+  dir: string,
+  files: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ code: number; output: string }> {
   writeFileSync(
     join(dir, 'tsconfig.json'),
     JSON.stringify({

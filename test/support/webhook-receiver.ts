@@ -7,7 +7,9 @@ export interface Received {
 }
 
 /** A local webhook endpoint that records every request and answers as `respond` decides. */
-export async function startReceiver(respond: (received: Received, n: number, res: ServerResponse) => void = (_r, _n, res) => void res.end('ok')) {
+export async function startReceiver(
+  respond: (received: Received, n: number, res: ServerResponse) => void = (_r, _n, res) => void res.end('ok'),
+) {
   const received: Received[] = [];
   const server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];

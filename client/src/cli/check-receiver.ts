@@ -32,8 +32,14 @@ export async function runCheckReceiver(options: CheckReceiverOptions, out: (text
     out(`Checking the webhook receiver at ${options.url}, started ${startedAt.toISOString()}`);
     out(`Its deliveries are marked as tests: header ${TEST_HEADER}: true, event ids evt_<time>TEST…, message refs msg_test_…`);
   }
-  const progress = (o: Outcome) => out(paint('dim', `  sent ${o.label} (${o.webhook_id}, ${o.body_bytes} bytes): ${o.status ?? o.error}, ${o.latency_ms} ms`));
-  const rules = await checkReceiver({ url: options.url, secret: options.secret, timeoutMs: options.timeoutMs, ...(options.json ? {} : { onDelivery: progress }) });
+  const progress = (o: Outcome) =>
+    out(paint('dim', `  sent ${o.label} (${o.webhook_id}, ${o.body_bytes} bytes): ${o.status ?? o.error}, ${o.latency_ms} ms`));
+  const rules = await checkReceiver({
+    url: options.url,
+    secret: options.secret,
+    timeoutMs: options.timeoutMs,
+    ...(options.json ? {} : { onDelivery: progress }),
+  });
   const counts: Record<Verdict, number> = { pass: 0, fail: 0, skip: 0 };
   for (const rule of rules) counts[rule.verdict]++;
   const passed = counts.pass === rules.length;
@@ -62,7 +68,13 @@ export async function runCheckReceiver(options: CheckReceiverOptions, out: (text
     }
     out('');
     if (passed) out(paint('green', `Receiver check: every rule passed (${counts.pass}).`));
-    else out(paint('red', `Receiver check: FAILED: ${counts.fail} rule(s) failed, ${counts.pass} passed, ${counts.skip} skipped (not graded, not passed).`));
+    else
+      out(
+        paint(
+          'red',
+          `Receiver check: FAILED: ${counts.fail} rule(s) failed, ${counts.pass} passed, ${counts.skip} skipped (not graded, not passed).`,
+        ),
+      );
   }
   return passed ? 0 : 1;
 }

@@ -23,7 +23,8 @@ export function httpUrl(value: string | undefined, what: string): string {
   } catch {
     throw new UsageError(`${what} is not a URL: ${value}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`${what} must be an http:// or https:// address, got ${value}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UsageError(`${what} must be an http:// or https:// address, got ${value}`);
   return url.href;
 }
 

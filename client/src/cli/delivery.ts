@@ -53,7 +53,13 @@ const ANSWER_CAP = 64 * 1024;
  * deliveries, or one closing idle sockets, never makes a delivery fail on a stale connection.
  * Redirects are not followed (a 3xx is an answer, as for the service).
  */
-export function postDelivery(url: string, headers: Record<string, string>, body: string, timeoutMs: number, signal?: AbortSignal): Promise<PostResult> {
+export function postDelivery(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<PostResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const bytes = Buffer.from(body, 'utf8');
@@ -68,20 +74,28 @@ export function postDelivery(url: string, headers: Record<string, string>, body:
       resolve({ ...result, latencyMs: elapsed() });
     };
     const send = new URL(url).protocol === 'https:' ? httpsRequest : httpRequest;
-    const req = send(url, { method: 'POST', agent: false, headers: { ...headers, 'content-length': String(bytes.length) } }, (res: IncomingMessage) => {
-      const status = res.statusCode ?? null;
-      const retryAfter = Number(res.headers['retry-after']);
-      let read = 0;
-      res.on('data', (chunk: Buffer) => {
-        read += chunk.length;
-        if (read > ANSWER_CAP) done();
-      });
-      const done = () => finish({ status, error: null, retryAfterSeconds: Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter : undefined });
-      res.on('end', done);
-      res.on('error', done);
-      res.on('close', done);
-    });
-    const timer = setTimeout(() => finish({ status: null, error: `timed out after ${timeoutMs / 1000} s`, retryAfterSeconds: undefined }), timeoutMs);
+    const req = send(
+      url,
+      { method: 'POST', agent: false, headers: { ...headers, 'content-length': String(bytes.length) } },
+      (res: IncomingMessage) => {
+        const status = res.statusCode ?? null;
+        const retryAfter = Number(res.headers['retry-after']);
+        let read = 0;
+        res.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          if (read > ANSWER_CAP) done();
+        });
+        const done = () =>
+          finish({ status, error: null, retryAfterSeconds: Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter : undefined });
+        res.on('end', done);
+        res.on('error', done);
+        res.on('close', done);
+      },
+    );
+    const timer = setTimeout(
+      () => finish({ status: null, error: `timed out after ${timeoutMs / 1000} s`, retryAfterSeconds: undefined }),
+      timeoutMs,
+    );
     const onAbort = () => finish({ status: null, error: 'aborted', retryAfterSeconds: undefined });
     if (signal?.aborted) return onAbort();
     signal?.addEventListener('abort', onAbort, { once: true });

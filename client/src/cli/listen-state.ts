@@ -82,8 +82,14 @@ export class ListenState {
   async load(): Promise<Setup | undefined> {
     const setup = (await this.#read()).setups[this.#name];
     if (setup === undefined) return undefined;
-    if ((setup.cursor !== null && typeof setup.cursor !== 'string') || !Array.isArray(setup.delivered) || !setup.delivered.every((id) => typeof id === 'string')) {
-      throw new UsageError(`${this.file}: the saved state of this setup is damaged: remove the file, or start with --from now|start|CURSOR`);
+    if (
+      (setup.cursor !== null && typeof setup.cursor !== 'string') ||
+      !Array.isArray(setup.delivered) ||
+      !setup.delivered.every((id) => typeof id === 'string')
+    ) {
+      throw new UsageError(
+        `${this.file}: the saved state of this setup is damaged: remove the file, or start with --from now|start|CURSOR`,
+      );
     }
     return setup;
   }

@@ -49,7 +49,12 @@ export interface Stopper {
  * restart sends neither less nor more (at least once: a crash between the receiver's 2xx and the
  * save sends that one event again, with the same webhook-id). Resolves with the exit code.
  */
-export async function listen(config: FeedConfig, options: ListenOptions, terminal: Terminal, onStopper: (stopper: Stopper) => void): Promise<number> {
+export async function listen(
+  config: FeedConfig,
+  options: ListenOptions,
+  terminal: Terminal,
+  onStopper: (stopper: Stopper) => void,
+): Promise<number> {
   const { paint } = terminal;
   const state = new ListenState(options.stateFile, { feedUrl: config.baseUrl, keyId: config.keyId, forwardTo: options.forwardTo });
   const saved = await state.load();
@@ -91,7 +96,8 @@ export async function listen(config: FeedConfig, options: ListenOptions, termina
   let position: Position;
   let lastDelivered = saved?.last_delivered ?? null;
   try {
-    if (options.from === 'now' || (options.from === undefined && saved === undefined)) position = { cursor: await client.cursorAt('now', { signal: feedStop.signal }), delivered: [] };
+    if (options.from === 'now' || (options.from === undefined && saved === undefined))
+      position = { cursor: await client.cursorAt('now', { signal: feedStop.signal }), delivered: [] };
     else if (options.from === 'start') position = { cursor: null, delivered: [] };
     else if (options.from !== undefined) position = { cursor: options.from, delivered: [] };
     else position = { cursor: saved!.cursor, delivered: [...saved!.delivered] };
@@ -99,7 +105,13 @@ export async function listen(config: FeedConfig, options: ListenOptions, termina
     if (stopping) return 0;
     return feedFailure(error, terminal);
   }
-  const save = () => state.save({ cursor: position.cursor, delivered: position.delivered, last_delivered: lastDelivered, ...(madeSecret ? { secret: madeSecret } : {}) });
+  const save = () =>
+    state.save({
+      cursor: position.cursor,
+      delivered: position.delivered,
+      last_delivered: lastDelivered,
+      ...(madeSecret ? { secret: madeSecret } : {}),
+    });
   // Saved before anything else: events emitted from now on are not lost if this run stops early.
   await save();
 
@@ -116,10 +128,16 @@ export async function listen(config: FeedConfig, options: ListenOptions, termina
     // The envelope's JSON as the service stores and sends it: the envelope the feed served,
     // serialised again, gives back the same text (the service writes it with JSON.stringify).
     const body = JSON.stringify(event);
-    for (let failures = 0; ; ) {
+    for (let failures = 0; ;) {
       const timestamp = Math.floor(Date.now() / 1000);
       inFlight = new AbortController();
-      const result = await postDelivery(options.forwardTo, deliveryHeaders([secret], event.id, timestamp, body), body, options.timeoutMs, inFlight.signal);
+      const result = await postDelivery(
+        options.forwardTo,
+        deliveryHeaders([secret], event.id, timestamp, body),
+        body,
+        options.timeoutMs,
+        inFlight.signal,
+      );
       inFlight = undefined;
       if (acknowledged(result)) {
         terminal.line(deliveryLine(paint, event, result, ''));
@@ -168,14 +186,19 @@ export async function listen(config: FeedConfig, options: ListenOptions, termina
     return feedFailure(error, terminal);
   }
 
-  const resumes = lastDelivered ? `after ${lastDelivered}, the last event acknowledged` : position.cursor ? 'from the saved cursor' : 'from the oldest event';
+  const resumes = lastDelivered
+    ? `after ${lastDelivered}, the last event acknowledged`
+    : position.cursor
+      ? 'from the saved cursor'
+      : 'from the oldest event';
   if (interrupted) terminal.say(`${interrupted} was not acknowledged: the next run sends it again (same webhook-id).`);
   terminal.say(`Stopped. The next run resumes ${resumes} (state in ${options.stateFile}).`);
   return 0;
 }
 
 function startingPoint(from: string | undefined, hadState: boolean, position: Position): string {
-  if (from === 'now' || (from === undefined && !hadState)) return `${hadState ? '' : 'No saved state for this setup: '}starting from now (events emitted from now on)`;
+  if (from === 'now' || (from === undefined && !hadState))
+    return `${hadState ? '' : 'No saved state for this setup: '}starting from now (events emitted from now on)`;
   if (from === 'start') return 'Starting from the oldest event the service keeps';
   if (from !== undefined) return 'Starting after the cursor given';
   return `Resuming from the saved state${position.delivered.length ? ` (${position.delivered.length} event(s) of its page already acknowledged)` : ''}`;

@@ -42,13 +42,14 @@ Exit status: 0 success, 1 failure, 2 bad arguments or configuration.`;
 function timeoutMs(value: string | undefined): number {
   if (value === undefined) return DEFAULT_TIMEOUT_SECONDS * 1000;
   const seconds = Number(value);
-  if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 300) throw new UsageError(`--timeout is a number of seconds, more than 0 and at most 300 (got ${value})`);
+  if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 300)
+    throw new UsageError(`--timeout is a number of seconds, more than 0 and at most 300 (got ${value})`);
   return Math.round(seconds * 1000);
 }
 
 function secretOption(value: string | undefined, required: boolean): string | undefined {
   if (value === undefined) {
-    if (required) throw new UsageError('--secret is required: the receiver\'s signing secret (whsec_…)');
+    if (required) throw new UsageError("--secret is required: the receiver's signing secret (whsec_…)");
     return undefined;
   }
   if (!isSigningSecret(value)) throw new UsageError('--secret is not a signing secret of the form whsec_<base64>');
@@ -70,17 +71,25 @@ async function runListen(args: string[]): Promise<number> {
   const { values } = usage(() =>
     parseArgs({
       args,
-      options: { 'forward-to': { type: 'string' }, secret: { type: 'string' }, state: { type: 'string' }, from: { type: 'string' }, timeout: { type: 'string' }, ...HELP_OPTION },
+      options: {
+        'forward-to': { type: 'string' },
+        secret: { type: 'string' },
+        state: { type: 'string' },
+        from: { type: 'string' },
+        timeout: { type: 'string' },
+        ...HELP_OPTION,
+      },
       strict: true,
       allowPositionals: false,
     }),
   );
   if (values.help) return help();
-  const forwardTo = httpUrl(values['forward-to'], '--forward-to (the receiver\'s address, e.g. http://127.0.0.1:4000/webhooks)');
+  const forwardTo = httpUrl(values['forward-to'], "--forward-to (the receiver's address, e.g. http://127.0.0.1:4000/webhooks)");
   const secret = secretOption(values.secret, false);
   const from = values.from;
   // A cursor is opaque (the contract: a string of 1 to 512 characters); the feed says if it refuses one.
-  if (from !== undefined && (from.length === 0 || from.length > 512)) throw new UsageError('--from is now, start, or a cursor (a next_cursor of the feed)');
+  if (from !== undefined && (from.length === 0 || from.length > 512))
+    throw new UsageError('--from is now, start, or a cursor (a next_cursor of the feed)');
   const stateFile = values.state ?? DEFAULT_STATE_FILE;
   if (!stateFile) throw new UsageError('--state needs a file name');
   const timeout = timeoutMs(values.timeout);
@@ -114,16 +123,26 @@ async function runCheck(args: string[]): Promise<number> {
   const { values } = usage(() =>
     parseArgs({
       args,
-      options: { url: { type: 'string' }, secret: { type: 'string' }, json: { type: 'boolean' }, timeout: { type: 'string' }, ...HELP_OPTION },
+      options: {
+        url: { type: 'string' },
+        secret: { type: 'string' },
+        json: { type: 'boolean' },
+        timeout: { type: 'string' },
+        ...HELP_OPTION,
+      },
       strict: true,
       allowPositionals: false,
     }),
   );
   if (values.help) return help();
-  const url = httpUrl(values.url, '--url (the receiver\'s address)');
+  const url = httpUrl(values.url, "--url (the receiver's address)");
   const secret = secretOption(values.secret, true)!;
   const json = values.json === true;
-  return runCheckReceiver({ url, secret, timeoutMs: timeoutMs(values.timeout), json }, (text) => console.log(text), painter(!json && colourOn(process.stdout)));
+  return runCheckReceiver(
+    { url, secret, timeoutMs: timeoutMs(values.timeout), json },
+    (text) => console.log(text),
+    painter(!json && colourOn(process.stdout)),
+  );
 }
 
 function help(): number {

@@ -90,7 +90,8 @@ function largeEvent(bytes: number): EventEnvelope {
   let best: { sample: EventEnvelope; field: string; items: unknown[] } | undefined;
   for (const sample of sampleEvents) {
     for (const [field, value] of Object.entries(sample.data as Record<string, unknown>)) {
-      if (Array.isArray(value) && value.length > 0 && JSON.stringify(value).length > (best ? JSON.stringify(best.items).length : 0)) best = { sample, field, items: value };
+      if (Array.isArray(value) && value.length > 0 && JSON.stringify(value).length > (best ? JSON.stringify(best.items).length : 0))
+        best = { sample, field, items: value };
     }
   }
   if (!best) throw new Error("the contract's examples have no list in any event's data to make a large event of");
@@ -136,16 +137,35 @@ const RULES: Rule[] = [
       'base64-decoded part of the secret after `whsec_`, compared in constant time with each `v1,` signature of webhook-signature; ' +
       'answer 400 or 401 when a header is missing or no signature matches. verifyWebhook (@event-feed/client) or any Standard Webhooks library does it.',
     probes: () => [
-      { label: 'signed with another secret', expected: 'refused', event: testEvent(first()), alter: (r) => void (r.headers['webhook-signature'] = signature(newSigningSecret(), r.headers['webhook-id']!, r.timestamp, r.body)) },
+      {
+        label: 'signed with another secret',
+        expected: 'refused',
+        event: testEvent(first()),
+        alter: (r) => void (r.headers['webhook-signature'] = signature(newSigningSecret(), r.headers['webhook-id']!, r.timestamp, r.body)),
+      },
       {
         label: 'body changed after it was signed',
         expected: 'refused',
         event: testEvent(first()),
-        alter: (r) => void (r.body = JSON.stringify({ ...(JSON.parse(r.body) as object), occurred_at: new Date(Date.now() - 3_600_000).toISOString() })),
+        alter: (r) =>
+          void (r.body = JSON.stringify({
+            ...(JSON.parse(r.body) as object),
+            occurred_at: new Date(Date.now() - 3_600_000).toISOString(),
+          })),
       },
-      { label: 'no webhook-signature header', expected: 'refused', event: testEvent(first()), alter: (r) => void delete r.headers['webhook-signature'] },
+      {
+        label: 'no webhook-signature header',
+        expected: 'refused',
+        event: testEvent(first()),
+        alter: (r) => void delete r.headers['webhook-signature'],
+      },
       { label: 'no webhook-id header', expected: 'refused', event: testEvent(first()), alter: (r) => void delete r.headers['webhook-id'] },
-      { label: 'no webhook-timestamp header', expected: 'refused', event: testEvent(first()), alter: (r) => void delete r.headers['webhook-timestamp'] },
+      {
+        label: 'no webhook-timestamp header',
+        expected: 'refused',
+        event: testEvent(first()),
+        alter: (r) => void delete r.headers['webhook-timestamp'],
+      },
     ],
   },
   {
@@ -180,7 +200,13 @@ const RULES: Rule[] = [
     hint:
       'New event types are added to the contract: acknowledge (2xx) a type you do not handle, and ignore it. ' +
       'A refusal is retried for days and can end with the endpoint disabled, and events of the types you do handle delayed.',
-    probes: () => [{ label: unknownType(), expected: 'acknowledged', event: testEvent(first(), { type: unknownType(), data: {} } as unknown as Partial<EventEnvelope>) }],
+    probes: () => [
+      {
+        label: unknownType(),
+        expected: 'acknowledged',
+        event: testEvent(first(), { type: unknownType(), data: {} } as unknown as Partial<EventEnvelope>),
+      },
+    ],
   },
   {
     id: 'rotation-signatures',
@@ -193,7 +219,9 @@ const RULES: Rule[] = [
         label: 'v1,<another secret> v1,<your secret>',
         expected: 'acknowledged',
         event: testEvent(first()),
-        alter: (r) => void (r.headers['webhook-signature'] = `${signature(newSigningSecret(), r.headers['webhook-id']!, r.timestamp, r.body)} ${r.headers['webhook-signature']}`),
+        alter: (r) =>
+          void (r.headers['webhook-signature'] =
+            `${signature(newSigningSecret(), r.headers['webhook-id']!, r.timestamp, r.body)} ${r.headers['webhook-signature']}`),
       },
     ],
   },
@@ -213,7 +241,11 @@ export const RULE_IDS = RULES.map((rule) => rule.id);
 async function send(probe: Probe, options: CheckOptions): Promise<Outcome> {
   const timestamp = Math.floor(Date.now() / 1000) + (probe.skewSeconds ?? 0);
   const body = JSON.stringify(probe.event);
-  const request = { headers: { ...deliveryHeaders([options.secret], probe.event.id, timestamp, body), [TEST_HEADER]: 'true' }, body, timestamp };
+  const request = {
+    headers: { ...deliveryHeaders([options.secret], probe.event.id, timestamp, body), [TEST_HEADER]: 'true' },
+    body,
+    timestamp,
+  };
   probe.alter?.(request);
   const result = await postDelivery(options.url, request.headers, request.body, options.timeoutMs);
   // Refused means an answer that is not 2xx: no answer at all (a timeout, a refused connection) is no verdict on the delivery.
@@ -232,7 +264,11 @@ async function send(probe: Probe, options: CheckOptions): Promise<Outcome> {
 }
 
 const answer = (o: Outcome) => (o.status === null ? `no answer (${o.error})` : `answered ${o.status}`);
-const missed = (outcomes: Outcome[]) => outcomes.filter((o) => !o.met).map((o) => `${o.label}: ${answer(o)}, expected ${o.expected === 'acknowledged' ? '2xx' : 'a refusal (4xx)'}`).join('; ');
+const missed = (outcomes: Outcome[]) =>
+  outcomes
+    .filter((o) => !o.met)
+    .map((o) => `${o.label}: ${answer(o)}, expected ${o.expected === 'acknowledged' ? '2xx' : 'a refusal (4xx)'}`)
+    .join('; ');
 
 /**
  * Sends the battery, one delivery at a time (a receiver may handle one at a time, and the
@@ -248,7 +284,14 @@ export async function checkReceiver(options: CheckOptions): Promise<RuleResult[]
     const title = rule.title(options);
     const valid = results.find((r) => r.id === 'valid-deliveries');
     if (valid && valid.deliveries.every((o) => !o.met)) {
-      results.push({ id: rule.id, title, verdict: 'skip', detail: 'not checked: the receiver acknowledged no valid delivery (see valid-deliveries)', hint: '', deliveries: [] });
+      results.push({
+        id: rule.id,
+        title,
+        verdict: 'skip',
+        detail: 'not checked: the receiver acknowledged no valid delivery (see valid-deliveries)',
+        hint: '',
+        deliveries: [],
+      });
       continue;
     }
     const deliveries: Outcome[] = [];
@@ -260,10 +303,24 @@ export async function checkReceiver(options: CheckOptions): Promise<RuleResult[]
     const passed = deliveries.every((o) => o.met);
     const signatures = results.find((r) => r.id === 'signature-verified');
     if (!passed && rule.id === 'timestamp-tolerance' && signatures?.verdict === 'fail') {
-      results.push({ id: rule.id, title, verdict: 'skip', detail: `not graded: the receiver does not verify signatures (see signature-verified); ${missed(deliveries)}`, hint: '', deliveries });
+      results.push({
+        id: rule.id,
+        title,
+        verdict: 'skip',
+        detail: `not graded: the receiver does not verify signatures (see signature-verified); ${missed(deliveries)}`,
+        hint: '',
+        deliveries,
+      });
       continue;
     }
-    results.push({ id: rule.id, title, verdict: passed ? 'pass' : 'fail', detail: passed ? '' : missed(deliveries), hint: passed ? '' : rule.hint, deliveries });
+    results.push({
+      id: rule.id,
+      title,
+      verdict: passed ? 'pass' : 'fail',
+      detail: passed ? '' : missed(deliveries),
+      hint: passed ? '' : rule.hint,
+      deliveries,
+    });
   }
   return results;
 }

@@ -13,7 +13,8 @@ export type Colour = keyof typeof CODES;
 
 export type Paint = (colour: Colour, text: string) => string;
 
-export const painter = (on: boolean): Paint => (on ? (colour, text) => `\u001b[${CODES[colour]}m${text}\u001b[0m` : (_colour, text) => text);
+export const painter = (on: boolean): Paint =>
+  on ? (colour, text) => `\u001b[${CODES[colour]}m${text}\u001b[0m` : (_colour, text) => text;
 
 /** A duration for a person: `850 ms`, `2.5 s`. */
 export const duration = (ms: number) => (ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`);

@@ -10,6 +10,7 @@ export function isFeedPage(payload: unknown): payload is EventFeedResponse {
 export function isListPage(payload: unknown): payload is ListEventsResponse {
   const page = payload as Partial<ListEventsResponse> | null | undefined;
   return (
-    Array.isArray(page?.events) && (page.next_page_token === undefined || page.next_page_token === null || typeof page.next_page_token === 'string')
+    Array.isArray(page?.events) &&
+    (page.next_page_token === undefined || page.next_page_token === null || typeof page.next_page_token === 'string')
   );
 }

@@ -48,7 +48,11 @@ export async function call<Op extends ViewOperation>(
   if (signal.aborted) throw new FeedError('aborted');
   signal.addEventListener('abort', abort, { once: true });
   const timer = setTimeout(abort, timeoutMs);
-  const headers: Record<string, string> = { Authorization: `Bearer ${currentKey()}`, 'Content-Type': 'application/json', Accept: 'application/json' };
+  const headers: Record<string, string> = {
+    Authorization: `Bearer ${currentKey()}`,
+    'Content-Type': 'application/json',
+    Accept: 'application/json',
+  };
   if (wait) headers.Prefer = `wait=${wait}`;
   try {
     let response: Response;
@@ -95,7 +99,11 @@ export async function call<Op extends ViewOperation>(
 }
 
 /** call(), waiting out a 429 (Retry-After, said in French) a few times before giving up. */
-export async function request<Op extends ViewOperation>(operation: Op, body: RequestOf<Op>, options: CallOptions = {}): Promise<CallResult<Op>> {
+export async function request<Op extends ViewOperation>(
+  operation: Op,
+  body: RequestOf<Op>,
+  options: CallOptions = {},
+): Promise<CallResult<Op>> {
   for (let attempt = 0; ; attempt++) {
     try {
       const result = await call(operation, body, options);

@@ -35,4 +35,6 @@ export const ui = {
 };
 
 /** The type-filter check boxes (filters.ts builds them from the labels). */
-export const typeBoxes = (checkedOnly = false) => [...ui.typeOptions.querySelectorAll<HTMLInputElement>(`input[name="types"]${checkedOnly ? ':checked' : ''}`)];
+export const typeBoxes = (checkedOnly = false) => [
+  ...ui.typeOptions.querySelectorAll<HTMLInputElement>(`input[name="types"]${checkedOnly ? ':checked' : ''}`),
+];

@@ -10,16 +10,30 @@ const KNOWN_MESSAGES: ReadonlyArray<readonly [RegExp, (m: RegExpExecArray) => st
   [/^missing or invalid API key/, () => MSG.unauthorized],
   [/^this key lacks the "read" permission/, () => MSG.noRead],
   [/^this key lacks the "([a-z]+)" permission/, (m) => `Cette clé n’a pas la permission « ${m[1]} ».`],
-  [/^this key may not read events of mailbox "([^"]*)"/, (m) => `Cette clé ne peut pas lire les événements de la boîte « ${m[1]} » : choisissez parmi les boîtes auxquelles elle est restreinte.`],
-  [/^after has expired/, () => 'Le curseur a expiré : les événements qui le suivaient ont dépassé la durée de conservation et ont été supprimés.'],
-  [/^after is past the end of this feed/, () => 'Le curseur est au-delà de la fin du flux : la base a été restaurée, ou a basculé sur une copie qui n’avait pas reçu ces événements.'],
+  [
+    /^this key may not read events of mailbox "([^"]*)"/,
+    (m) =>
+      `Cette clé ne peut pas lire les événements de la boîte « ${m[1]} » : choisissez parmi les boîtes auxquelles elle est restreinte.`,
+  ],
+  [
+    /^after has expired/,
+    () => 'Le curseur a expiré : les événements qui le suivaient ont dépassé la durée de conservation et ont été supprimés.',
+  ],
+  [
+    /^after is past the end of this feed/,
+    () =>
+      'Le curseur est au-delà de la fin du flux : la base a été restaurée, ou a basculé sur une copie qui n’avait pas reçu ces événements.',
+  ],
   [/^after is not a valid cursor/, () => 'Curseur refusé : il est mal formé, altéré ou émis pour un autre espace.'],
   [/^page_token was issued for other filters/, () => 'Jeton de page émis pour d’autres filtres.'],
   [/^page_token is not valid/, () => 'Jeton de page refusé : il est mal formé ou altéré.'],
   [/^at .*(retention|expired)/, () => 'Cette date est antérieure à la durée de conservation des événements.'],
   [/^occurred_after must not be later than occurred_before/, () => 'La date de début doit précéder la date de fin.'],
   [/must be a valid date-time|is not a representable UTC date-time/, () => 'Date non valide.'],
-  [/^mailbox_ids/, () => 'Filtre de boîtes refusé : identifiants mbx_ suivis de 1 à 64 lettres, chiffres, _ ou -, sans doublon, 100 au plus.'],
+  [
+    /^mailbox_ids/,
+    () => 'Filtre de boîtes refusé : identifiants mbx_ suivis de 1 à 64 lettres, chiffres, _ ou -, sans doublon, 100 au plus.',
+  ],
   [/^types/, () => 'Filtre de types refusé.'],
   [/^request body is over/, () => 'Requête trop volumineuse.'],
   [/too many (held|waiting|pending)/, () => 'Trop de lectures en attente pour cette clé.'],

@@ -43,11 +43,15 @@ async function tailLoop(current: ViewState, gen: number, reloadNewest: () => voi
     let pause = 0;
     try {
       const sentAt = Date.now();
-      const { payload, longPoll } = await call('event_feed', { after: current.cursor, limit: TAIL_LIMIT }, {
-        signal: controller.signal,
-        wait: LONG_POLL_SECONDS,
-        timeoutMs: (LONG_POLL_SECONDS + 15) * 1000,
-      });
+      const { payload, longPoll } = await call(
+        'event_feed',
+        { after: current.cursor, limit: TAIL_LIMIT },
+        {
+          signal: controller.signal,
+          wait: LONG_POLL_SECONDS,
+          timeoutMs: (LONG_POLL_SECONDS + 15) * 1000,
+        },
+      );
       if (!running()) return;
       if (!isFeedPage(payload)) throw malformed();
       const previous = current.cursor;

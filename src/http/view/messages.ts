@@ -13,7 +13,8 @@ export const MSG = {
   emptyKey: 'Saisissez une clé d’API.',
   badMailbox: (id: string) => `Identifiant de boîte non valide : « ${id} ». Attendu : mbx_ suivi de 1 à 64 lettres, chiffres, _ ou -.`,
   tooManyMailboxes: `Au plus ${MAX_MAILBOXES} boîtes par filtre.`,
-  noHead: 'Ce service ne fournit pas la position de la fin du flux (feed_cursor) et le flux est trop long pour la trouver autrement : le suivi en direct est indisponible.',
+  noHead:
+    'Ce service ne fournit pas la position de la fin du flux (feed_cursor) et le flux est trop long pour la trouver autrement : le suivi en direct est indisponible.',
   anchorLost: 'Impossible de reprendre la lecture de l’historique à cet endroit : les événements les plus récents sont rechargés.',
   retry: 'Réessayer',
   reload: 'Recharger les plus récents',

@@ -20,7 +20,8 @@ export function summarizeListPage(page: ListPageFacts, input: ListEventsRequest)
   const goOn = `rappelez list_events avec les mêmes filtres et page_token = ${next_page_token}`;
   if (count === 0) {
     // A call examines a bounded part of the workspace: an empty page with a token is not the end.
-    if (next_page_token) return `Aucun événement trouvé dans la partie parcourue${filters ? ` (${filters})` : ''} ; la recherche n’est pas finie : ${goOn}`;
+    if (next_page_token)
+      return `Aucun événement trouvé dans la partie parcourue${filters ? ` (${filters})` : ''} ; la recherche n’est pas finie : ${goOn}`;
     const none = input.page_token === undefined ? 'Aucun événement ne correspond' : 'Aucun événement plus ancien ne correspond';
     return `${none}${filters ? ` aux filtres (${filters})` : ''}.`;
   }

@@ -96,7 +96,11 @@ export function planKind(f: SearchFilters): PlanKind {
  */
 export function rangeCandidates(d: Dialect, f: SearchFilters, beforeSeq: number | null, take: number): Statement {
   const from = `SELECT seq FROM events${d.indexed('seq')} WHERE workspace_id = ?`;
-  if (beforeSeq !== null) return { sql: `${from} AND seq < ? AND seq >= ? ORDER BY seq DESC LIMIT ?`, bindings: [f.workspaceId, beforeSeq, beforeSeq - take, take] };
+  if (beforeSeq !== null)
+    return {
+      sql: `${from} AND seq < ? AND seq >= ? ORDER BY seq DESC LIMIT ?`,
+      bindings: [f.workspaceId, beforeSeq, beforeSeq - take, take],
+    };
   // Closed on both sides, like every range here, though no seq lies above the head.
   const head = '(SELECT last_seq FROM feed_counters WHERE workspace_id = ?)';
   return {
@@ -110,7 +114,10 @@ export function keyedCandidates(d: Dialect, f: SearchFilters, beforeSeq: number 
   const [key, values] = f.types === null ? (['mailbox_id', f.mailboxes!] as const) : (['type', f.types] as const);
   const below = beforeSeq === null ? '' : ' AND seq < ?';
   const perKey = values
-    .map((_, i) => `SELECT seq FROM (SELECT seq FROM events${d.indexed(key)} WHERE workspace_id = ? AND ${key} = ?${below} ORDER BY seq DESC LIMIT ?) k${i}`)
+    .map(
+      (_, i) =>
+        `SELECT seq FROM (SELECT seq FROM events${d.indexed(key)} WHERE workspace_id = ? AND ${key} = ?${below} ORDER BY seq DESC LIMIT ?) k${i}`,
+    )
     .join(' UNION ALL ');
   return {
     sql: `SELECT seq FROM (${perKey}) keyed ORDER BY seq DESC LIMIT ?`,

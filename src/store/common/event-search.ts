@@ -63,7 +63,10 @@ export async function searchEvents(session: SearchSession, q: SearchQuery): Prom
     const window = await session.rows<{ seq: number }>(timeWindowProbe(d, q));
     if (window.length <= WINDOW_MAX) {
       // Every event of the window is known: the page is complete below its last event.
-      const below = window.map((row) => Number(row.seq)).filter((seq) => q.beforeSeq === null || seq < q.beforeSeq).sort((a, b) => b - a);
+      const below = window
+        .map((row) => Number(row.seq))
+        .filter((seq) => q.beforeSeq === null || seq < q.beforeSeq)
+        .sort((a, b) => b - a);
       return below.length === 0 ? EMPTY : finish(await page(factsOfListed(d, q, below, take)));
     }
   }

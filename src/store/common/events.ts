@@ -26,17 +26,26 @@ import { placeholders, type RawRows } from './sql.ts';
  */
 
 /** The workspace's last seq (0 before its first event, or for a workspace that does not exist). */
-export async function feedHead(readRows: <T>(sql: string, bindings: readonly Knex.Value[]) => Promise<T[]>, workspaceId: string): Promise<number> {
+export async function feedHead(
+  readRows: <T>(sql: string, bindings: readonly Knex.Value[]) => Promise<T[]>,
+  workspaceId: string,
+): Promise<number> {
   const [row] = await readRows<{ last_seq: number }>('SELECT last_seq FROM feed_counters WHERE workspace_id = ?', [workspaceId]);
   return Number(row?.last_seq ?? 0);
 }
 
 /** The last seq of each of these workspaces (0 for one without events), a few hundred per statement. */
-export async function feedHeads(readRows: <T>(sql: string, bindings: readonly Knex.Value[]) => Promise<T[]>, workspaceIds: readonly string[]): Promise<Map<string, number>> {
+export async function feedHeads(
+  readRows: <T>(sql: string, bindings: readonly Knex.Value[]) => Promise<T[]>,
+  workspaceIds: readonly string[],
+): Promise<Map<string, number>> {
   const heads = new Map<string, number>(workspaceIds.map((id) => [id, 0]));
   for (let i = 0; i < workspaceIds.length; i += HEADS_PER_STATEMENT) {
     const ids = workspaceIds.slice(i, i + HEADS_PER_STATEMENT);
-    const rows = await readRows<{ workspace_id: string; last_seq: number }>(`SELECT workspace_id, last_seq FROM feed_counters WHERE workspace_id IN (${ids.map(() => '?').join(', ')})`, ids);
+    const rows = await readRows<{ workspace_id: string; last_seq: number }>(
+      `SELECT workspace_id, last_seq FROM feed_counters WHERE workspace_id IN (${ids.map(() => '?').join(', ')})`,
+      ids,
+    );
     for (const row of rows) heads.set(row.workspace_id, Number(row.last_seq));
   }
   return heads;
@@ -46,17 +55,26 @@ const HEADS_PER_STATEMENT = 500;
 
 /** The appends that carry events, in workspace order: the order every writer locks counters in. */
 export function inWorkspaceOrder(appends: WorkspaceAppend[]): WorkspaceAppend[] {
-  const sorted = appends.filter((a) => a.events.length > 0).sort((a, b) => (a.workspaceId < b.workspaceId ? -1 : a.workspaceId > b.workspaceId ? 1 : 0));
+  const sorted = appends
+    .filter((a) => a.events.length > 0)
+    .sort((a, b) => (a.workspaceId < b.workspaceId ? -1 : a.workspaceId > b.workspaceId ? 1 : 0));
   if (sorted.length === 0) throw new Error('appendEvents needs at least one event');
   return sorted;
 }
 
 /** The client-supplied ids of these events (generated ones cannot be stored yet). */
 export const idsToLookUp = (appends: WorkspaceAppend[]) =>
-  appends.map(({ workspaceId, events }) => ({ workspaceId, ids: events.filter((event) => event.clientId !== null).map((event) => event.id) }));
+  appends.map(({ workspaceId, events }) => ({
+    workspaceId,
+    ids: events.filter((event) => event.clientId !== null).map((event) => event.id),
+  }));
 
 /** Events with these client-supplied ids already stored, for several workspaces at once. */
-export async function findByIds(rows: RawRows, db: Knex | Knex.Transaction, wanted: Array<{ workspaceId: string; ids: string[] }>): Promise<StoredIdRow[]> {
+export async function findByIds(
+  rows: RawRows,
+  db: Knex | Knex.Transaction,
+  wanted: Array<{ workspaceId: string; ids: string[] }>,
+): Promise<StoredIdRow[]> {
   const asked = wanted.filter((w) => w.ids.length > 0);
   if (asked.length === 0) return [];
   const ids = asked.flatMap((w) => w.ids);
@@ -70,19 +88,34 @@ export async function findByIds(rows: RawRows, db: Knex | Knex.Transaction, want
 }
 
 /** The rows of pairs (workspace, id) asked for: a lookup by both IN lists also finds pairs not asked. */
-export function onlyAsked<T extends { workspace_id: string; id: string }>(asked: Array<{ workspaceId: string; ids: string[] }>, rows: T[]): T[] {
+export function onlyAsked<T extends { workspace_id: string; id: string }>(
+  asked: Array<{ workspaceId: string; ids: string[] }>,
+  rows: T[],
+): T[] {
   const pairs = new Set(asked.flatMap((w) => w.ids.map((id) => `${w.workspaceId} ${id}`)));
   return rows.filter((row) => pairs.has(`${row.workspace_id} ${row.id}`));
 }
 
-
 /** Seq, id and type of up to `limit` events after `afterSeq`, in seq order. */
-export function eventsAfter(db: Knex, workspaceId: string, afterSeq: number, limit: number): Promise<Array<{ seq: number; id: string; type: string }>> {
-  return db('events').select('seq', 'id', 'type').where('workspace_id', workspaceId).andWhere('seq', '>', afterSeq).orderBy('seq').limit(limit);
+export function eventsAfter(
+  db: Knex,
+  workspaceId: string,
+  afterSeq: number,
+  limit: number,
+): Promise<Array<{ seq: number; id: string; type: string }>> {
+  return db('events')
+    .select('seq', 'id', 'type')
+    .where('workspace_id', workspaceId)
+    .andWhere('seq', '>', afterSeq)
+    .orderBy('seq')
+    .limit(limit);
 }
 
 /** The page's events as rows (Store.readPageRows), read with `readRows`. */
-export function readPageRows(readRows: <T>(sql: string, bindings: readonly Knex.Value[]) => Promise<T[]>, q: PageQuery): Promise<StoredEvent[]> {
+export function readPageRows(
+  readRows: <T>(sql: string, bindings: readonly Knex.Value[]) => Promise<T[]>,
+  q: PageQuery,
+): Promise<StoredEvent[]> {
   if (q.mailboxes !== null && q.mailboxes.length === 0) return Promise.resolve([]);
   const filter = q.mailboxes === null ? '' : ` AND mailbox_id IN (${placeholders(q.mailboxes.length)})`;
   return readRows<StoredEvent>(`SELECT seq, envelope FROM events WHERE workspace_id = ?${filter} AND seq > ? ORDER BY seq LIMIT ?`, [

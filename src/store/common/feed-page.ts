@@ -9,7 +9,9 @@ import { ReadAhead } from './read-ahead.ts';
  */
 export function pageReader(queryPage: (q: PageQuery) => Promise<StoredPage>): (q: PageQuery) => Promise<StoredPage> {
   const read = (q: PageQuery): Promise<StoredPage> =>
-    q.mailboxes !== null && q.mailboxes.length === 0 ? Promise.resolve({ bytes: Buffer.alloc(0), count: 0, lastSeq: undefined, cutAtByteCap: false }) : queryPage(q);
+    q.mailboxes !== null && q.mailboxes.length === 0
+      ? Promise.resolve({ bytes: Buffer.alloc(0), count: 0, lastSeq: undefined, cutAtByteCap: false })
+      : queryPage(q);
   const ahead = new ReadAhead(read);
   return async (q) => {
     const page = (await ahead.take(q)) ?? (await read(q));

@@ -23,20 +23,34 @@ type Encoded<Row> = Omit<Row, 'permissions' | 'mailboxes'> & { permissions: stri
 /** A key row as the port gives it, from its columns. */
 export const decodedKey = <Row extends KeyRow | KeyListRow>(row: Encoded<Row>): Row =>
   ({ ...row, permissions: permissionsOf(row.permissions), mailboxes: mailboxesOf(row.mailboxes) }) as unknown as Row;
-const decodedOrNone = <Row extends KeyRow | KeyListRow>(row: Encoded<Row> | undefined): Row | undefined => (row === undefined ? undefined : decodedKey<Row>(row));
+const decodedOrNone = <Row extends KeyRow | KeyListRow>(row: Encoded<Row> | undefined): Row | undefined =>
+  row === undefined ? undefined : decodedKey<Row>(row);
 
 export const insertKey = async (db: Db, row: NewKeyRow): Promise<void> =>
-  void (await db('api_keys').insert({ ...row, permissions: row.permissions.join(','), mailboxes: row.mailboxes ? JSON.stringify(row.mailboxes) : null }));
+  void (await db('api_keys').insert({
+    ...row,
+    permissions: row.permissions.join(','),
+    mailboxes: row.mailboxes ? JSON.stringify(row.mailboxes) : null,
+  }));
 
 /** Every key of a workspace, oldest first (the CLI's list: an operator's workspace, read whole). */
 export async function listKeys(db: Db, workspaceId: string): Promise<KeyListRow[]> {
-  const rows: Array<Encoded<KeyListRow>> = await db('api_keys').select(...KEY_COLUMNS).where({ workspace_id: workspaceId }).orderBy('id');
+  const rows: Array<Encoded<KeyListRow>> = await db('api_keys')
+    .select(...KEY_COLUMNS)
+    .where({ workspace_id: workspaceId })
+    .orderBy('id');
   return rows.map((row) => decodedKey<KeyListRow>(row));
 }
 
 /** Up to `limit` keys of a workspace after the key id `afterId`, in id (creation) order. */
-export async function keysAfter(db: Db, workspaceId: string, options: { afterId?: string; includeRevoked: boolean; limit: number }): Promise<KeyListRow[]> {
-  const query = db('api_keys').select(...KEY_COLUMNS).where({ workspace_id: workspaceId });
+export async function keysAfter(
+  db: Db,
+  workspaceId: string,
+  options: { afterId?: string; includeRevoked: boolean; limit: number },
+): Promise<KeyListRow[]> {
+  const query = db('api_keys')
+    .select(...KEY_COLUMNS)
+    .where({ workspace_id: workspaceId });
   if (options.afterId !== undefined) query.where('id', '>', options.afterId);
   if (!options.includeRevoked) query.whereNull('revoked_at');
   const rows: Array<Encoded<KeyListRow>> = await query.orderBy('id').limit(options.limit);
@@ -45,7 +59,10 @@ export async function keysAfter(db: Db, workspaceId: string, options: { afterId?
 
 /** One key of a workspace, revoked or not. */
 export async function findKey(db: Db, workspaceId: string, keyId: string): Promise<KeyListRow | undefined> {
-  const row: Encoded<KeyListRow> | undefined = await db('api_keys').select(...KEY_COLUMNS).where({ workspace_id: workspaceId, id: keyId }).first();
+  const row: Encoded<KeyListRow> | undefined = await db('api_keys')
+    .select(...KEY_COLUMNS)
+    .where({ workspace_id: workspaceId, id: keyId })
+    .first();
   return decodedOrNone<KeyListRow>(row);
 }
 
@@ -59,8 +76,10 @@ export async function revokeKey(db: Db, keyId: string, now: number): Promise<boo
   return (await db('api_keys').where({ id: keyId }).whereNull('revoked_at').update({ revoked_at: now })) > 0;
 }
 
-
 /** The key row a token names (Store.keys.byId), by the fixed statement SELECT_KEY on `readRows`. */
-export async function keyById(readRows: <T>(sql: string, bindings: readonly Knex.Value[]) => Promise<T[]>, keyId: string): Promise<KeyRow | undefined> {
+export async function keyById(
+  readRows: <T>(sql: string, bindings: readonly Knex.Value[]) => Promise<T[]>,
+  keyId: string,
+): Promise<KeyRow | undefined> {
   return decodedOrNone<KeyRow>((await readRows<Encoded<KeyRow>>(SELECT_KEY, [keyId]))[0]);
 }

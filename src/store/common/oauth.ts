@@ -14,7 +14,12 @@ const SELECT_GRANT_BY_ACCESS = 'SELECT * FROM oauth_grants WHERE access_sha256 =
 const nullableNumber = (value: unknown) => (value === null || value === undefined ? null : Number(value));
 
 function clientRow(raw: Record<string, unknown>): OAuthClientRow {
-  return { client_id: String(raw.client_id), metadata: String(raw.metadata), created_at: Number(raw.created_at), used_at: nullableNumber(raw.used_at) };
+  return {
+    client_id: String(raw.client_id),
+    metadata: String(raw.metadata),
+    created_at: Number(raw.created_at),
+    used_at: nullableNumber(raw.used_at),
+  };
 }
 
 function requestRow(raw: Record<string, unknown>): OAuthRequestRow {
@@ -42,7 +47,12 @@ function grantRow(raw: Record<string, unknown>): OAuthGrantRow {
 }
 
 async function registerClient(db: Db, row: OAuthClientRow, limits: { cap: number; unusedBefore: number }): Promise<boolean> {
-  const stale = db('oauth_clients').select('client_id').whereNull('used_at').where('created_at', '<', limits.unusedBefore).orderBy('created_at').limit(SWEEP_BATCH);
+  const stale = db('oauth_clients')
+    .select('client_id')
+    .whereNull('used_at')
+    .where('created_at', '<', limits.unusedBefore)
+    .orderBy('created_at')
+    .limit(SWEEP_BATCH);
   await db('oauth_clients').whereIn('client_id', stale).del();
   const counted = await db('oauth_clients').count({ n: '*' }).first();
   if (Number(counted?.n ?? 0) >= limits.cap) return false;
@@ -51,7 +61,11 @@ async function registerClient(db: Db, row: OAuthClientRow, limits: { cap: number
 }
 
 async function addRequest(db: Db, row: OAuthRequestRow, limits: { cap: number; now: number }): Promise<boolean> {
-  const expired = db('oauth_requests').select('handle_sha256').where('expires_at', '<=', limits.now).orderBy('expires_at').limit(SWEEP_BATCH);
+  const expired = db('oauth_requests')
+    .select('handle_sha256')
+    .where('expires_at', '<=', limits.now)
+    .orderBy('expires_at')
+    .limit(SWEEP_BATCH);
   await db('oauth_requests').whereIn('handle_sha256', expired).del();
   const counted = await db('oauth_requests').count({ n: '*' }).first();
   if (Number(counted?.n ?? 0) >= limits.cap) return false;
@@ -65,7 +79,12 @@ async function addGrant(db: Knex, row: OAuthGrantRow, limits: { maxPerKey: numbe
       .where({ key_id: row.key_id })
       .where((dead) => dead.where('expires_at', '<=', limits.now).orWhereNotNull('revoked_at'))
       .del();
-    const live = await trx('oauth_grants').select('id').where({ key_id: row.key_id }).whereNull('revoked_at').where('expires_at', '>', limits.now).orderBy('created_at', 'desc');
+    const live = await trx('oauth_grants')
+      .select('id')
+      .where({ key_id: row.key_id })
+      .whereNull('revoked_at')
+      .where('expires_at', '>', limits.now)
+      .orderBy('created_at', 'desc');
     const beyond = live.slice(Math.max(0, limits.maxPerKey - 1)).map((grant: { id: string }) => grant.id);
     if (beyond.length > 0) await trx('oauth_grants').whereIn('id', beyond).update({ revoked_at: limits.now });
     await trx('oauth_grants').insert(row);
@@ -100,13 +119,15 @@ export function oauthTables(db: Knex, readRows: ReadRows): Store['oauth'] {
       const raw = await db('oauth_clients').where({ client_id: clientId }).first();
       return raw ? clientRow(raw) : undefined;
     },
-    markClientUsed: async (clientId, now) => void (await db('oauth_clients').where({ client_id: clientId }).whereNull('used_at').update({ used_at: now })),
+    markClientUsed: async (clientId, now) =>
+      void (await db('oauth_clients').where({ client_id: clientId }).whereNull('used_at').update({ used_at: now })),
     addRequest: (row, limits) => addRequest(db, row, limits),
     request: async (handleSha256) => {
       const raw = await db('oauth_requests').where({ handle_sha256: handleSha256 }).first();
       return raw ? requestRow(raw) : undefined;
     },
-    updateRequest: async (handleSha256, changes) => void (await db('oauth_requests').where({ handle_sha256: handleSha256 }).update(changes)),
+    updateRequest: async (handleSha256, changes) =>
+      void (await db('oauth_requests').where({ handle_sha256: handleSha256 }).update(changes)),
     takeRequest: async (handleSha256) => (await db('oauth_requests').where({ handle_sha256: handleSha256 }).del()) === 1,
     addGrant: (row, limits) => addGrant(db, row, limits),
     grant: async (id) => {
@@ -123,6 +144,7 @@ export function oauthTables(db: Knex, readRows: ReadRows): Store['oauth'] {
     },
     redeemCode: (codeSha256, now, tokens) => redeemCode(db, codeSha256, now, tokens),
     rotateTokens: (grantId, refreshSha256, now, tokens) => rotateTokens(db, grantId, refreshSha256, now, tokens),
-    revokeGrant: async (grantId, now) => void (await db('oauth_grants').where({ id: grantId }).whereNull('revoked_at').update({ revoked_at: now })),
+    revokeGrant: async (grantId, now) =>
+      void (await db('oauth_grants').where({ id: grantId }).whereNull('revoked_at').update({ revoked_at: now })),
   };
 }

@@ -14,7 +14,10 @@ export interface OutboxRow {
  * if and only if it is in the feed. (On Postgres the append statement applies the same rule in
  * SQL: appendOnPostgres.)
  */
-export function deliveriesOwed(endpoints: Array<Pick<EndpointRow, 'id' | 'workspace_id' | 'event_types'>>, events: Array<{ workspaceId: string; id: string; type: string }>): OutboxRow[] {
+export function deliveriesOwed(
+  endpoints: Array<Pick<EndpointRow, 'id' | 'workspace_id' | 'event_types'>>,
+  events: Array<{ workspaceId: string; id: string; type: string }>,
+): OutboxRow[] {
   return endpoints.flatMap((endpoint) => {
     const types = JSON.parse(endpoint.event_types) as string[];
     return events

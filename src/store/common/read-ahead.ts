@@ -11,7 +11,8 @@ interface Pending {
   page?: Promise<StoredPage>;
 }
 
-const keyOf = (q: PageQuery) => `${q.workspaceId} ${q.afterSeq} ${q.limit} ${q.withFacts ? 'f' : ''} ${q.mailboxes === null ? '*' : q.mailboxes.join(',')}`;
+const keyOf = (q: PageQuery) =>
+  `${q.workspaceId} ${q.afterSeq} ${q.limit} ${q.withFacts ? 'f' : ''} ${q.mailboxes === null ? '*' : q.mailboxes.join(',')}`;
 
 /**
  * Read-ahead for readers catching up: after a whole page (isWhole), the next

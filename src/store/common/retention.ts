@@ -6,11 +6,16 @@ import { pruneAttempts, pruneDeliveries } from './webhook-pruning.ts';
 type Db = Knex;
 /** Rows of a small read (Adapter.readRows, or a transaction's own). */
 type ReadRows = <T>(sql: string, bindings: readonly Knex.Value[]) => Promise<T[]>;
-const inTransaction = (sql: SqlPieces, trx: Knex.Transaction): ReadRows => (text, bindings) => sql.rows(trx, text, bindings);
+const inTransaction =
+  (sql: SqlPieces, trx: Knex.Transaction): ReadRows =>
+  (text, bindings) =>
+    sql.rows(trx, text, bindings);
 
 /** The highest seq pruned from a workspace's feed (0 when nothing was): every seq up to it is gone. */
 export async function prunedThrough(readRows: ReadRows, workspaceId: string): Promise<number> {
-  const [row] = await readRows<{ pruned_through: number }>('SELECT pruned_through FROM feed_retention WHERE workspace_id = ?', [workspaceId]);
+  const [row] = await readRows<{ pruned_through: number }>('SELECT pruned_through FROM feed_retention WHERE workspace_id = ?', [
+    workspaceId,
+  ]);
   return Number(row?.pruned_through ?? 0);
 }
 
@@ -36,7 +41,13 @@ export function mailboxesWatermark(workspaceId: string, mailboxes: readonly stri
  * prefix of the feed is ever deleted, and the watermarks move in the same transaction as the rows,
  * so "pruned through N" always means "every seq ≤ N is gone and every seq > N is still there".
  */
-export async function pruneWorkspace(db: Db, sql: SqlPieces, workspaceId: string, cutoffMs: number, batchSize: number): Promise<PruneResult> {
+export async function pruneWorkspace(
+  db: Db,
+  sql: SqlPieces,
+  workspaceId: string,
+  cutoffMs: number,
+  batchSize: number,
+): Promise<PruneResult> {
   let deleted = 0;
   for (;;) {
     const batch = await db.transaction(async (trx) => {
@@ -55,7 +66,14 @@ export async function pruneWorkspace(db: Db, sql: SqlPieces, workspaceId: string
       const perMailbox = new Map<string, number>();
       for (const row of expired) if (row.mailbox_id !== null) perMailbox.set(row.mailbox_id, Number(row.seq));
       for (const [mailbox, seq] of perMailbox) {
-        await raiseWatermark(trx, sql.greatest, 'feed_retention_mailboxes', { workspace_id: workspaceId, mailbox_id: mailbox }, ['workspace_id', 'mailbox_id'], seq);
+        await raiseWatermark(
+          trx,
+          sql.greatest,
+          'feed_retention_mailboxes',
+          { workspace_id: workspaceId, mailbox_id: mailbox },
+          ['workspace_id', 'mailbox_id'],
+          seq,
+        );
       }
       return { count: expired.length, through, full: expired.length === batchSize };
     });
@@ -81,7 +99,14 @@ const firstNotBefore = (rows: Array<{ stored_at: number }>, cutoffMs: number) =>
 };
 
 /** Upserts a watermark, never lowering it (two pruners may race; the higher one wins). */
-async function raiseWatermark(trx: Knex.Transaction, greatest: string, table: string, key: Record<string, string>, conflict: string[], seq: number) {
+async function raiseWatermark(
+  trx: Knex.Transaction,
+  greatest: string,
+  table: string,
+  key: Record<string, string>,
+  conflict: string[],
+  seq: number,
+) {
   await trx(table)
     .insert({ ...key, pruned_through: seq })
     .onConflict(conflict)

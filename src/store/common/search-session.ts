@@ -28,7 +28,10 @@ export interface BoundsRow {
   last_seq: number | null;
   pruned_through: number | null;
 }
-export const boundsOf = (row: BoundsRow | undefined) => ({ lastSeq: Number(row?.last_seq ?? 0), prunedThrough: Number(row?.pruned_through ?? 0) });
+export const boundsOf = (row: BoundsRow | undefined) => ({
+  lastSeq: Number(row?.last_seq ?? 0),
+  prunedThrough: Number(row?.pruned_through ?? 0),
+});
 
 /** How many of the candidates (newest first) a page takes: at most `limit`, and `maxBytes` unless it is the first. */
 export function withinPage(facts: readonly FactRow[], limit: number, maxBytes: number): number {

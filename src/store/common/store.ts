@@ -50,7 +50,8 @@ export function createStore(adapter: Adapter): OpenedStore {
 
     feedHead: (workspaceId) => feedHead(readRows, workspaceId),
     feedHeads: (workspaceIds) => feedHeads(readRows, workspaceIds),
-    positionAt: (workspaceId, atMs) => positionAt(readRows, (workspaceId, seq, within) => adapter.storedAtOf(workspaceId, seq, within), workspaceId, atMs),
+    positionAt: (workspaceId, atMs) =>
+      positionAt(readRows, (workspaceId, seq, within) => adapter.storedAtOf(workspaceId, seq, within), workspaceId, atMs),
     prunedThrough: (workspaceId) => prunedThrough(readRows, workspaceId),
     prunedThroughMailboxes: (workspaceId, mailboxes) => prunedThroughMailboxes(readRows, workspaceId, mailboxes),
     pruneAll: (cutoffMs, batchSize) => adapter.prune?.(cutoffMs, batchSize) ?? pruneAll(knex, sql, cutoffMs, batchSize),
@@ -110,7 +111,8 @@ function writeTx(adapter: Adapter, trx: Knex.Transaction): WriteTx {
     lockWorkspace: (workspaceId) => adapter.lockRow(trx, 'workspaces', workspaceId),
     lockEndpoint: (endpointId) => adapter.lockRow(trx, 'webhook_endpoints', endpointId),
     findEndpoint: (workspaceId, url) => findEndpoint(trx, workspaceId, url),
-    countEndpoints: async (workspaceId) => Number((await trx('webhook_endpoints').count({ n: '*' }).where({ workspace_id: workspaceId }).first())?.n ?? 0),
+    countEndpoints: async (workspaceId) =>
+      Number((await trx('webhook_endpoints').count({ n: '*' }).where({ workspace_id: workspaceId }).first())?.n ?? 0),
     insertEndpoint: async (row) => void (await trx('webhook_endpoints').insert(row)),
     updateEndpoint: async (id, changes) => void (await trx('webhook_endpoints').where({ id }).update(changes)),
     removeEndpoint: async (id) => void (await trx('webhook_endpoints').where({ id }).del()),

@@ -39,7 +39,10 @@ export async function positionAt(readRows: ReadRows, storedAtOf: StoredAtOf, wor
 
 /** One search; undefined when a seq it looked up had been pruned meanwhile. */
 async function search(readRows: ReadRows, storedAtOf: StoredAtOf, workspaceId: string, atMs: number): Promise<TimePosition | undefined> {
-  const [row] = await readRows<{ last_seq: number | string; last_stored_at: number | string; pruned_through: number | string | null }>(FRAME, [workspaceId]);
+  const [row] = await readRows<{ last_seq: number | string; last_stored_at: number | string; pruned_through: number | string | null }>(
+    FRAME,
+    [workspaceId],
+  );
   const head = Number(row?.last_seq ?? 0);
   const prunedThrough = Number(row?.pruned_through ?? 0);
   const newestStoredAtMs = Number(row?.last_stored_at ?? 0);

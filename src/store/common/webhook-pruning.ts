@@ -15,7 +15,10 @@ export async function pruneDeliveries(db: Db, workspaceId: string, prunedThrough
   for (const { id } of endpoints) {
     for (;;) {
       const n = await db('webhook_deliveries')
-        .whereIn('id', db('webhook_deliveries').select('id').where('endpoint_id', id).andWhere('event_seq', '<=', prunedThrough).limit(batchSize))
+        .whereIn(
+          'id',
+          db('webhook_deliveries').select('id').where('endpoint_id', id).andWhere('event_seq', '<=', prunedThrough).limit(batchSize),
+        )
         .del();
       deleted += n;
       if (n < batchSize) break;
@@ -32,10 +35,18 @@ export async function pruneAttempts(db: Db, cutoffMs: number, batchSize: number)
   let deleted = await db('webhook_attempts').where('started_at', '<', cutoffMs).del();
   const endpoints: Array<{ id: string }> = await db('webhook_endpoints').select('id');
   for (const { id } of endpoints) {
-    const oldestKept = db('webhook_attempts').select('id').where('endpoint_id', id).orderBy('id', 'desc').offset(ATTEMPTS_KEPT_PER_ENDPOINT - 1).limit(1);
+    const oldestKept = db('webhook_attempts')
+      .select('id')
+      .where('endpoint_id', id)
+      .orderBy('id', 'desc')
+      .offset(ATTEMPTS_KEPT_PER_ENDPOINT - 1)
+      .limit(1);
     for (;;) {
       const n = await db('webhook_attempts')
-        .whereIn('id', db('webhook_attempts').select('id').where('endpoint_id', id).andWhere('id', '<', oldestKept).orderBy('id').limit(batchSize))
+        .whereIn(
+          'id',
+          db('webhook_attempts').select('id').where('endpoint_id', id).andWhere('id', '<', oldestKept).orderBy('id').limit(batchSize),
+        )
         .del();
       deleted += n;
       if (n < batchSize) break;

@@ -125,7 +125,9 @@ export async function recordAttempt(db: Db, record: AttemptRecord): Promise<{ di
       next_retry_at: record.outcome === 'retry' ? record.nextAttemptAt : null,
     });
     if (record.outcome === 'retry') {
-      await trx('webhook_deliveries').where({ id: delivery.id }).update({ attempts: delivery.attempts + 1, next_attempt_at: record.nextAttemptAt });
+      await trx('webhook_deliveries')
+        .where({ id: delivery.id })
+        .update({ attempts: delivery.attempts + 1, next_attempt_at: record.nextAttemptAt });
     } else if (record.outcome !== 'disabled') {
       // A delivery that disabled its endpoint is kept, not counted: delivered if an admin re-enables it.
       await trx('webhook_deliveries').where({ id: delivery.id }).del();
@@ -134,7 +136,10 @@ export async function recordAttempt(db: Db, record: AttemptRecord): Promise<{ di
     const { reason, unlessDeliveredSince } = record.disable;
     if (unlessDeliveredSince !== undefined) {
       // Read through the (endpoint_id, id) index: at most the attempts kept per endpoint.
-      const delivered = await trx('webhook_attempts').where({ endpoint_id: delivery.endpoint_id, outcome: 'delivered' }).andWhere('started_at', '>=', unlessDeliveredSince).first('id');
+      const delivered = await trx('webhook_attempts')
+        .where({ endpoint_id: delivery.endpoint_id, outcome: 'delivered' })
+        .andWhere('started_at', '>=', unlessDeliveredSince)
+        .first('id');
       if (delivered) return { disabled: false };
     }
     const changed = await trx('webhook_endpoints')
@@ -160,9 +165,19 @@ export async function attemptHealth(db: Reader, sql: SqlPieces, endpointId: stri
  * conditional upsert claims the slot, so instances racing on it agree. The workspace's rows past
  * their cooldown go first: the table holds only what was tested in the last `cooldownMs`.
  */
-export async function claimTestSlot(db: Db, sql: SqlPieces, workspaceId: string, url: string, now: number, cooldownMs: number): Promise<{ claimed: true } | { claimed: false; waitMs: number }> {
+export async function claimTestSlot(
+  db: Db,
+  sql: SqlPieces,
+  workspaceId: string,
+  url: string,
+  now: number,
+  cooldownMs: number,
+): Promise<{ claimed: true } | { claimed: false; waitMs: number }> {
   const urlSha256 = createHash('sha256').update(url).digest('hex');
-  await db('webhook_test_cooldowns').where({ workspace_id: workspaceId }).andWhere('tested_at', '<=', now - cooldownMs).delete();
+  await db('webhook_test_cooldowns')
+    .where({ workspace_id: workspaceId })
+    .andWhere('tested_at', '<=', now - cooldownMs)
+    .delete();
   const claimed = await sql.rows<{ tested_at: number | string }>(
     db,
     `INSERT INTO webhook_test_cooldowns (workspace_id, url_sha256, tested_at) VALUES (?, ?, ?)
@@ -172,13 +187,19 @@ export async function claimTestSlot(db: Db, sql: SqlPieces, workspaceId: string,
     [workspaceId, urlSha256, now, now - cooldownMs],
   );
   if (claimed.length > 0) return { claimed: true };
-  const row: { tested_at: number | string } | undefined = await db('webhook_test_cooldowns').where({ workspace_id: workspaceId, url_sha256: urlSha256 }).first('tested_at');
+  const row: { tested_at: number | string } | undefined = await db('webhook_test_cooldowns')
+    .where({ workspace_id: workspaceId, url_sha256: urlSha256 })
+    .first('tested_at');
   return { claimed: false, waitMs: Math.max(1, Number(row?.tested_at ?? now) + cooldownMs - now) };
 }
 
 /** An endpoint's pending deliveries, counted up to `max` (the count stops there: it reads at most that many index entries). */
 export async function pendingCountUpTo(db: Reader, sql: SqlPieces, endpointId: string, max: number): Promise<number> {
-  const [row] = await sql.rows<{ n: number | string }>(db, 'SELECT COUNT(*) AS n FROM (SELECT 1 FROM webhook_deliveries WHERE endpoint_id = ? LIMIT ?) pending', [endpointId, max]);
+  const [row] = await sql.rows<{ n: number | string }>(
+    db,
+    'SELECT COUNT(*) AS n FROM (SELECT 1 FROM webhook_deliveries WHERE endpoint_id = ? LIMIT ?) pending',
+    [endpointId, max],
+  );
   return Number(row?.n ?? 0);
 }
 
@@ -186,10 +207,26 @@ export async function pendingCountUpTo(db: Reader, sql: SqlPieces, endpointId: s
  * Queues these events for one endpoint, due now, skipping those already pending for it (the
  * unique (endpoint_id, event_seq) index); returns how many were queued.
  */
-export async function queueDeliveries(trx: Knex.Transaction, endpointId: string, workspaceId: string, events: Array<{ seq: number; id: string }>, now: number): Promise<number> {
+export async function queueDeliveries(
+  trx: Knex.Transaction,
+  endpointId: string,
+  workspaceId: string,
+  events: Array<{ seq: number; id: string }>,
+  now: number,
+): Promise<number> {
   let queued = 0;
   for (let i = 0; i < events.length; i += 500) {
-    const rows = events.slice(i, i + 500).map((event) => ({ endpoint_id: endpointId, workspace_id: workspaceId, event_seq: Number(event.seq), event_id: event.id, attempts: 0, next_attempt_at: now, created_at: now }));
+    const rows = events
+      .slice(i, i + 500)
+      .map((event) => ({
+        endpoint_id: endpointId,
+        workspace_id: workspaceId,
+        event_seq: Number(event.seq),
+        event_id: event.id,
+        attempts: 0,
+        next_attempt_at: now,
+        created_at: now,
+      }));
     const inserted = await trx('webhook_deliveries').insert(rows).onConflict(['endpoint_id', 'event_seq']).ignore().returning('id');
     queued += inserted.length;
   }

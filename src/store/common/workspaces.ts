@@ -24,5 +24,10 @@ export async function countWorkspaces(db: Db): Promise<number> {
 /** Every workspace, oldest first (for the CLI: an operator's listing). */
 export async function listWorkspaces(db: Db): Promise<Array<Workspace & { created_at: string }>> {
   const rows = await db('workspaces').select('id', 'name', 'verified', 'created_at').orderBy('id');
-  return rows.map((row) => ({ id: row.id, name: row.name, verified: Boolean(row.verified), created_at: new Date(Number(row.created_at)).toISOString() }));
+  return rows.map((row) => ({
+    id: row.id,
+    name: row.name,
+    verified: Boolean(row.verified),
+    created_at: new Date(Number(row.created_at)).toISOString(),
+  }));
 }

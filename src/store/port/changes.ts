@@ -34,7 +34,11 @@ export interface ChangeStore {
    * Postgres: tells `events` of every commit's new head and every key changed, by every instance
    * (listenForChanges of the Postgres folder). Absent where nothing else writes without this process knowing.
    */
-  readonly listenForChanges?: (events: ChangeEvents, log: Logger, options?: { pingIntervalMs?: number; pingTimeoutMs?: number }) => ChangeListener;
+  readonly listenForChanges?: (
+    events: ChangeEvents,
+    log: Logger,
+    options?: { pingIntervalMs?: number; pingTimeoutMs?: number },
+  ) => ChangeListener;
   /**
    * Read replicas (Postgres, DATABASE_READ_URLS) that serve catch-up pages (ReadReplicas):
    * none serves until `watch` probes them (the server does; the CLI and the library read the primary).

@@ -10,7 +10,11 @@
 export class OutcomeUnknown extends Error {
   constructor(override readonly cause: unknown) {
     // The driver's own words, without the statement's text that knex puts before them.
-    super(`the outcome of the write is unknown: ${String((cause as Error | undefined)?.message ?? cause).split(' - ').at(-1)}`);
+    super(
+      `the outcome of the write is unknown: ${String((cause as Error | undefined)?.message ?? cause)
+        .split(' - ')
+        .at(-1)}`,
+    );
     this.name = 'OutcomeUnknown';
   }
 }

@@ -84,6 +84,11 @@ export interface WebhookStore {
      * `cooldownMs` ago, whichever endpoint row held the URL then (one conditional upsert: instances
      * agree); when refused, the ms left to wait.
      */
-    claimTestSlot(workspaceId: string, url: string, now: number, cooldownMs: number): Promise<{ claimed: true } | { claimed: false; waitMs: number }>;
+    claimTestSlot(
+      workspaceId: string,
+      url: string,
+      now: number,
+      cooldownMs: number,
+    ): Promise<{ claimed: true } | { claimed: false; waitMs: number }>;
   };
 }

@@ -46,7 +46,8 @@ export function postgresAdapter(url: string, options: { queryTimeoutMs?: number;
     // WAL flush); one may skip a workspace another transaction holds (FOR UPDATE SKIP LOCKED).
     appends: { concurrent: 2, skipLocked: true },
     listenForChanges: (events, log, listenOptions) => listenForChanges(url, events, log, listenOptions),
-    append: (appends, storedAt, sortOut, appendOptions) => appendOnPostgres(knex, partitions, HEADS_CHANNEL, appends, storedAt, sortOut, appendOptions),
+    append: (appends, storedAt, sortOut, appendOptions) =>
+      appendOnPostgres(knex, partitions, HEADS_CHANNEL, appends, storedAt, sortOut, appendOptions),
     // Retention drops whole weeks of events (prunePartitions).
     prune: (cutoffMs, batchSize) => prunePartitions(knex, cutoffMs, batchSize),
     // A catch-up page from a replica when one serves it whole; anything else from the primary (ReadReplicas).
@@ -57,7 +58,10 @@ export function postgresAdapter(url: string, options: { queryTimeoutMs?: number;
     readRows: (sql, bindings) => postgresRows(knex, sql, bindings),
     // With stored_at bounds, only the weeks' partitions between them are looked in (pruned when planned).
     storedAtOf: async (workspaceId, seq, within) => {
-      const bounds = [...(within && Number.isFinite(within.fromMs) ? [['>=', within.fromMs] as const] : []), ...(within && Number.isFinite(within.toMs) ? [['<=', within.toMs] as const] : [])];
+      const bounds = [
+        ...(within && Number.isFinite(within.fromMs) ? [['>=', within.fromMs] as const] : []),
+        ...(within && Number.isFinite(within.toMs) ? [['<=', within.toMs] as const] : []),
+      ];
       const sql = `SELECT stored_at FROM events WHERE workspace_id = ? AND seq = ?${bounds.map(([op]) => ` AND stored_at ${op} ?`).join('')}`;
       const [row] = await postgresRows<{ stored_at: number | string }>(knex, sql, [workspaceId, seq, ...bounds.map(([, ms]) => ms)]);
       return row === undefined ? undefined : Number(row.stored_at);

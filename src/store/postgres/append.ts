@@ -46,7 +46,9 @@ export async function appendOnPostgres(
   if (!partitions.covers(storedAt)) await partitions.ensureFor(storedAt, trx);
   if (trx) {
     const withIds = idsToLookUp(appends).some((w) => w.ids.length > 0);
-    return withIds ? appendLocked(trx, notifyChannel, appends, storedAt, sortOut, skipLocked) : appendStatement(trx, notifyChannel, appends, storedAt, sortOut, [], skipLocked);
+    return withIds
+      ? appendLocked(trx, notifyChannel, appends, storedAt, sortOut, skipLocked)
+      : appendStatement(trx, notifyChannel, appends, storedAt, sortOut, [], skipLocked);
   }
   const { stored, newest } = await findByIdsWithNewest(db, appends);
   try {
@@ -88,7 +90,10 @@ async function findByIdsWithNewest(db: Knex, appends: WorkspaceAppend[]): Promis
      SELECT workspace_id, NULL, NULL, last_stored_at FROM feed_counters WHERE workspace_id IN (${placeholders(workspaces.length)})`,
     [...workspaces, ...ids, ...workspaces],
   );
-  const stored = onlyAsked(asked, rows.filter((row) => row.newest === null));
+  const stored = onlyAsked(
+    asked,
+    rows.filter((row) => row.newest === null),
+  );
   const newest = new Map(rows.filter((row) => row.newest !== null).map((row) => [row.workspace_id, Number(row.newest)]));
   return { stored, newest };
 }
@@ -117,7 +122,15 @@ async function appendLocked(
   if (mine.length === 0) return new Map();
   // Only the workspaces locked here: another's ids were not looked up under its lock (it is skipped, and sent again).
   const sortOutMine: SortOutStored = (stored) => sortOut(stored).filter((a) => locked.has(a.workspaceId));
-  return appendStatement(trx, notifyChannel, mine, storedAt, sortOutMine, await findByIds(postgresRows, trx, idsToLookUp(mine)), skipLocked);
+  return appendStatement(
+    trx,
+    notifyChannel,
+    mine,
+    storedAt,
+    sortOutMine,
+    await findByIds(postgresRows, trx, idsToLookUp(mine)),
+    skipLocked,
+  );
 }
 
 /**
@@ -139,7 +152,10 @@ async function appendStatement(
   const firstSeqs: FirstSeqs = new Map();
   if (fresh.length === 0) return firstSeqs;
   const sorted = inWorkspaceOrder(fresh);
-  const rows = await preparedRows<{ workspace_id: string; last_seq: number; k: number }>(exec, pgAppendStatement(sorted, storedAt, newest, notifyChannel, skipLocked));
+  const rows = await preparedRows<{ workspace_id: string; last_seq: number; k: number }>(
+    exec,
+    pgAppendStatement(sorted, storedAt, newest, notifyChannel, skipLocked),
+  );
   for (const row of rows) firstSeqs.set(row.workspace_id, Number(row.last_seq) - Number(row.k) + 1);
   if (skipLocked) return firstSeqs;
   for (const { workspaceId } of sorted) if (!firstSeqs.has(workspaceId)) throw new Error(`workspace ${workspaceId} has no feed counter`);
@@ -172,7 +188,13 @@ async function appendStatement(
  * connection: Postgres planned the old text, whose VALUES list followed the batch's shape, on
  * every run, which was about half of its CPU per event.
  */
-function pgAppendStatement(sorted: WorkspaceAppend[], storedAt: number, newest: Map<string, number>, notifyChannel: string, skipLocked = false): PgStatement {
+function pgAppendStatement(
+  sorted: WorkspaceAppend[],
+  storedAt: number,
+  newest: Map<string, number>,
+  notifyChannel: string,
+  skipLocked = false,
+): PgStatement {
   const single = sorted.length === 1;
   const columns: [string[], number[], string[], string[], (string | null)[], number[], string[]] = [[], [], [], [], [], [], []];
   const [workspaceIds, ords, ids, types, mailboxIds, occurredAts, envelopes] = columns;
@@ -187,7 +209,9 @@ function pgAppendStatement(sorted: WorkspaceAppend[], storedAt: number, newest: 
       envelopes.push(event.envelope);
     });
   }
-  const counters = single ? [sorted[0]!.workspaceId, sorted[0]!.events.length] : [sorted.map((a) => a.workspaceId), sorted.map((a) => a.events.length)];
+  const counters = single
+    ? [sorted[0]!.workspaceId, sorted[0]!.events.length]
+    : [sorted.map((a) => a.workspaceId), sorted.map((a) => a.events.length)];
   const newestSeen = single ? (newest.get(sorted[0]!.workspaceId) ?? null) : sorted.map((a) => newest.get(a.workspaceId) ?? null);
   return { ...statementFor(single, skipLocked, notifyChannel), values: [...counters, storedAt, ...columns, newestSeen] };
 }
@@ -195,7 +219,8 @@ function pgAppendStatement(sorted: WorkspaceAppend[], storedAt: number, newest: 
 // Each bump also moves the workspace's newest stored_at to GREATEST(it, $3) (migration 009) and
 // returns it as `stored_at`, the one its events get, with `crossed`: the guard of appendOnPostgres
 // ($11, the newest stored_at the ids lookup saw, NULL for no guard) finds it in another week.
-const crossed = (newestSeen: string) => `(${newestSeen} IS NOT NULL AND ${sqlWeekOf('last_stored_at')} <> ${sqlWeekOf(newestSeen)}) AS crossed`;
+const crossed = (newestSeen: string) =>
+  `(${newestSeen} IS NOT NULL AND ${sqlWeekOf('last_stored_at')} <> ${sqlWeekOf(newestSeen)}) AS crossed`;
 
 /** $1 the workspace, $2 its event count, $11 the guard's newest stored_at. */
 const ONE_WORKSPACE_BUMP = `bumped AS (

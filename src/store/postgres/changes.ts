@@ -20,7 +20,6 @@ export const KEYS_CHANNEL = 'event_feed_keys';
 /** The listening connection's application_name, as pg_stat_activity shows it. */
 export const HEAD_LISTENER_NAME = 'event-feed heads';
 
-
 /**
  * Tells `events` of every commit on a Postgres database (headMoved) and of every API key changed
  * (keyChanged): a connection of its own (LISTEN needs one that stays) listens on HEADS_CHANNEL,
@@ -62,7 +61,8 @@ export function listenForChanges(
     dropped.removeAllListeners('notification');
     const ended = dropped.end().catch(() => {});
     if (stopped) return ended;
-    if (wasLive) log.warn({ reason, ...(err ? safeErrorFields(err) : {}) }, 'feed heads: channel lost; polls read the database until it is back');
+    if (wasLive)
+      log.warn({ reason, ...(err ? safeErrorFields(err) : {}) }, 'feed heads: channel lost; polls read the database until it is back');
     reconnectTimer = setTimeout(connect, retryMs);
     retryMs = Math.min(retryMs * 2, RECONNECT_MAX_MS);
     return ended;
@@ -114,7 +114,12 @@ export function listenForChanges(
 
   async function connect(): Promise<void> {
     if (stopped) return;
-    const candidate = new pg.Client({ connectionString: databaseUrl, keepAlive: true, connectionTimeoutMillis: 3000, application_name: HEAD_LISTENER_NAME });
+    const candidate = new pg.Client({
+      connectionString: databaseUrl,
+      keepAlive: true,
+      connectionTimeoutMillis: 3000,
+      application_name: HEAD_LISTENER_NAME,
+    });
     client = candidate;
     candidate.on('error', (err) => void drop(candidate, 'connection error', err));
     candidate.on('end', () => void drop(candidate, 'connection ended'));

@@ -61,7 +61,9 @@ export function openPostgresKnex(url: string, options: { queryTimeoutMs?: number
   const queryTimeoutMs = options.queryTimeoutMs ?? QUERY_TIMEOUT_MS;
   const watched = queryTimeoutMs > 0;
   // The server's limits end before the client's: a statement the client gives up on is one Postgres has not finished.
-  const statementTimeoutMs = watched ? Math.max(1, Math.min(STATEMENT_TIMEOUT_MS, queryTimeoutMs - SERVER_CANCELS_FIRST_BY_MS)) : UNWATCHED_STATEMENT_TIMEOUT_MS;
+  const statementTimeoutMs = watched
+    ? Math.max(1, Math.min(STATEMENT_TIMEOUT_MS, queryTimeoutMs - SERVER_CANCELS_FIRST_BY_MS))
+    : UNWATCHED_STATEMENT_TIMEOUT_MS;
   const lockTimeoutMs = watched ? Math.min(LOCK_TIMEOUT_MS, statementTimeoutMs) : UNWATCHED_LOCK_TIMEOUT_MS;
   return knexFactory({
     client: 'pg',

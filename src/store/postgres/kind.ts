@@ -12,7 +12,12 @@ import { EventPartitions } from './partitions.ts';
 const partitionsOfClients = new WeakMap<object, EventPartitions>();
 
 /** Store.append inside a transaction of the caller's own knex handle (the library's publish). */
-function appendInTransaction(trx: Knex.Transaction, appends: WorkspaceAppend[], storedAt: number, sortOut: SortOutStored): Promise<FirstSeqs> {
+function appendInTransaction(
+  trx: Knex.Transaction,
+  appends: WorkspaceAppend[],
+  storedAt: number,
+  sortOut: SortOutStored,
+): Promise<FirstSeqs> {
   let partitions = partitionsOfClients.get(trx.client);
   if (!partitions) partitionsOfClients.set(trx.client, (partitions = new EventPartitions()));
   return appendOnPostgres(trx, partitions, HEADS_CHANNEL, appends, storedAt, sortOut, { trx });

@@ -150,7 +150,8 @@ export async function readPgPage(db: Knex, statement: PgPageStatement, maxBytes:
 }
 
 /** knex's own `?` → `$n` rewriting, as knex.raw does it. */
-export const positional = (db: Knex, sql: string): string => (db.client as unknown as { positionBindings(sql: string): string }).positionBindings(sql);
+export const positional = (db: Knex, sql: string): string =>
+  (db.client as unknown as { positionBindings(sql: string): string }).positionBindings(sql);
 
 /*
  * The Postgres statements, prepared once per connection. Both are bounded whatever plan the
@@ -181,7 +182,10 @@ export function pgPageStatement(q: PageQuery): PgPageStatement {
   const mailboxes = [...new Set(q.mailboxes)];
   const columns = `seq, envelope, stored_at${withFacts ? FACT_COLUMNS('') : ''}`;
   const perMailbox = mailboxes
-    .map((_, i) => `SELECT * FROM (SELECT ${columns} FROM events WHERE workspace_id = $1 AND mailbox_id = ($4::text[])[${i + 1}] AND seq > $2::bigint ORDER BY seq LIMIT $3::int) m${i}`)
+    .map(
+      (_, i) =>
+        `SELECT * FROM (SELECT ${columns} FROM events WHERE workspace_id = $1 AND mailbox_id = ($4::text[])[${i + 1}] AND seq > $2::bigint ORDER BY seq LIMIT $3::int) m${i}`,
+    )
     .join(' UNION ALL ');
   return {
     name: `event_feed_page_${mailboxes.length}mbx${withFacts ? '_facts' : ''}`,
@@ -197,4 +201,5 @@ export function pgPageStatement(q: PageQuery): PgPageStatement {
 }
 
 /** One page of the feed, read now (pageReader adds the read-ahead). */
-export const queryPostgresPage = (db: Knex, q: PageQuery): Promise<StoredPage> => readPgPage(db, pgPageStatement(q), PAGE_MAX_BYTES, q.withFacts === true);
+export const queryPostgresPage = (db: Knex, q: PageQuery): Promise<StoredPage> =>
+  readPgPage(db, pgPageStatement(q), PAGE_MAX_BYTES, q.withFacts === true);

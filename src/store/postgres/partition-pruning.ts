@@ -94,5 +94,9 @@ async function dropInTransaction(trx: Knex.Transaction, name: string): Promise<P
        SET pruned_through = GREATEST(feed_retention_mailboxes.pruned_through, excluded.pruned_through)`,
   );
   await trx.raw(`DROP TABLE ${table}`);
-  return feeds.map((row) => ({ workspaceId: row.workspace_id, deleted: Number(row.last_seq) - Number(row.first_seq) + 1, prunedThrough: Number(row.last_seq) }));
+  return feeds.map((row) => ({
+    workspaceId: row.workspace_id,
+    deleted: Number(row.last_seq) - Number(row.first_seq) + 1,
+    prunedThrough: Number(row.last_seq),
+  }));
 }

@@ -143,7 +143,8 @@ async function onAnotherConnection<T>(trx: Knex.Transaction, work: (own: Knex.Tr
  * Only a making takes PARTITIONS_LOCK, so finding them all made waits for nobody.
  */
 async function makeMissing(trx: Knex.Transaction, weeks: number[]): Promise<EventPartition[]> {
-  const missing = (partitions: EventPartition[]) => [...new Set(weeks)].filter((from) => !partitions.some((p) => p.from <= from && from < p.to));
+  const missing = (partitions: EventPartition[]) =>
+    [...new Set(weeks)].filter((from) => !partitions.some((p) => p.from <= from && from < p.to));
   const partitions = await listPartitions(trx);
   if (missing(partitions).length === 0) return partitions;
   await trx.raw('SELECT pg_advisory_xact_lock(?)', [PARTITIONS_LOCK]);

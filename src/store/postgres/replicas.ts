@@ -83,7 +83,10 @@ export class ReadReplicas {
       const replica = this.#replicas[this.#next++ % count]!;
       if (!replica.serving) continue;
       try {
-        const head = await withTimeout(feedHead((sql, bindings) => postgresRows(replica.knex, sql, bindings), q.workspaceId), 'head read');
+        const head = await withTimeout(
+          feedHead((sql, bindings) => postgresRows(replica.knex, sql, bindings), q.workspaceId),
+          'head read',
+        );
         if (head < q.beforeSeq - 1) continue; // behind the token: the primary answers
         return await withTimeout(searchEvents(postgresSearchSession(replica.knex), q), 'list_events');
       } catch (err) {
@@ -161,7 +164,11 @@ function hostOf(url: string): string {
   }
 }
 
-const messageOf = (err: unknown) => String((err as Error)?.message ?? err).split('\n')[0]!.replace(/^.* - /, '').slice(0, 200);
+const messageOf = (err: unknown) =>
+  String((err as Error)?.message ?? err)
+    .split('\n')[0]!
+    .replace(/^.* - /, '')
+    .slice(0, 200);
 
 function withTimeout<T>(work: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout;

@@ -75,7 +75,6 @@ export function postgresSearchSession(db: Knex): SearchSession {
   };
 }
 
-
 /**
  * A statement with its `?` replaced by its bindings as Postgres literals: the simple protocol has
  * no parameters (the plans' Statement binds only strings and integers).
@@ -92,4 +91,3 @@ function inline(s: Statement): string {
   if (next !== s.bindings.length) throw new Error(`a list_events statement has ${next} placeholders for ${s.bindings.length} bindings`);
   return text;
 }
-

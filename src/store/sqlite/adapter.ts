@@ -40,7 +40,10 @@ export function sqliteAdapter(file: string, options: { checkpointInBackground?: 
   // A long-running server checkpoints the WAL off its event loop (WalCheckpointer); others as SQLite does.
   const checkpointer =
     options.checkpointInBackground && file !== ':memory:'
-      ? new WalCheckpointer(file, { onFailure: (reason) => onCheckpointFailure(reason), holdWriter: (work) => knex.transaction(() => work()) })
+      ? new WalCheckpointer(file, {
+          onFailure: (reason) => onCheckpointFailure(reason),
+          holdWriter: (work) => knex.transaction(() => work()),
+        })
       : undefined;
   const knex: Knex = knexFactory({
     client: 'better-sqlite3',
@@ -77,7 +80,10 @@ export function sqliteAdapter(file: string, options: { checkpointInBackground?: 
   /** Runs a synchronous read on the read connection, or (in memory) on knex's one connection. */
   async function onReadConnection<T>(read: (conn: SqliteConnection) => T): Promise<T> {
     if (reader) return read(reader.connection());
-    const client = knex.client as { acquireConnection(): Promise<SqliteConnection>; releaseConnection(conn: SqliteConnection): Promise<unknown> };
+    const client = knex.client as {
+      acquireConnection(): Promise<SqliteConnection>;
+      releaseConnection(conn: SqliteConnection): Promise<unknown>;
+    };
     const conn = await client.acquireConnection();
     try {
       return read(conn);
@@ -86,7 +92,8 @@ export function sqliteAdapter(file: string, options: { checkpointInBackground?: 
     }
   }
 
-  const readRows = <T>(sql: string, bindings: readonly Knex.Value[]): Promise<T[]> => (reader ? Promise.resolve(reader.rows<T>(sql, bindings)) : sqliteRows<T>(knex, sql, bindings));
+  const readRows = <T>(sql: string, bindings: readonly Knex.Value[]): Promise<T[]> =>
+    reader ? Promise.resolve(reader.rows<T>(sql, bindings)) : sqliteRows<T>(knex, sql, bindings);
 
   return {
     description: file === ':memory:' ? 'SQLite (in memory)' : `SQLite (${file})`,

@@ -31,7 +31,10 @@ const INSERT_DELIVERY =
  * transaction that reads before it writes is never refused the lock half-way. A throw rolls back.
  */
 export async function inSqliteWriteTransaction<T>(db: Knex, work: (conn: SqliteConnection) => T): Promise<T> {
-  const client = db.client as { acquireConnection(): Promise<SqliteConnection>; releaseConnection(conn: SqliteConnection): Promise<unknown> };
+  const client = db.client as {
+    acquireConnection(): Promise<SqliteConnection>;
+    releaseConnection(conn: SqliteConnection): Promise<unknown>;
+  };
   const conn = await client.acquireConnection();
   try {
     return conn.transaction(() => work(conn)).immediate();
@@ -79,7 +82,8 @@ export function sqliteAppendEvents(conn: SqliteConnection, sorted: WorkspaceAppe
   const firstSeqs = new Map<string, number>();
   const deliveries: Array<[string, string, number, string]> = [];
   for (const { workspaceId, events } of sorted) {
-    const row = bump.get(events.length, storedAt, workspaceId) as { last_seq: number | bigint; last_stored_at: number | bigint } | undefined;
+    const row = bump.get(events.length, storedAt, workspaceId) as
+      { last_seq: number | bigint; last_stored_at: number | bigint } | undefined;
     if (!row) throw new Error(`workspace ${workspaceId} has no feed counter`);
     const firstSeq = Number(row.last_seq) - events.length + 1;
     const eventsStoredAt = Number(row.last_stored_at);
@@ -90,13 +94,17 @@ export function sqliteAppendEvents(conn: SqliteConnection, sorted: WorkspaceAppe
     const endpoints = endpointsOf.all(workspaceId) as Array<{ id: string; workspace_id: string; event_types: string }>;
     if (endpoints.length === 0) continue;
     const seqOf = new Map(events.map((event, i) => [event.id, firstSeq + i]));
-    for (const owed of deliveriesOwed(endpoints, events.map((event) => ({ workspaceId, id: event.id, type: event.type })))) {
+    for (const owed of deliveriesOwed(
+      endpoints,
+      events.map((event) => ({ workspaceId, id: event.id, type: event.type })),
+    )) {
       deliveries.push([owed.endpointId, owed.workspaceId, seqOf.get(owed.eventId)!, owed.eventId]);
     }
   }
   if (deliveries.length > 0) {
     const insertDelivery = conn.prepare(INSERT_DELIVERY);
-    for (const [endpointId, workspaceId, seq, eventId] of deliveries) insertDelivery.run(endpointId, workspaceId, seq, eventId, storedAt, storedAt);
+    for (const [endpointId, workspaceId, seq, eventId] of deliveries)
+      insertDelivery.run(endpointId, workspaceId, seq, eventId, storedAt, storedAt);
   }
   return firstSeqs;
 }

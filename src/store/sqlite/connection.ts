@@ -60,7 +60,9 @@ export class SqliteReader {
 
   rows<T>(sql: string, bindings: readonly unknown[]): T[] {
     // better-sqlite3 binds numbers, strings, bigints, buffers and null; SQLite has no booleans.
-    return this.connection().prepare(sql).all(bindings.map((b) => (typeof b === 'boolean' ? Number(b) : b))) as T[];
+    return this.connection()
+      .prepare(sql)
+      .all(bindings.map((b) => (typeof b === 'boolean' ? Number(b) : b))) as T[];
   }
 
   /** The read-only connection itself, for reads of several statements (readSqlitePage). */

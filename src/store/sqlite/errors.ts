@@ -10,7 +10,11 @@ const codeOf = (err: unknown) => (err as { code?: unknown } | null)?.code;
 export const sqliteErrors: KindErrors = {
   retryable(err) {
     const code = codeOf(err);
-    return typeof code === 'string' && (['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_RECOVERY', 'SQLITE_LOCKED'].includes(code) || code.startsWith('SQLITE_CONSTRAINT_UNIQUE'));
+    return (
+      typeof code === 'string' &&
+      (['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_RECOVERY', 'SQLITE_LOCKED'].includes(code) ||
+        code.startsWith('SQLITE_CONSTRAINT_UNIQUE'))
+    );
   },
   notStoredBecause: (err) => (String(codeOf(err)).startsWith('SQLITE_BUSY') ? 'another process held the database for too long' : undefined),
 };

@@ -37,7 +37,8 @@ const ENVELOPES_OF_SEQS = (withFacts: boolean) =>
   `SELECT CAST(group_concat(e.envelope, ',') AS BLOB) AS events, group_concat(e.seq) AS seqs, min(e.stored_at) AS oldest${withFacts ? facts('e.') : ''} FROM json_each(?) j CROSS JOIN events e ON e.workspace_id = ? AND e.seq = j.value`;
 
 // One statement per merged mailbox (a statement can run one query at a time): the texts differ by a comment.
-const MAILBOX_SCAN = (arm: number) => `SELECT seq FROM events WHERE workspace_id = ? AND mailbox_id = ? AND seq > ? ORDER BY seq LIMIT ? /* arm ${arm} */`;
+const MAILBOX_SCAN = (arm: number) =>
+  `SELECT seq FROM events WHERE workspace_id = ? AND mailbox_id = ? AND seq > ? ORDER BY seq LIMIT ? /* arm ${arm} */`;
 
 interface Aggregate {
   seqs: string | null;
@@ -66,7 +67,11 @@ function restrictedPage(conn: SqliteConnection, q: PageQuery, maxBytes: number):
   const seqs = mergedMailboxSeqs(conn, q);
   if (seqs.length === 0) return EMPTY;
   const { fit, cut } = fitting(conn.prepare(SIZES_OF_SEQS).get(JSON.stringify(seqs), q.workspaceId) as Aggregate, maxBytes);
-  return assemble(conn.prepare(ENVELOPES_OF_SEQS(q.withFacts === true)).get(JSON.stringify(seqs.slice(0, fit)), q.workspaceId) as Aggregate, fit, cut);
+  return assemble(
+    conn.prepare(ENVELOPES_OF_SEQS(q.withFacts === true)).get(JSON.stringify(seqs.slice(0, fit)), q.workspaceId) as Aggregate,
+    fit,
+    cut,
+  );
 }
 
 /** How many of the sized rows fit under the cap (at least one), and whether rows were left out for it. */
@@ -92,7 +97,12 @@ function assemble(page: Aggregate, expected: number, cut: boolean): StoredPage {
   if (seqs.length !== expected) throw new Error(`a page read gave ${seqs.length} rows where ${expected} were counted`);
   const stored: StoredPage = { bytes: page.events, count: seqs.length, lastSeq: Number(seqs.at(-1)), cutAtByteCap: cut };
   if (page.oldest !== null && page.oldest !== undefined) stored.oldestStoredAtMs = Number(page.oldest);
-  if (page.types !== undefined) stored.facts = { types: page.types!.split(','), seqs: seqs.map(Number), occurredAtMs: page.occurred!.split(',').map((ms) => (ms === '' ? NaN : Number(ms))) };
+  if (page.types !== undefined)
+    stored.facts = {
+      types: page.types!.split(','),
+      seqs: seqs.map(Number),
+      occurredAtMs: page.occurred!.split(',').map((ms) => (ms === '' ? NaN : Number(ms))),
+    };
   return stored;
 }
 
@@ -102,14 +112,20 @@ function assemble(page: Aggregate, expected: number, cut: boolean): StoredPage {
  * or a loop over an ordered list, the aggregate follows the rows' order.)
  */
 function assertIncreasing(seqs: string[]): void {
-  for (let i = 1; i < seqs.length; i++) if (Number(seqs[i]) <= Number(seqs[i - 1])) throw new Error('a page aggregate came back out of seq order');
+  for (let i = 1; i < seqs.length; i++)
+    if (Number(seqs[i]) <= Number(seqs[i - 1])) throw new Error('a page aggregate came back out of seq order');
 }
 
 /** The first `limit` seqs after the cursor among the key's mailboxes: a k-way merge of per-mailbox index scans. */
 function mergedMailboxSeqs(conn: SqliteConnection, q: PageQuery): number[] {
   const mailboxes = [...new Set(q.mailboxes!)];
   const scans = mailboxes.map((mailbox, arm) =>
-    (conn.prepare(MAILBOX_SCAN(arm)).pluck() as { iterate(...args: unknown[]): IterableIterator<number> }).iterate(q.workspaceId, mailbox, q.afterSeq, q.limit),
+    (conn.prepare(MAILBOX_SCAN(arm)).pluck() as { iterate(...args: unknown[]): IterableIterator<number> }).iterate(
+      q.workspaceId,
+      mailbox,
+      q.afterSeq,
+      q.limit,
+    ),
   );
   try {
     const heads = new MinHeap();
@@ -159,7 +175,7 @@ class MinHeap {
     if (this.#seqs.length > 0) {
       this.#seqs[0] = lastSeq;
       this.#scans[0] = lastScan;
-      for (let i = 0; ; ) {
+      for (let i = 0; ;) {
         const left = 2 * i + 1;
         const right = left + 1;
         let smallest = i;

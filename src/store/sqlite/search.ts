@@ -51,7 +51,10 @@ export function sqliteSearchSession(readRows: <T>(sql: string, bindings: readonl
     page: async (workspaceId, factsStatement, limit, maxBytes) => {
       const facts = await rows<FactRow>(factsStatement);
       const kept = facts.slice(0, withinPage(facts, limit, maxBytes));
-      const { bytes, seqs } = await envelopes(workspaceId, kept.map((fact) => Number(fact.seq)));
+      const { bytes, seqs } = await envelopes(
+        workspaceId,
+        kept.map((fact) => Number(fact.seq)),
+      );
       // An event retention removed between the two statements is left out.
       const present = seqs.length === kept.length ? kept : kept.filter((fact) => seqs.includes(Number(fact.seq)));
       return {
@@ -78,4 +81,3 @@ export function sqliteSearchSession(readRows: <T>(sql: string, bindings: readonl
     throw new Error('the ordered envelope aggregate came back out of order');
   }
 }
-

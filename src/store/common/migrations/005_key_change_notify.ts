@@ -14,7 +14,9 @@ async function upOnPostgres(knex: Knex): Promise<void> {
       PERFORM pg_notify('event_feed_keys', OLD.id);
       RETURN NULL;
     END $$`);
-  await knex.raw('CREATE TRIGGER api_keys_changed AFTER UPDATE OR DELETE ON api_keys FOR EACH ROW EXECUTE FUNCTION event_feed_key_changed()');
+  await knex.raw(
+    'CREATE TRIGGER api_keys_changed AFTER UPDATE OR DELETE ON api_keys FOR EACH ROW EXECUTE FUNCTION event_feed_key_changed()',
+  );
 }
 
 async function downOnPostgres(knex: Knex): Promise<void> {

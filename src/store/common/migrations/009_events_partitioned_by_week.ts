@@ -52,7 +52,8 @@ async function upOnPostgres(knex: Knex): Promise<void> {
   await knex.raw(`ALTER TABLE events_unpartitioned RENAME TO ${name}`);
   await knex.raw(`ALTER TABLE ${name} RENAME CONSTRAINT events_pkey TO ${name}_pkey`);
   await knex.raw(`ALTER TABLE ${name} RENAME CONSTRAINT events_workspace_id_id_unique TO ${name}_workspace_id_id`);
-  for (const index of indexes) await knex.raw(`ALTER INDEX ${index.replace('events_', 'events_unpartitioned_')} RENAME TO ${index.replace('events_', `${name}_`)}`);
+  for (const index of indexes)
+    await knex.raw(`ALTER INDEX ${index.replace('events_', 'events_unpartitioned_')} RENAME TO ${index.replace('events_', `${name}_`)}`);
   // The parent's indexes find their equal on the old table and adopt it: nothing is rebuilt.
   await knex.raw(`ALTER TABLE events ATTACH PARTITION ${name} FOR VALUES FROM (MINVALUE) TO (${to})`);
 }

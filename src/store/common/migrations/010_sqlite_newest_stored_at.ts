@@ -16,7 +16,9 @@ import { nothing, type KindMigration } from '../migration-steps.ts';
  */
 async function upOnSqlite(knex: Knex): Promise<void> {
   await knex.raw('ALTER TABLE feed_counters ADD COLUMN last_stored_at bigint NOT NULL DEFAULT 0');
-  await knex.raw(`UPDATE feed_counters SET last_stored_at = COALESCE((SELECT MAX(stored_at) FROM events WHERE events.workspace_id = feed_counters.workspace_id), 0)`);
+  await knex.raw(
+    `UPDATE feed_counters SET last_stored_at = COALESCE((SELECT MAX(stored_at) FROM events WHERE events.workspace_id = feed_counters.workspace_id), 0)`,
+  );
 }
 
 async function downOnSqlite(knex: Knex): Promise<void> {

@@ -18,7 +18,9 @@ export async function up(knex: Knex): Promise<void> {
     t.bigInteger('disabled_at');
     t.bigInteger('last_tested_at');
   });
-  await knex('webhook_endpoints').whereNotNull('disabled_reason').update({ disabled_at: knex.ref('updated_at') });
+  await knex('webhook_endpoints')
+    .whereNotNull('disabled_reason')
+    .update({ disabled_at: knex.ref('updated_at') });
 }
 
 export async function down(knex: Knex): Promise<void> {
