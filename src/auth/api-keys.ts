@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ApiKey } from '../../generated/types.ts';
+import { loadSpec } from '../contract/spec.ts';
 import { newKeyId } from '../ids.ts';
 import type { KeyListRow, KeyRow, KeyStore, NewKeyRow } from '../store/port.ts';
 import { PERMISSIONS, type Permission, type Principal } from './principal.ts';
@@ -28,10 +29,12 @@ export function isPermission(value: string): value is Permission {
 }
 
 /**
- * The most mailboxes one key may be restricted to. A restricted key's page merges one index scan
- * per mailbox (each adapter's page query): its cost grows with their number, so it is bounded here.
+ * The most mailboxes one key may be restricted to: the contract's bound (CreateKeyRequest's
+ * `mailboxes.maxItems`), checked again here for the keys made without a request (the demo, tests).
+ * A restricted key's page merges one index scan per mailbox (each adapter's page query): its cost
+ * grows with their number, so it is bounded.
  */
-export const MAX_KEY_MAILBOXES = 100;
+export const MAX_KEY_MAILBOXES: number = loadSpec().components.schemas.CreateKeyRequest.properties.mailboxes.maxItems;
 
 /** A new key: the row to store, and the key in full, the only time it is ever visible. */
 export function newKey(spec: NewKey, now: number): { row: NewKeyRow; id: string; key: string } {
