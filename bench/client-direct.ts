@@ -1,7 +1,7 @@
 /**
  * In-process readers, each in its own process like the HTTP load generator:
  *   ceiling  the same pages as the replay, read straight from the database with the service's own
- *            query (readPage of src/store/events.ts), no HTTP: the limit the replay can approach
+ *            query (Store.readPage), no HTTP: the limit the replay can approach
  *   dbprobe  the time of readPage alone for pages at given positions (where depth costs show first)
  *   redis    the peer: the same envelopes from a Redis Stream, XRANGE … COUNT 500 through ioredis,
  *            parsing every envelope, following the last entry id

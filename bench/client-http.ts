@@ -266,7 +266,7 @@ async function tail(c: {
   };
 }
 
-/** emit_event at `rate` per second in all, round-robin over `keys` (open-loop-emits.ts), counted per key. */
+/** emit_event at `rate` per second in all, round-robin over `keys` (openLoopEmits), counted per key. */
 async function writer(c: { url: string; keys: string[]; rate: number; seconds: number; seedChunk: number }) {
   const ms: number[] = [];
   const okPerKey = new Array<number>(c.keys.length).fill(0);

@@ -124,7 +124,7 @@ async function polls(c: {
   };
 }
 
-/** emit_event at `rate` per second, round-robin over `keys` (open-loop-emits.ts), each event's id and answer time kept. */
+/** emit_event at `rate` per second, round-robin over `keys` (openLoopEmits), each event's id and answer time kept. */
 async function emitter(c: { url: string; keys: string[]; rate: number; seconds: number; seedChunk: number }) {
   const emits: Array<[number, string, number, number]> = []; // [workspace index, event id, sent at, answered at]
   const ms: number[] = [];

@@ -2,7 +2,7 @@
  * tsx bench/list-events-cost.ts --db sqlite|postgres [--events 300000] [--calls 40] [--dir DIR] [--only TEXT] [--skip A|B]
  *
  * The time one list_events call takes, per filter combination, on a workspace of `--events`
- * realistic events (bench/seed.ts: 50 mailboxes, two of them sparse, 1 event in 1,000), and on a
+ * realistic events (benchTraffic: 50 mailboxes, two of them sparse, 1 event in 1,000), and on a
  * second workspace as large where mail.complained is 1 event in 30,000 and mail.bounced absent,
  * called in-process (no HTTP) so that the figure is the query and the page's assembly. For each
  * combination: the first page (median of 5), and a walk of up to `--calls` pages from the middle
@@ -192,7 +192,7 @@ for (const [label, input, s, rare] of cases) {
 }
 await db.close();
 
-/** The filters text list-events.ts binds its tokens to (kept in step with it). */
+/** The filters text listEvents binds its tokens to (kept in step with it). */
 function filtersOf(input: Record<string, unknown>, _scope: string[] | null): string {
   const types = input.types as string[] | undefined;
   const sortedTypes = types ? [...types].sort() : null;

@@ -6,8 +6,8 @@
  * from load processes of their own: replay throughput, the in-process ceiling, the Redis Streams
  * peer, depth, sparse scope, tailing under load (and on Postgres its floor: bench/tail-floor-server.ts),
  * ingestion (and on Postgres its floor: bench/ingest-floor-server.ts), MCP overhead, the server's memory,
- * and webhook fairness (bench/webhook-fairness.ts, on a server of its own once the others are done).
- * Also long-poll wake-up latency (bench/long-poll-phase.ts, on servers of their own, with its floor).
+ * and webhook fairness (webhooksPhase, on a server of its own once the others are done).
+ * Also long-poll wake-up latency (longPollPhase, on servers of their own, with its floor).
  * Prints a table and writes bench/results.json (or --out). Phases: ceiling, redis, replay, depth,
  * sparse, mcp, tail, ingest, workers, webhooks, replicas, partitions, longpoll (default all). --profile writes the server's `--cpu-prof` profiles
  * there (read them with bench/cpuprofile-summary.ts). See bench/README.md.

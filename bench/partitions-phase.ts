@@ -7,7 +7,7 @@
  * a whole replay by the unrestricted key and by keys of 1 and 10 mailboxes (client-http.ts
  * replay, pages of 500). Reported: the page time of each, and partitioned ÷ plain.
  * Then the retention of the oldest week: dropped from the partitioned database (prunePartitions)
- * against the same events deleted row by row from the plain copy (common/retention.ts), each
+ * against the same events deleted row by row from the plain copy (pruneAll), each
  * with its time and the WAL it wrote.
  */
 import knexFactory from 'knex';

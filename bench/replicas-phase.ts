@@ -1,6 +1,6 @@
 /**
  * Phase 11, replicas (Postgres): what a read replica takes off the primary. A primary and one
- * streaming replica of its own (bench/pg-cluster.ts: Debian's binaries, fsync off in both), seeded
+ * streaming replica of its own (startPrimaryAndReplicas: Debian's binaries, fsync off in both), seeded
  * with the measured workspace; then, once against a service on the primary alone and once with
  * DATABASE_READ_URLS naming the replica: 8 catch-up readers replaying at once (client-http.ts
  * fanout) while 16 writers emit (ingest mode), for the same time. Reported: the readers' and the

@@ -1,5 +1,5 @@
 /**
- * Seeds a benchmark database fast: realistic envelopes (src/demo/traffic.ts stories, spread over
+ * Seeds a benchmark database fast: realistic envelopes (demoTraffic's stories, spread over
  * 50 mailboxes) published with the library's `publish` in big transactions, straight into the
  * database before the server starts. The feed under test shares its tables with other workspaces
  * whose events are interleaved with it, as in production.

@@ -2,8 +2,8 @@
  * The floor of tailing on Postgres: a bare node:http server that answers every POST /v1/event_feed
  * "nothing new" (its own cursor back) and nothing else: no key, no cursor signature, no page. With
  * `roundTrip`, each answer first waits, as the service's does, for a round trip on a listening
- * connection sent after the request arrived, through the service's own code (feed/heads.ts,
- * store/head-listener.ts): what the cheapest correct "nothing new" costs on this machine under the
+ * connection sent after the request arrived, through the service's own code (ChangeWatch,
+ * listenForChanges): what the cheapest correct "nothing new" costs on this machine under the
  * same clients and the same writer. Without it: what answering at all costs.
  * argv[2]: JSON { databaseUrl, roundTrip }; prints the port on stdout once listening (and, with
  * `roundTrip`, once the channel is live).

@@ -15,7 +15,7 @@ const outputDir = process.env.EVENT_FEED_OUTPUT_DIR ?? join(process.cwd(), 'test
 // One ledger of rate-limit waits for the whole run, in its output folder: the runner (no
 // TEST_WORKER_INDEX) starts it empty; its workers, which load this config too, add to it.
 process.env.EVENT_FEED_WAIT_LEDGER = join(outputDir, '.rate-limit-waits');
-// The keys the kit makes with EVENT_FEED_ADMIN_KEY (support/made-keys.ts), the same way.
+// The keys the kit makes with EVENT_FEED_ADMIN_KEY (KeyLedger), the same way.
 process.env.EVENT_FEED_KEY_LEDGER = join(outputDir, '.made-keys.json');
 if (process.env.TEST_WORKER_INDEX === undefined) {
   mkdirSync(outputDir, { recursive: true });
@@ -26,11 +26,11 @@ if (process.env.TEST_WORKER_INDEX === undefined) {
 export default defineConfig({
   testDir: here,
   // A read-only run is made of the read-only checks: those that emit events (tagged @writes) are
-  // not part of it, and the report says so (support/conformance-reporter.ts), rather than listing
+  // not part of it, and the report says so (ConformanceReporter), rather than listing
   // each as skipped. With --allow-writes they run (skipped, with the reason, without a write key).
   ...(writesAllowed() ? {} : { grepInvert: WRITES_TAG }),
   // With EVENT_FEED_ADMIN_KEY, the keys the run lacks are made before the checks and revoked after
-  // them, whatever happened (support/admin-keys.ts).
+  // them, whatever happened (provisionKeys, revokeMadeKeys).
   globalSetup: `./support/global-setup.${ext}`,
   globalTeardown: `./support/global-teardown.${ext}`,
   // From the sources, not the package's build (npm pack leaves one in dist/).

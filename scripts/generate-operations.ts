@@ -1,6 +1,6 @@
 /**
  * generated/operations.ts: the contract's operations as types and one table, so the registry
- * (src/operations/registry.ts) and the edges are typed from the route to the operation: per
+ * (runOperation) and the edges are typed from the route to the operation: per
  * operation its request and response bodies (components of generated/types.ts), and the
  * `default`s its request schema declares (applied once, by the registry, before an operation runs),
  * and its traits (OPERATION_TRAITS: answers a page, may be held, may stream) from its extensions.

@@ -1,6 +1,6 @@
 /**
  * Derives generated/ from the contract (openapi.yaml + schemas/), and the schemas the event types'
- * list decides (scripts/generate-event-types.ts). Never edit generated/ or those schemas by hand.
+ * list decides (readEventTypes, eventTypeSchemaFiles). Never edit generated/ or those schemas by hand.
  *   npm run generate          write them
  *   npm run generate:check    fail when any differs from what the contract gives
  */
@@ -127,7 +127,8 @@ function listSchemaFiles(dir: string): string[] {
 /**
  * The types of the contract as openapi-typescript writes them at its defaults, what an integrator
  * gets from `npx openapi-typescript <deployment>/openapi.json`: the typed client (client/) is built
- * on them and so proves that they serve (test/generated-clients.test.ts runs the outside tools).
+ * on them and so proves that they serve (the test 'clients generated from the served /openapi.json by
+ * outside tools' runs them).
  */
 async function typesModule(doc: JsonObject): Promise<string> {
   // A copy: openapi-typescript rewrites the document it is given (a discriminated branch's `const` becomes an `enum`).
@@ -139,7 +140,7 @@ async function typesModule(doc: JsonObject): Promise<string> {
 
 /**
  * MCP tool descriptors for the operations marked `x-mcp`: French texts only, each schema saying
- * every constraint once (scripts/mcp-schema.ts). No `$schema`: MCP clients validate with draft-07
+ * every constraint once (mcpSchema). No `$schema`: MCP clients validate with draft-07
  * validators that reject the 2020-12 meta-schema URI.
  */
 function mcpToolsModule(doc: JsonObject): string {

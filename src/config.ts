@@ -78,7 +78,7 @@ export interface Config {
   metricsPort: number | undefined;
   /** The metrics' address: loopback unless set (they need no key and tell the traffic's shape). */
   metricsHost: string;
-  /** Browser origins allowed to call /mcp besides the deployment's own (MCP_ALLOWED_ORIGINS, comma-separated; mcp/origin.ts). */
+  /** Browser origins allowed to call /mcp besides the deployment's own (MCP_ALLOWED_ORIGINS, comma-separated; OriginPolicy). */
   mcpAllowedOrigins: string[];
   /** Origins whose pages may read the event stream of GET /v1/event_feed/stream (CORS_ALLOWED_ORIGINS; none by default). */
   corsAllowedOrigins: string[];

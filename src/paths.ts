@@ -1,7 +1,7 @@
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-// This file is <root>/src/paths.ts, or <root>/dist/src/paths.js once built (scripts/build.mjs).
+// This file is <root>/src/paths.ts, or <root>/dist/src/paths.js once built (npm run build).
 const srcDir = dirname(fileURLToPath(import.meta.url));
 const parent = dirname(srcDir);
 

@@ -174,9 +174,10 @@ function publicOrigin(config: Config, server: Server, log: Logger): string {
 
 /**
  * Node's own bounds on a connection. A connection that has not sent complete headers within
- * headersTimeout (one that sent nothing at all included: verified on Node 20, test/connections.test.ts)
- * gets 408 and is closed, checked every second rather than Node's default 30 s; its whole request
- * within requestTimeout; an idle keep-alive connection is closed after keepAliveTimeout.
+ * headersTimeout (one that sent nothing at all included: verified on Node 20 by the test 'a socket
+ * that never sends a byte is closed after the header timeout') gets 408 and is closed, checked every
+ * second rather than Node's default 30 s; its whole request within requestTimeout; an idle
+ * keep-alive connection is closed after keepAliveTimeout.
  */
 function httpServerOptions(config: Config): ServerOptions {
   return {

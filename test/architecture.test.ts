@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type TS from 'typescript';
-import { commentPathsOf, namesAFile } from './support/comment-paths.ts';
+import { commentPathsOf, namesAFile, namesASourceFile } from './support/comment-paths.ts';
 import { importCycles } from './support/import-cycles.ts';
 import { importsOf, lineOf, nodesOf, parseSource, readSourceFiles, ts, type ImportEdge, type SourceFile } from './support/source-files.ts';
 
@@ -22,6 +22,21 @@ const showEdge = (edge: ImportEdge) => `${edge.from}:${edge.line} imports ${edge
 
 function assertNone(violations: string[], rule: string): void {
   assert.equal(violations.length, 0, `${rule}: ${violations.length} violation(s)\n  ${violations.join('\n  ')}`);
+}
+
+/**
+ * The comments of src/ and client/src/ that may still give a `.ts` file's name, each with why: a
+ * path the code resolves at run time, not a pointer for the reader (those name the symbol).
+ */
+const COMMENT_PATHS_ALLOWED: Array<{ file: string; name: string; why: string }> = [
+  { file: 'src/paths.ts', name: '/src/paths.ts', why: 'where the module itself sits at run time: ROOT is derived from it' },
+];
+
+/** The `.ts` file names the file's comments give, but for those `allowed`, each as a violation. */
+function sourceFilesNamedIn(file: SourceFile, allowed = COMMENT_PATHS_ALLOWED): string[] {
+  return commentPathsOf(file)
+    .filter(({ name }) => namesASourceFile(name) && !allowed.some((entry) => entry.file === file.path && entry.name === name))
+    .map(({ name, line }) => `${file.path}:${line} names ${name}: name the symbol meant instead`);
 }
 
 /**
@@ -192,7 +207,34 @@ describe('architecture', () => {
     test(rule.rule, () => assertNone(violationsOf(rule, edges), rule.rule));
   }
 
-  test('a comment that names a file names one that exists (better: it names the symbol)', () => {
+  test('in src/ and client/src/, a comment names the symbol meant, never a .ts file (which a move leaves behind)', () => {
+    const planted = parseSource(
+      'src/store/postgres/made-up.ts',
+      "// see edge/call.ts and gone/away.ts, better Call.open (SharedReads)\nconst path = 'nowhere.ts'; /* writes dist/view/view.js, per openapi.yaml */\n",
+    );
+    assert.deepEqual(
+      sourceFilesNamedIn(planted),
+      [
+        'src/store/postgres/made-up.ts:1 names edge/call.ts: name the symbol meant instead',
+        'src/store/postgres/made-up.ts:1 names gone/away.ts: name the symbol meant instead',
+      ],
+      'a file name is caught, existing or not, in src/store/ too; a symbol, a string, a build output and the contract are not',
+    );
+    const allowed = parseSource('src/made-up.ts', '// This file is <root>/src/made-up.ts at run time\n');
+    assert.deepEqual(sourceFilesNamedIn(allowed, [{ file: 'src/made-up.ts', name: '/src/made-up.ts', why: 'a run-time path' }]), []);
+
+    const scanned = [...files, ...readSourceFiles('client/src')];
+    assertNone(
+      scanned.flatMap((file) => sourceFilesNamedIn(file)),
+      'comments naming a source file',
+    );
+    const stale = COMMENT_PATHS_ALLOWED.filter(
+      (entry) => !scanned.some((file) => file.path === entry.file && commentPathsOf(file).some(({ name }) => name === entry.name)),
+    ).map((entry) => `${entry.file} no longer names ${entry.name}: drop it from COMMENT_PATHS_ALLOWED`);
+    assertNone(stale, 'COMMENT_PATHS_ALLOWED entries that allow nothing');
+  });
+
+  test('in scripts/, bench/ and conformance/, a comment that names a file names one that exists (better: it names the symbol)', () => {
     const made = parseSource(
       'src/http/made-up.ts',
       "// see edge/call.ts, send-json.ts and gone/away.ts\nconst path = 'nowhere.ts'; /* and store/feed-page.ts */\n",
@@ -213,13 +255,11 @@ describe('architecture', () => {
     );
     assert.ok(namesAFile('conformance/api/x.spec.ts', 'support/seed.ts', has), 'a name from a folder above the comment');
 
-    // src/store/ is left to its own comments while it is reshaped; dist/ and node_modules/ are not ours.
-    const scanned = [
-      ...files.filter((file) => !inFolder(file.path, 'store')),
-      ...readSourceFiles('client/src'),
-      ...readSourceFiles('conformance'),
-      ...readSourceFiles('scripts'),
-    ].filter((file) => !/\/(dist|node_modules)\//.test(file.path));
+    // Tools and programs: some name the file they start or write (`startFloorServer('floor-server.ts')`,
+    // generated/operations.ts), which is a path, not a pointer. dist/ and node_modules/ are not ours.
+    const scanned = [...readSourceFiles('scripts'), ...readSourceFiles('bench'), ...readSourceFiles('conformance')].filter(
+      (file) => !/\/(dist|node_modules)\//.test(file.path),
+    );
     const violations = scanned.flatMap((file) =>
       commentPathsOf(file)
         .filter(({ name }) => !namesAFile(file.path, name))

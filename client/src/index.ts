@@ -1,6 +1,6 @@
 /**
  * @event-feed/client: a typed client for event-feed. Every type comes from the contract
- * (generated/api.ts, written by the repository's `npm run generate`, never by hand).
+ * (the generated `components` and `operations`, written by the repository's `npm run generate`, never by hand).
  */
 export { createClient, unwrap } from './client.js';
 export type {

@@ -118,7 +118,7 @@ async function sampleFeed(key: string): Promise<Array<{ subject?: { refs?: { mai
   return events;
 }
 
-/** Global setup: the keys the run lacks, made with the admin key and put in the environment the checks read (deployment.ts). */
+/** Global setup: the keys the run lacks, made with the admin key and put in the environment the checks read (the kit's `env`). */
 export function provisionKeys(): Promise<void> {
   provisioning ??= provision();
   return provisioning;

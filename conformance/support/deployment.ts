@@ -14,7 +14,7 @@ export const env = {
   otherKey: process.env.EVENT_FEED_OTHER_KEY,
   writeKey: process.env.EVENT_FEED_WRITE_KEY,
   revokedKey: process.env.EVENT_FEED_REVOKED_KEY,
-  /** An admin key the keys above were made with when not given (admin-keys.ts, before the checks start). */
+  /** An admin key the keys above were made with when not given (provisionKeys, before the checks start). */
   adminKey: process.env.EVENT_FEED_ADMIN_KEY,
   /** Emitting is an explicit opt-in: events can't be deleted, and the workspace's real webhooks deliver them. */
   allowWrites: writesAllowed(),

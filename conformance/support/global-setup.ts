@@ -2,7 +2,7 @@ import { provisionKeys } from './admin-keys.ts';
 
 /**
  * Before the checks: with EVENT_FEED_ADMIN_KEY, the keys the run was not given are made
- * (admin-keys.ts); the checks' workers, started after this, inherit them in their environment.
+ * (provisionKeys); the checks' workers, started after this, inherit them in their environment.
  */
 export default async function globalSetup(): Promise<void> {
   if (!process.env.EVENT_FEED_ADMIN_KEY) return;

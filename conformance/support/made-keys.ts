@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 /**
- * The ledger of the keys the kit made with EVENT_FEED_ADMIN_KEY (admin-keys.ts): their ids and
+ * The ledger of the keys the kit made with EVENT_FEED_ADMIN_KEY (provisionKeys): their ids and
  * labels (never the keys), whether each was revoked, and what the kit could not make. A file in the
  * run's output folder (EVENT_FEED_KEY_LEDGER, set by the config), like the rate-limit waits: the
  * global setup writes it as it makes each key, the global teardown reads it to revoke them all, and

@@ -139,7 +139,7 @@ export function paced(bucket: string, send: () => Promise<APIResponse>): Promise
 /**
  * The same for a request Playwright's context cannot make (an event stream, read as it comes: raw
  * `fetch`), `bucket` being its Authorization header's value. A spent wait bound throws
- * RateLimitBudgetSpent, which the check turns into a skip (see stream.ts).
+ * RateLimitBudgetSpent, which the check turns into a skip (see readStream).
  */
 export function pacedFetch(bucket: string, send: () => Promise<Response>): Promise<Response> {
   return pacedAnswer(bucket, send, (response) => ({
@@ -161,7 +161,7 @@ const METHODS = new Set(['fetch', 'get', 'post', 'put', 'patch', 'delete', 'head
 
 /**
  * The same request context, with every request paced. `onSpent` decides what a spent wait budget
- * becomes: inside a check, a skip with the reason (see test.ts).
+ * becomes: inside a check, a skip with the reason (see the kit's `test`).
  */
 export function pacedContext(
   context: APIRequestContext,

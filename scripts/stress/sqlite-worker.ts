@@ -1,5 +1,5 @@
 /**
- * A child process of the SQLite run: `writer` or `reader` (see sqlite.ts). Started with
+ * A child process of the SQLite run: `writer` or `reader` (see runSqlite). Started with
  * `node --import tsx scripts/stress/sqlite-worker.ts <role> <json config>`; talks to the parent over IPC.
  *
  * A writer journals each transaction synchronously to its own file: a begin line (workspace and

@@ -66,7 +66,7 @@ export async function createKey(store: KeyStore, spec: NewKey, now: number): Pro
 
 /**
  * The principal behind a bearer token, or undefined for a malformed, unknown or revoked key.
- * `keys`: the service's verified keys (auth/verified-keys.ts), which may answer without a lookup;
+ * `keys`: the service's verified keys (VerifiedKeys), which may answer without a lookup;
  * without them (a tool, the CLI) every key is looked up.
  */
 export async function authenticate(store: KeyStore, token: string, keys?: VerifiedKeys): Promise<Principal | undefined> {
@@ -90,7 +90,7 @@ export async function authenticate(store: KeyStore, token: string, keys?: Verifi
 /**
  * The principal of a key named by its id alone, or undefined when it is unknown or revoked: for a
  * credential that was issued from a key whose secret was checked then (an OAuth grant,
- * auth/oauth-access.ts). It goes through the same verified keys as `authenticate`, so a revoked
+ * principalOfAccessToken). It goes through the same verified keys as `authenticate`, so a revoked
  * key is refused here exactly when its secret would be refused there, on every instance.
  */
 export async function principalOfKey(store: KeyStore, keyId: string, keys?: VerifiedKeys): Promise<Principal | undefined> {
@@ -133,7 +133,7 @@ export function keyView(row: KeyListRow): ApiKey {
 
 /**
  * Revokes a key; false when no active key has this id. `keys`: the verified keys of the service
- * revoking it, which forget it at once (other processes hear of it: auth/revoke-everywhere.ts).
+ * revoking it, which forget it at once (other processes hear of it: revokeKeyEverywhere).
  */
 export async function revokeKey(store: KeyStore, keyId: string, now: number, keys?: VerifiedKeys): Promise<boolean> {
   // Forgotten before and after: a lookup overlapping the update is not kept either.

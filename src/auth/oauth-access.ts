@@ -9,12 +9,12 @@ export interface AccessCheck {
   resource: string;
   /** Now, in ms, by the service's clock. */
   now: number;
-  /** The service's verified keys (auth/verified-keys.ts). */
+  /** The service's verified keys (VerifiedKeys). */
   keys?: VerifiedKeys;
 }
 
 /**
- * The principal an OAuth access token (auth/oauth-tokens.ts) acts as, or undefined when it is not
+ * The principal an OAuth access token (newAccessToken) acts as, or undefined when it is not
  * one, unknown, expired, revoked, issued for another resource, or its key was revoked.
  *
  * The token carries at most its key's rights: the key's workspace and mailbox restriction, and

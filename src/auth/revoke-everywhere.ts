@@ -11,7 +11,7 @@ const ANNOUNCEMENT_TIMEOUT_MS = 5000;
  * key has this id.
  *
  * Without a change channel (SQLite): every process checks on each request whether another one wrote to the file since it
- * verified a key (auth/api-keys.ts), so a revocation is refused everywhere as soon as it commits.
+ * verified a key (authenticate), so a revocation is refused everywhere as soon as it commits.
  * With one (Postgres): instances keep verified keys, and forget one when its change is announced on the
  * key channel (migration 005). The announcement reaches every listening instance at the same
  * commit, so once this instance hears its own, the others have theirs too. An instance whose

@@ -18,7 +18,7 @@ interface Kept {
 /** Taken before looking a key up in the database; `keep` checks it. */
 export interface KeyMark {
   forgets: number;
-  /** The channel's mark (changes/channel-trust.ts); undefined when it was down. */
+  /** The channel's mark (ChannelTrust); undefined when it was down. */
   epoch: number | undefined;
 }
 
@@ -30,7 +30,7 @@ export interface KeyMark {
  *
  * A revocation must still take effect: one made through this process forgets the key at once;
  * one made elsewhere (another instance, the CLI, an operator's SQL) is announced by a trigger on
- * api_keys (migration 005) on the channel store/postgres/changes.ts listens to, and forgotten when
+ * api_keys (migration 005) on the channel listenForChanges listens to, and forgotten when
  * heard. While that channel is up a key is kept up to HEARD_KEY_TTL_MS; without it (not yet open,
  * lost, or no listener) VERIFIED_KEY_TTL_MS, the longest a revocation elsewhere then goes unseen.
  * A lookup that overlapped a revocation, or a change of the channel, is not kept long: its row
@@ -41,7 +41,7 @@ export interface KeyMark {
  * has written to the file since, checked on every request (which makes it a channel that is always
  * up: HEARD_KEY_TTL_MS; in this process every revocation goes through revokeKey, which forgets the
  * key); when that cannot be told (a transaction of this process is open on the writing
- * connection), the key is looked up. The `trust` (changes/channel-trust.ts, shared with the feed's
+ * connection), the key is looked up. The `trust` (ChannelTrust, shared with the feed's
  * heads) says which of these holds.
  */
 export class VerifiedKeys {
@@ -88,7 +88,7 @@ export class VerifiedKeys {
     this.#kept.set(keyId, { principal, secretSha256, keptAt: this.now(), epoch });
   }
 
-  /** Whether the channel is up: whether a revocation elsewhere will be heard (revoke-everywhere.ts). */
+  /** Whether the channel is up: whether a revocation elsewhere will be heard (revokeKeyEverywhere). */
   get live(): boolean {
     return this.trust.live;
   }

@@ -12,9 +12,9 @@ export type Trust = 'heard' | 'down' | 'unknown';
 
 /**
  * The one state machine behind everything this process keeps because a channel would tell it of
- * a change: the feeds' heads (feed/heads.ts) and the verified API keys (auth/verified-keys.ts).
+ * a change: the feeds' heads (FeedHeads) and the verified API keys (VerifiedKeys).
  *
- * Postgres: a channel (store/postgres/changes.ts, through change-watch.ts) tells this process of every
+ * Postgres: a channel (listenForChanges, through ChangeWatch) tells this process of every
  * commit and every key change once it is `open`; when it drops (`lose`), changes may go unheard
  * until it is back, so nothing learned before can be believed as heard. Each user decides what
  * that means for it: heads forget everything (`whenLost`); keys are kept, but only for a short

@@ -2,7 +2,7 @@
  * Round trips on a change channel, shared by the requests that wait for one. A request takes a
  * `ticket` when it arrives; `heardAllBefore(ticket)` is true once a round trip sent after that is
  * back: the channel delivers every change committed before a round trip is sent ahead of its
- * answer (store/postgres/changes.ts), so by then every change committed before the request arrived
+ * answer (listenForChanges), so by then every change committed before the request arrived
  * has been heard. One round trip is out at a time, and the next serves every request that arrived
  * meanwhile: it wakes no backend but the listener's, however many requests wait.
  */

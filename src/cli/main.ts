@@ -23,7 +23,7 @@ function announceDatabase(url: string): void {
 /**
  * Runs a command against the database of DATABASE_URL (migrated first, unless told not to), then
  * closes it. Only a command told it may create the database runs on a SQLite file that does not
- * exist yet (database-choice.ts).
+ * exist yet (missingDatabaseProblem).
  */
 async function withDatabase<T>(
   work: (store: OpenedStore) => Promise<T>,

@@ -8,7 +8,7 @@ import { superviseWorkers } from './workers.ts';
 
 /**
  * `event-feed serve`: one process serving the port, or with `workers` > 1 a primary that migrates
- * the database, seeds the demo, then forks that many workers (workers.ts), each of which comes back
+ * the database, seeds the demo, then forks that many workers (superviseWorkers), each of which comes back
  * here as a worker and serves like a single process (without migrating or seeding again).
  * SIGTERM or SIGINT drains and stops, however many processes serve.
  */
@@ -17,7 +17,7 @@ export async function serve(config: Config, options: { seedDemo?: boolean; worke
   const log = createLogger(config.logLevel, cluster.isWorker ? { worker: cluster.worker!.id } : undefined);
   // Loaded here, not at the top: the primary of `serve --workers` never serves, and stays small without it.
   const { startServer } = await import('../server.ts');
-  // A worker counts; its primary serves the metrics of all (metrics/cluster.ts).
+  // A worker counts; its primary serves the metrics of all (workersExposition).
   const running = await startServer(config, log, {
     seedDemo: cluster.isPrimary && options.seedDemo,
     metrics: cluster.isWorker ? 'primary' : 'listen',

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 
-/** How long a worker that was asked to stop may take (its own grace is SHUTDOWN_GRACE_MS, server.ts): then it is killed. */
+/** How long a worker that was asked to stop may take (its own grace is SHUTDOWN_GRACE_MS of startServer): then it is killed. */
 const STOP_DEADLINE_MS = 20_000;
 /** Workers that die before they listen, one after another: past this the start itself is failing, and the service stops. */
 const MAX_FAILED_STARTS = 3;
@@ -26,7 +26,7 @@ export interface Supervision {
  * the way was never answered nor closed: its client hung, and the primary kept it in CLOSE-WAIT.
  * Now a dying worker takes only its own connections with it, which the kernel closes. What instances on
  * one database already keep right across processes keeps it right across workers: SQLite's
- * readers see other processes' commits in the file's version (store/sqlite/changes.ts), Postgres
+ * readers see other processes' commits in the file's version (OthersWrites), Postgres
  * instances hear every commit and key change on a channel, webhooks are leased, migrations and
  * the cursor secret go through the database.
  *

@@ -6,7 +6,7 @@ const addFormats = ajvFormats.default;
 
 /**
  * The one JSON Schema validator of the service (draft 2020-12, formats checked): HTTP, the MCP
- * tools and the library validate with it (contract/request-validator.ts), so every entry point
+ * tools and the library validate with it (RequestValidator), so every entry point
  * gives the same verdict and the same message.
  */
 // strictNumbers: JSON.parse turns 1e400 into Infinity, which plain Ajv accepts as a number and JSON.stringify

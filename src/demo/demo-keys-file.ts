@@ -8,7 +8,7 @@ export interface DemoKeys {
   readKey: string;
   writeKey: string;
   adminKey: string;
-  /** The conformance kit's (kit-fixtures.ts); absent from a file written before the demo seeded them. */
+  /** The conformance kit's (seedKitFixtures); absent from a file written before the demo seeded them. */
   kit?: KitKeys;
 }
 

@@ -23,8 +23,8 @@ export interface DemoAtStart {
 }
 
 /**
- * Seeds the demo on an empty database, with what the conformance kit needs (kit-fixtures.ts), and
- * keeps its keys beside it (demo-keys-file.ts); on a later start of that database, finds them again
+ * Seeds the demo on an empty database, with what the conformance kit needs (seedKitFixtures), and
+ * keeps its keys beside it (saveDemoKeys); on a later start of that database, finds them again
  * and checks each still works (one revoked since is not printed, and said so). A demo database
  * seeded before the kit's keys existed gets them at its next start.
  */
@@ -104,7 +104,7 @@ const kitVariables = (readKey: string, kit: KitKeys) => [
 /** A word for a shell: as it is when nothing in it is special, else in single quotes. */
 const shellWord = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`);
 
-/** Where the kit's view checks look for Chromium (conformance/support/chromium.ts, chromiumPath). */
+/** Where the kit's view checks look for Chromium (the kit's chromiumPath). */
 const chromium = () => process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 
 /** The text printed on stdout: ready to paste into a shell, then a first request with the read key, then the kit's command. */

@@ -20,7 +20,7 @@ export interface KitKeys {
   otherKey: string;
 }
 
-/** Two of the demo's five mailboxes (traffic.ts): its events are both inside and outside them. */
+/** Two of the demo's five mailboxes (demoTraffic): its events are both inside and outside them. */
 const RESTRICTED_MAILBOXES = ['mbx_claire', 'mbx_hugo'];
 const OTHER_WORKSPACE_EVENTS = 24;
 

@@ -12,7 +12,7 @@ export interface Edge {
 }
 
 export interface FrontDoorSettings {
-  /** How many proxies in front append to X-Forwarded-For (client-address.ts); 0: the socket's peer is the client. */
+  /** How many proxies in front append to X-Forwarded-For (clientAddress); 0: the socket's peer is the client. */
   trustProxyHops: number;
   /** Counts every answered request when metrics are on. */
   metrics?: Metrics;
@@ -20,7 +20,7 @@ export interface FrontDoorSettings {
 
 /**
  * The server's one request listener: every request gets its id, its client address and its log
- * line (request-context.ts) whichever edge answers it, then goes to the first edge that takes it.
+ * line (startRequest) whichever edge answers it, then goes to the first edge that takes it.
  */
 export function frontDoor(log: Logger, settings: FrontDoorSettings, edges: readonly Edge[]): RequestListener {
   const refusals = new RefusalLog(log);

@@ -1,4 +1,4 @@
-/** What LiveCalls needs of a call (edge/call.ts). */
+/** What LiveCalls needs of a call (Call). */
 export interface LiveCall {
   readonly principal: { keyId: string };
   stillValid(): Promise<boolean>;

@@ -8,7 +8,7 @@ const LINES_PER_WINDOW = 10;
  * Requests refused by a rate limit are counted, not logged one by one: a flood would otherwise
  * cost a log line (a synchronous write) per refusal, which is the work the limit is there to
  * refuse. The first few of a window get their request line (key, workspace, which limit:
- * request-context.ts), and one line per window says how many there were in all.
+ * noteRefusal), and one line per window says how many there were in all.
  */
 export class RefusalLog {
   #refused = 0;

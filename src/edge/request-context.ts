@@ -11,7 +11,7 @@ const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 /** What the edges know of a request: its id, and once authenticated, who is calling. */
 export interface RequestLocals {
   requestId: string;
-  /** Who pays for the request while no key does (client-address.ts): every edge limits by it. */
+  /** Who pays for the request while no key does (clientAddress): every edge limits by it. */
   clientAddress: string;
   /** Where an answer refused by a rate limit is counted (it is not logged by itself). */
   refusals: RefusalLog;
@@ -38,8 +38,8 @@ export type EdgeResponse = ServerResponse & { locals?: RequestLocals };
 /**
  * Every response carries a request id (the client's when it sent a sane one), `nosniff`, and is
  * logged once at info level, except most of those refused by a rate limit: the edge that refuses
- * one counts it (noteRefusal, refusal-log.ts), and only the first few of a window get a line. With
- * metrics on, the same end of the response is counted (metrics/metrics.ts). Runs first for every
+ * one counts it (noteRefusal, RefusalLog), and only the first few of a window get a line. With
+ * metrics on, the same end of the response is counted (Metrics.request). Runs first for every
  * request, whichever edge answers it; express keeps the `locals` object it finds on the response.
  */
 export function startRequest(

@@ -11,7 +11,7 @@ export function sendError(res: ServerResponse, requestId: string, err: unknown, 
   const { status, body, headers } = toErrorBody(err, requestId);
   noteError(res, err);
   if (!(err instanceof ApiError)) log.error({ ...safeErrorFields(err), request_id: requestId }, 'unhandled error');
-  // A server-side failure told to the client in its own words (feed/append-failure.ts): the database's error, for the operator.
+  // A server-side failure told to the client in its own words (appendFailure): the database's error, for the operator.
   else if (status >= 500 && err.cause !== undefined)
     log.error({ ...safeErrorFields(err.cause), request_id: requestId }, err.message.slice(0, 120));
   if (res.headersSent) return void res.end();

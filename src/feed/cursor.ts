@@ -3,7 +3,7 @@ import { SignedPositions, type TokenKeys } from './signed-position.ts';
 
 /**
  * event_feed cursors: the seq of the last event delivered, encrypted, bound to the workspace and
- * signed with the server secret (layout in signed-position.ts). The empty domain keeps the MAC of
+ * signed with the server secret (layout in SignedPositions). The empty domain keeps the MAC of
  * version-1 cursors what it was before page tokens shared the layout.
  */
 const VERIFIED_CURSORS_KEPT = 10_000;
@@ -62,7 +62,7 @@ export class CursorCodec implements TokenKeys {
     return seq;
   }
 
-  /** HMAC-SHA256 with the server secret, for every token the service signs (page-token.ts too). */
+  /** HMAC-SHA256 with the server secret, for every token the service signs (PageTokenCodec too). */
   sign(bytes: Buffer): Buffer {
     return createHmac('sha256', this.#secret).update(bytes).digest();
   }

@@ -8,7 +8,7 @@ import type { FeedWatermarks } from './storage.ts';
  * Refuses a cursor some of whose following events (those in `scope`) were pruned:
  * never serve a page with a silent hole. Call it after reading: watermarks only rise, so if none
  * passes the cursor now, none had when the page was read. (Or with the watermark the page itself
- * brought, read in its own snapshot: restricted pages on Postgres, store/postgres/page.ts.)
+ * brought, read in its own snapshot: restricted pages on Postgres, readPgPage.)
  *
  * An unrestricted page that holds the event right after the cursor proves it whole without a
  * query: pruning deletes a prefix of the feed and raises the watermark in the same transaction,
@@ -17,11 +17,11 @@ import type { FeedWatermarks } from './storage.ts';
  * means they are exactly afterSeq + 1 … afterSeq + count. (A restricted key's seqs are not
  * consecutive, and an empty page proves nothing: those ask the watermark.)
  *
- * A page read ahead of its request (store/common/read-ahead.ts, up to 2 s before) proves only what was
+ * A page read ahead of its request (ReadAhead, up to 2 s before) proves only what was
  * there then, unless its events are too young for any prune: no process prunes an event younger
- * than MIN_RETENTION_DAYS (config.ts refuses less), so one stored after `nowMs` minus that, less a
+ * than MIN_RETENTION_DAYS (loadConfig refuses less), so one stored after `nowMs` minus that, less a
  * day for clocks that disagree, is still there. An older page read ahead asks the watermark.
- * So does a page read on a replica (store/postgres/replicas.ts), which shows the feed as it was
+ * So does a page read on a replica (ReadReplicas), which shows the feed as it was
  * before the prunes the replica has not applied yet: the watermark asked is the primary's.
  */
 export async function assertCursorNotExpired(

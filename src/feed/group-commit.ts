@@ -47,7 +47,7 @@ interface Pending {
  *
  * Each event keeps its own answer: an idempotency conflict fails that event only; a failed
  * transaction (run again first when its error is transient, see Store.retryingTransient) fails the events
- * it carried, each with an answer true to what the database did (feed/append-failure.ts). A
+ * it carried, each with an answer true to what the database did (appendFailure). A
  * transaction appends its events in arrival order, and an emit is answered only once committed,
  * so one client's successive emits keep their order (concurrent emits have none to keep).
  *
@@ -62,13 +62,13 @@ interface Pending {
  * One workspace never holds back another (Postgres). Another transaction may hold a workspace's
  * counter row: an application's transaction that published with the library and has not committed
  * yet, or another instance's statement. The shared statement skips such a row instead of waiting
- * for it (FOR UPDATE SKIP LOCKED, store/postgres/append.ts) and appends everything else; the skipped
+ * for it (FOR UPDATE SKIP LOCKED, appendOnPostgres) and appends everything else; the skipped
  * workspace's events, and those that arrive for it afterwards, then go to a lane of their own that
  * waits for its row (up to lock_timeout) on a connection of its own, outside the two
  * shared slots, a statement at a time and in arrival order, until the lane is empty and the
  * workspace is back in the shared transactions. Skipping takes and waits for nothing, and a lane
  * waits for one row and holds no other, so counter rows are still taken in workspace order
- * (store/common/events.ts), here and across instances, and never deadlock.
+ * (inWorkspaceOrder), here and across instances, and never deadlock.
  */
 export class GroupCommit {
   #waiting: Pending[] = [];
@@ -258,8 +258,8 @@ export class GroupCommit {
   /** Answers the events of an append, but those of the workspaces it skipped. */
   #answer(groups: Map<string, Pending[]>, { outcomes, appended, skipped }: Appended): void {
     // Committed: a poll of this process after an emit's answer must find it, even before the
-    // commit's notification comes back (feed/heads.ts); and tailing readers find the events
-    // here rather than in the database (feed/recent-events.ts).
+    // commit's notification comes back (FeedHeads); and tailing readers find the events
+    // here rather than in the database (RecentEvents).
     for (const { workspaceId, firstSeq, events } of appended) {
       this.recent?.committed(workspaceId, firstSeq, events);
       this.heads?.heard(workspaceId, firstSeq + events.length - 1, new Set(events.map((event) => event.mailboxId)));

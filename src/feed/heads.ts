@@ -6,7 +6,7 @@ import type { ChannelTrust } from '../changes/channel-trust.ts';
  * that; on Postgres each one was a round trip or two (bench/README.md in git history, change 11).
  *
  * A head is known only while a channel tells this process of every commit in the database:
- * Postgres NOTIFY (store/postgres/changes.ts), sent by the very statement that moves a workspace's
+ * Postgres NOTIFY (listenForChanges), sent by the very statement that moves a workspace's
  * counter, so it is delivered exactly when that commit is (in commit order) and never for a
  * rollback. While the channel is up, a head can only be behind the truth by the commits still
  * on their way to this process, so a request does not answer from it before `nothingAfterNow`
@@ -31,7 +31,7 @@ import type { ChannelTrust } from '../changes/channel-trust.ts';
  * nothing in this service does, would go unheard: TRUST_MS bounds it.)
  *
  * Whether the channel is up, and (SQLite) whether another process wrote, is the `trust`'s to say
- * (changes/channel-trust.ts, shared with the verified keys); this class keeps the heads.
+ * (ChannelTrust, shared with the verified keys); this class keeps the heads.
  */
 export class FeedHeads {
   #heads = new Map<string, { seq: number; confirmedAt: number }>();

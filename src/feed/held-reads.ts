@@ -13,7 +13,7 @@ export interface HeldReadLimits {
   perKey: number;
   /** Most held at once by all the keys of one workspace (keys it creates do not multiply its share). */
   perWorkspace: number;
-  /** A stream whose client has not taken what was written for this long is disconnected (http/event-stream.ts). */
+  /** A stream whose client has not taken what was written for this long is disconnected (streamEventFeed). */
   stallMs: number;
 }
 

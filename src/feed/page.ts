@@ -11,7 +11,7 @@ export interface FeedPage {
 
 const OPEN = Buffer.from('{"events":[');
 
-/** The answers already made of a page read (held polls woken by one commit share their read, feed/shared-reads.ts): made once, written to each. */
+/** The answers already made of a page read (held polls woken by one commit share their read, SharedReads): made once, written to each. */
 const answered = new WeakMap<StoredPage, { cursor: string; json: Buffer[] }>();
 
 /**

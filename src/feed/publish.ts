@@ -9,7 +9,7 @@ import type { PublishedEvent } from './published-event.ts';
 import { sameEvent } from './same-event.ts';
 
 /**
- * The one append path: `emit_event` (through the group commit, feed/group-commit.ts) and the
+ * The one append path: `emit_event` (through the group commit, GroupCommit) and the
  * in-process library both come through here, inside a transaction the caller owns, so events
  * commit (or vanish) with the caller's own writes, and so do their webhook deliveries (the outbox
  * rows are written in the same transaction).
@@ -51,7 +51,7 @@ export interface Appended {
 /**
  * Appends prepared events to workspaces' feeds, in order within each workspace (ids distinct per
  * workspace). An event whose client-supplied id is already stored comes back as that stored event
- * when it is the same event (an idempotent replay, feed/same-event.ts) and as an invalid_argument
+ * when it is the same event (an idempotent replay, sameEvent) and as an invalid_argument
  * error otherwise; the others are appended. One answer per event, in the shape of `appends`.
  * Outside a transaction, an append that may or may not have committed throws OutcomeUnknown
  * (OutcomeUnknown). `skipLocked` (Store.appends.skipLocked) skips the workspaces
@@ -107,7 +107,7 @@ function sortOut(appends: WorkspaceAppend[], storedRows: StoredIdRow[]): { outco
 /** An event's final envelope text and its columns; throws invalid_argument for an unusable `occurred_at`. */
 export function prepareEvent(workspaceId: string, input: EmitEventRequest, now: Date): NewEvent {
   const id = input.id ?? newEventId(now.getTime());
-  // One rule for every date-time of the contract (contract/date-time.ts): UTC, milliseconds, `Z`.
+  // One rule for every date-time of the contract (utcMillisecondsOf): UTC, milliseconds, `Z`.
   const occurred =
     input.occurred_at === undefined ? { iso: now.toISOString(), ms: now.getTime() } : utcMillisecondsOf('occurred_at', input.occurred_at);
   // Field order is the envelope's documented order; this text is what every reader and webhook gets.

@@ -2,6 +2,6 @@
 export interface PublishedEvent {
   /** The envelope's JSON text, as stored and as every reader will get it. */
   envelope: string;
-  /** false when a client-supplied id was already stored for the same event (an idempotent replay, feed/same-event.ts). */
+  /** false when a client-supplied id was already stored for the same event (an idempotent replay, sameEvent). */
   created: boolean;
 }

@@ -46,15 +46,15 @@ const FIRST_PAGE_ATTEMPTS = 3;
 
 /**
  * Reads the feed the way a read of the database at that moment would answer, taking every
- * shortcut that cannot tell the difference. What may answer, by scope (feed/scope.ts):
- * - the heads (feed/heads.ts): "nothing new" without a query, for any scope (nothing past the
+ * shortcut that cannot tell the difference. What may answer, by scope (FeedScope):
+ * - the heads (FeedHeads): "nothing new" without a query, for any scope (nothing past the
  *   cursor in the workspace is nothing in its mailboxes either);
- * - the events this process just committed (feed/recent-events.ts), filtered by scope;
- * - storage, whose page is then checked against retention (feed/expiry.ts: a whole-feed page that
+ * - the events this process just committed (RecentEvents), filtered by scope;
+ * - storage, whose page is then checked against retention (assertCursorNotExpired: a whole-feed page that
  *   holds the event right after the cursor proves it itself; any other asks the watermark) and,
  *   when it is a short page of the whole feed holding every seq after the cursor, teaches the
  *   heads where the workspace's head is.
- * Storage is read through `storage` alone (feed/storage.ts).
+ * Storage is read through `storage` alone (FeedStorage).
  */
 export class FeedReader {
   readonly #shared = new SharedReads<FeedReadResult>();
@@ -63,7 +63,7 @@ export class FeedReader {
     private readonly storage: FeedStorage,
     private readonly heads: FeedHeads,
     private readonly recent?: RecentEvents,
-    /** Retention prunes by the service's clock (retention-schedule.ts): the age of a page read ahead is judged by it too. */
+    /** Retention prunes by the service's clock (schedulePruning): the age of a page read ahead is judged by it too. */
     private readonly clock: Clock = systemClock,
     /** Pages that can no longer change, kept to answer the next reader of the same place. */
     private readonly sealed?: SealedPages,
@@ -81,7 +81,7 @@ export class FeedReader {
     const { workspaceId, scope, afterSeq, limit, withFacts } = r;
 
     // Nothing new: a cursor at the head cannot have expired either (retention never passes the
-    // head), so when this process knows the head no query is needed (feed/heads.ts), counting
+    // head), so when this process knows the head no query is needed (FeedHeads), counting
     // every commit made before this request arrived.
     if (await this.heads.nothingAfterNow(workspaceId, afterSeq, ticket)) {
       const head = this.heads.known(workspaceId);
@@ -103,7 +103,7 @@ export class FeedReader {
   /** The page after `afterSeq`: from recent events when they hold it, else from storage (or a sealed page); `ticket` as `heads.ticket()` gave it before. */
   async #page(r: FeedRead, afterSeq: number, ticket: ReturnType<FeedHeads['ticket']>): Promise<FeedReadResult> {
     const { workspaceId, scope, limit, withFacts } = r;
-    // Just written by this process: the page, whole, from memory (feed/recent-events.ts); a short
+    // Just written by this process: the page, whole, from memory (RecentEvents); a short
     // one only once the heads counted every commit made before this request, like the answer above.
     const recent = this.recent?.page(workspaceId, afterSeq, limit, scope, withFacts);
     if (
@@ -162,7 +162,7 @@ export class FeedReader {
 
   /**
    * Whether a read after `afterSeq` is likely a page or more behind the head, so that a read replica
-   * may serve it (store/postgres/replicas.ts; only a whole page is taken from one): the head is at
+   * may serve it (ReadReplicas; only a whole page is taken from one): the head is at
    * least a page ahead, or this process does not know it (a replay of a workspace it has not seen).
    */
   #catchingUp(workspaceId: string, afterSeq: number, limit: number): boolean {

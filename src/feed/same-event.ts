@@ -4,8 +4,8 @@ import type { EventEnvelope } from '../../generated/types.ts';
 /**
  * Whether an emit with a client-supplied id is the event already stored under that id (an
  * idempotent replay) rather than other content (a conflict). Both sides are envelopes as the
- * server builds them (feed/publish.ts prepareEvent), so `occurred_at` is already normalised by
- * the one date-time rule (contract/date-time.ts: UTC, milliseconds, `Z`) and `id` and `account`
+ * server builds them (prepareEvent), so `occurred_at` is already normalised by
+ * the one date-time rule (utcMillisecondsOf: UTC, milliseconds, `Z`) and `id` and `account`
  * are equal by construction (the stored one was found by them), and `v` is the server's.
  *
  * - `type`, `subject` and `data` must be equal as JSON values: key order and spelling (escapes,

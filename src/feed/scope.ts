@@ -2,8 +2,8 @@ import type { StoredPage } from '../store/port.ts';
 
 /**
  * Which events of a workspace's feed a reader is given: the whole feed, or only the events of
- * some mailboxes (events without a mailbox excluded), as its key says (auth/principal.ts). The
- * feed reader (feed/reader.ts) decides by it which shortcut may answer a read: only a page of the
+ * some mailboxes (events without a mailbox excluded), as its key says (Principal). The
+ * feed reader (FeedReader) decides by it which shortcut may answer a read: only a page of the
  * whole feed shows for itself that it holds every event after its cursor (`readRightAfter`).
  */
 export class FeedScope {

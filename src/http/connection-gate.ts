@@ -24,7 +24,7 @@ interface Tracked {
  * use cannot keep out one that has a request to make. Only when every connection under the cap is
  * busy is the new one closed at once. Fresh and idle connections do not last anyway: the server's
  * timeouts close a connection without complete headers within the header timeout, an idle one
- * after the keep-alive timeout (server.ts).
+ * after the keep-alive timeout (httpServerOptions).
  */
 export class ConnectionGate {
   readonly #tracked = new Map<Socket, Tracked>();

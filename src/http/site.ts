@@ -38,9 +38,9 @@ const DOCS_PAGE = `<!doctype html>
 
 const DOCS_INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#reference', deepLinking: true });`;
 
-/** Where `npm run build` packs the conformance kit (scripts/build.mjs). */
+/** Where `npm run build` packs the conformance kit (packConformanceKit). */
 const CONFORMANCE_KIT = packageFile('dist/kit/event-feed-conformance.tgz');
-/** Where `npm run build` packs the typed client, @event-feed/client (scripts/build.mjs). */
+/** Where `npm run build` packs the typed client, @event-feed/client (packPackage). */
 const CLIENT_PACKAGE = packageFile('dist/client/event-feed-client.tgz');
 
 /** The contract (OpenAPI and AsyncAPI), its reference page (bundled from node_modules, no CDN), health probes, the version, the conformance kit and the typed client. */
@@ -52,7 +52,7 @@ export function siteRouter(store: Store, lifecycle: { readonly draining: boolean
 
   router.get('/openapi.json', (_req, res) => void res.type('application/json').send(specText));
   router.get('/openapi.yaml', (_req, res) => void res.type('application/yaml').send(yaml));
-  // What the service sends (webhook deliveries, the event stream), as AsyncAPI 3 (scripts/generate-asyncapi.ts).
+  // What the service sends (webhook deliveries, the event stream), as AsyncAPI 3 (asyncApiDocument).
   router.get('/asyncapi.json', (_req, res) => void res.type('application/json').send(asyncApiText));
   router.get('/asyncapi.yaml', (_req, res) => void res.type('application/yaml').send(asyncApiYaml));
   router.get('/docs', (_req, res) => void res.type('html').send(DOCS_PAGE));

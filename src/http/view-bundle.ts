@@ -5,7 +5,7 @@ import { ROOT, packageFile } from '../paths.ts';
 
 /** The web view's sources: a browser program in TypeScript, type-checked by its own tsconfig. */
 const VIEW_SOURCES = packageFile('src/http/view');
-/** Where `npm run build` writes the view's bundle (scripts/build.mjs calls bundleView). */
+/** Where `npm run build` writes the view's bundle (the build script calls bundleView). */
 export const VIEW_BUNDLE = packageFile('dist/view/view.js');
 /** Says in the served script where it comes from (and lets a test see it is the bundle of the sources). */
 export const VIEW_BUNDLE_BANNER =
@@ -14,7 +14,7 @@ export const VIEW_BUNDLE_BANNER =
 /**
  * The view's sources bundled into one browser module: esbuild (a dependency of the service), in
  * memory, in about 0.1 s. Its imports of the contract's types are erased; the event types' labels
- * stay an import of /event-labels.js, served on their own from generated/ (view-router.ts).
+ * stay an import of /event-labels.js, served on their own from generated/ (viewRouter).
  */
 export async function bundleView(): Promise<string> {
   const { build } = await import('esbuild');

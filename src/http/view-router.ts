@@ -3,7 +3,7 @@ import { packageFile } from '../paths.ts';
 import { viewScript } from './view-bundle.ts';
 
 // The view's page and style are served from the sources, also when the service runs from dist/;
-// its script is the bundle of its TypeScript (view-bundle.ts).
+// its script is the bundle of its TypeScript (viewScript).
 const VIEW_DIR = packageFile('src/http/view');
 const GENERATED_DIR = packageFile('generated');
 

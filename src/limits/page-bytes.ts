@@ -13,7 +13,7 @@ if (!Number.isSafeInteger(PAGE_MAX_BYTES) || PAGE_MAX_BYTES < 64 * 1024)
   throw new Error('the contract must give event_feed an x-page-max-bytes of at least 64 KiB');
 
 /**
- * What a request that answers a page reserves of the memory budget (limits/memory-budget.ts)
+ * What a request that answers a page reserves of the memory budget (MemoryBudget)
  * before reading it: the page twice (the database's copy or the reader's scratch, and the page
  * itself) and room for the rest of the answer. Shrunk to the real size once the page is read.
  */

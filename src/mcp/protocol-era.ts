@@ -6,11 +6,11 @@ import type { JsonRpcMessage } from './json-rpc.ts';
  * MCP's two protocol generations, both served on /mcp (a "dual-era" server, MCP 2026-07-28,
  * basic/versioning):
  * - handshake revisions (2025-06-18, 2025-11-25 and the SDK's older ones): an `initialize`, then
- *   requests under the negotiated version; the SDK answers them (sdk-session.ts), as it negotiates
+ *   requests under the negotiated version; the SDK answers them (answerWithSdk), as it negotiates
  *   up to 2025-11-25;
  * - stateless revisions (2026-07-28): no handshake, each request names its version and the client's
  *   capabilities in `params._meta`; the SDK does not speak it yet, so this edge does
- *   (stateless-rules.ts, stateless.ts).
+ *   (statelessRefusal, statelessStep).
  */
 export const STATELESS_VERSIONS: readonly string[] = ['2026-07-28'];
 export const HANDSHAKE_VERSIONS: readonly string[] = SUPPORTED_PROTOCOL_VERSIONS;

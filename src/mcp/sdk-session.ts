@@ -8,8 +8,8 @@ import { INSTRUCTIONS, SERVER_INFO, TOOLS } from './server-identity.ts';
 /**
  * The messages of the handshake generation the SDK answers (initialize, tools/list, ping,
  * notifications): a server and a transport per request, since the SDK's stateless transport cannot
- * be reused. tools/call never comes here (mcp/edge.ts answers it with the page's bytes spliced in),
- * nor does a request whose params the SDK's schema refuses (handshake-params.ts).
+ * be reused. tools/call never comes here (createMcpEdge answers it with the page's bytes spliced in),
+ * nor does a request whose params the SDK's schema refuses (handshakeParamsProblem).
  */
 export async function answerWithSdk(req: Request, res: Response, message: JsonRpcMessage): Promise<void> {
   const server = new Server(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });

@@ -7,8 +7,8 @@ import { isTool } from './tools.ts';
 
 /*
  * MCP 2026-07-28 (stateless) on /mcp: what a message asks for, decided without I/O. The edge
- * (edge.ts) pays for the message and writes the answer; a tools/call of one of our tools goes to
- * callTool (tools.ts), like a tools/call of the handshake generation.
+ * (createMcpEdge) pays for the message and writes the answer; a tools/call of one of our tools goes to
+ * callTool, like a tools/call of the handshake generation.
  */
 
 export const METHOD_NOT_FOUND = -32601;

@@ -11,7 +11,7 @@ export type Transport = 'http' | 'mcp';
 /** An operation of the contract, or `other`: the site, the probes, unknown paths, MCP messages that call no tool. */
 export type OperationLabel = OperationId | 'other';
 
-/** One answered request, as the front door saw it (edge/request-context.ts). */
+/** One answered request, as the front door saw it (startRequest). */
 export interface RequestOutcome {
   operation: OperationLabel;
   transport: Transport;
@@ -48,13 +48,13 @@ const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 
 /**
  * The process's metrics, in Prometheus's text format (prom-client), built once per process
- * (server.ts) and served on a listener of their own (metrics/listener.ts). Every label comes from
+ * (startServer) and served on a listener of their own (listenForScrapes). Every label comes from
  * a fixed set (operation ids of the contract, status codes, error codes, transports, limit
  * reasons, outcomes): nothing per key or per workspace, so the series stay bounded however many
  * tenants there are. Counted at the edges and the group commit; the operations know nothing of it.
  *
  * Gauges are read when scraped (ScrapeSources); under `serve --workers` the primary sums what each
- * worker reports (metrics/cluster.ts), except the database-wide backlog, which every worker reads
+ * worker reports (reportToPrimary), except the database-wide backlog, which every worker reads
  * alike and is taken once (`max`).
  */
 export class Metrics {
@@ -172,7 +172,7 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry });
   }
 
-  /** Where the gauges read from, once the services exist (server.ts). */
+  /** Where the gauges read from, once the services exist (startServer). */
   observe(sources: ScrapeSources): void {
     this.#sources = sources;
   }
@@ -191,7 +191,7 @@ export class Metrics {
     this.#pageBytes.inc({ operation, transport }, bytes);
   }
 
-  /** One group commit statement (feed/group-commit.ts: CommitObserver). */
+  /** One group commit statement (CommitObserver). */
   committed(statement: { events: number; appended: number }): void {
     this.#batches.observe(statement.events);
     this.#appended.inc(statement.appended);

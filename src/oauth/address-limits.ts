@@ -11,10 +11,10 @@ import {
 /**
  * What one client address may ask of the OAuth endpoints, none of which a key pays for: every
  * request takes a token of the address's bucket, a registration one more of a slower bucket.
- * The address is the service's (edge/client-address.ts: TRUST_PROXY_HOPS, IPv6 by /64), not
+ * The address is the service's (clientAddress with TRUST_PROXY_HOPS, addressKey: IPv6 by /64), not
  * express's `req.ip` that the SDK's own limiters count by (behind a proxy, every client would
- * share one budget); those are switched off (oauth/edge.ts). Buckets live in bounded memory
- * (limits/token-buckets.ts). Off with the service's rate limits (RATE_LIMIT_PER_SECOND=0).
+ * share one budget); those are switched off (createOAuthEdge). Buckets live in bounded memory
+ * (TokenBuckets). Off with the service's rate limits (RATE_LIMIT_PER_SECOND=0).
  */
 export class OAuthAddressLimits {
   readonly #requests: TokenBuckets;

@@ -29,7 +29,7 @@ interface Kept {
  * DOCUMENT_MAX_CACHE_MS), a failure for DOCUMENT_FAILURE_CACHE_MS; at most DOCUMENTS_KEPT at once.
  *
  * The fetch is a request the service makes to an address a stranger chose: it goes through the
- * outbound policy webhooks go through (webhooks/target-policy.ts: https to public addresses only,
+ * outbound policy webhooks go through (TargetPolicy: https to public addresses only,
  * checked again on the addresses the connection uses, unless the operator allows insecure
  * targets), follows no redirect, and is bounded in time (DOCUMENT_TIMEOUT_MS) and size
  * (DOCUMENT_MAX_BYTES). Concurrent requests for one document share one fetch.
@@ -140,7 +140,7 @@ function discard(body: NodeJS.ReadableStream & { destroy(): void }): void {
 /**
  * The client a document describes, checked as the specification requires: a JSON object whose
  * `client_id` is exactly its URL, with `client_name` and `redirect_uris` (each acceptable as a
- * registered one would be: redirect-uris.ts), for a public client (no secret: the document is
+ * registered one would be: redirectUriProblem), for a public client (no secret: the document is
  * public; `token_endpoint_auth_method` none or absent, since private_key_jwt is not supported).
  */
 function documentClient(url: string, body: unknown): OAuthClientInformationFull {

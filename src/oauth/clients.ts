@@ -10,7 +10,7 @@ import { MAX_REDIRECT_URIS, redirectUriProblem } from './redirect-uris.ts';
 /**
  * The clients the SDK's handlers (authorize, token, revoke) look up, and dynamic registration
  * (RFC 7591, the SDK's /register handler). Two kinds of client id:
- * - a URL: the client's metadata document, fetched (client-metadata-documents.ts);
+ * - a URL: the client's metadata document, fetched (ClientMetadataDocuments);
  * - anything else: a client registered here (its id the SDK's random UUID), stored in oauth_clients.
  *
  * Every client is public (`token_endpoint_auth_method: none`): what proves a client is PKCE and

@@ -13,7 +13,7 @@ export interface ConsentView {
   clientName: string | undefined;
   /** The host that publishes the client's metadata document; undefined for a client registered here (its name unverified). */
   documentHost: string | undefined;
-  /** Where the code goes: a host, or an application's scheme (redirect-uris.ts). */
+  /** Where the code goes: a host, or an application's scheme (the function redirectTarget). */
   redirectTarget: string;
   /** The redirect goes to this computer (localhost): the person is warned. */
   redirectLoopback: boolean;

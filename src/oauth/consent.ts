@@ -21,7 +21,7 @@ import { issuerUrl } from './urls.ts';
  * SameSite=Strict: a form posted from another site carries none), whose hash the row keeps: a
  * consent form is taken only with both, which is the form's protection against cross-site
  * request forgery. The API key the person types travels in the form's body only: it is checked
- * (auth/api-keys.ts, as a bearer key is), never stored (the request keeps the key's id), never
+ * (authenticate, as a bearer key is), never stored (the request keeps the key's id), never
  * put back in a page, a URL or a log line.
  */
 

@@ -35,9 +35,9 @@ const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 const sameHash = (a: string, b: string | null) => b !== null && a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
 /**
- * The authorization server's rules, behind the MCP SDK's handlers (mcpAuthRouter, oauth/edge.ts),
+ * The authorization server's rules, behind the MCP SDK's handlers (mcpAuthRouter, createOAuthEdge),
  * which parse and validate each request (client, registered redirect URI, PKCE S256, the verifier
- * against the challenge) before calling here. Here: the consent (consent.ts), and grants over the
+ * against the challenge) before calling here. Here: the consent (beginConsent), and grants over the
  * store: a code spent once within a minute, an access token for an hour, a refresh token that
  * rotates, all stored hashed, all for this deployment's MCP resource only (RFC 8707), and none
  * issued or refreshed once their API key is revoked. A code or refresh token presented a second
@@ -51,7 +51,7 @@ export class OAuthProvider implements OAuthServerProvider {
     return this.deps.clients;
   }
 
-  /** After the SDK checked the client, its redirect URI and PKCE: the request waits for the person's consent (consent.ts). */
+  /** After the SDK checked the client, its redirect URI and PKCE: the request waits for the person's consent (beginConsent). */
   async authorize(client: OAuthClientInformationFull, params: AuthorizationParams, res: Response): Promise<void> {
     const { store, now, origin } = this.deps;
     const resource = this.#resource(params.resource?.href);
@@ -137,7 +137,7 @@ export class OAuthProvider implements OAuthServerProvider {
     return tokens.response;
   }
 
-  /** Not what the edges use (they call auth/oauth-access.ts with the request's resource); the SDK's interface asks for it. */
+  /** Not what the edges use (they call principalOfAccessToken with the request's resource); the SDK's interface asks for it. */
   async verifyAccessToken(token: string): Promise<AuthInfo> {
     const grant = isAccessToken(token) ? await this.deps.store.oauth.grantByAccessToken(sha256Hex(token)) : undefined;
     if (!grant || grant.revoked_at !== null || grant.access_expires_at === null || grant.access_expires_at <= this.deps.now())

@@ -1,5 +1,5 @@
 /*
- * Where the OAuth pieces live, all derived from the public origin (PUBLIC_URL, config.ts): the
+ * Where the OAuth pieces live, all derived from the public origin (PUBLIC_URL, loadConfig): the
  * service is both the protected resource (its MCP endpoint) and its own authorization server.
  */
 

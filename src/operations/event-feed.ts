@@ -17,7 +17,7 @@ export interface FeedView {
   firstReadMemory?: SharedReadMemory;
 }
 
-/** A read held open while nothing is new (`Prefer: wait`, event streams): feed/held-reads.ts. */
+/** A read held open while nothing is new (`Prefer: wait`, event streams): HeldReads. */
 export interface FeedWait {
   /** Held at most this long (0: answered at once, like any read). */
   ms: number;

@@ -17,7 +17,7 @@ export interface FeedPosition {
  * first event stored at or after a time. Cursors are positions in the workspace's feed, the same
  * for every key of it: a key restricted to mailboxes gets the workspace's position, and its
  * event_feed filters from there (scoped like the feed: the key's workspace, `read`). Times whose
- * events may have been pruned are refused like an expired cursor (feed/expiry.ts). Reads only;
+ * events may have been pruned are refused like an expired cursor (assertTimeNotExpired). Reads only;
  * works whether or not the workspace is verified.
  *
  * `now` is the head as stored (the counter's last seq, which no event lies past), so event_feed

@@ -34,7 +34,7 @@ export type JsonBody<T> = (string | Buffer[]) & { readonly [body]?: T };
 
 /** A body serialized from its object. */
 export const jsonOf = <T>(value: T): JsonBody<T> => JSON.stringify(value) as JsonBody<T>;
-/** A body spliced from stored bytes (feed/page.ts, list-events.ts): the splicer answers for its shape. */
+/** A body spliced from stored bytes (feedPageJson, listPageJson): the splicer answers for its shape. */
 const splicedAs = <T>(json: string | Buffer[]): JsonBody<T> => json as JsonBody<T>;
 
 /** What an operation answers: its response body, and whether it created something (201). */
@@ -86,7 +86,7 @@ const runners: { readonly [Id in OperationId]: Runner<Id> } = {
 
 /**
  * A validated request as the operation runs it: what it omitted, the schema's default (the one
- * place defaults are applied; generated/operations.ts holds them).
+ * place defaults are applied; OPERATION_DEFAULTS holds them).
  */
 export function withDefaults<Id extends OperationId>(operationId: Id, request: Operations[Id]['request']): OperationInput<Id> {
   // What OperationInput<Id> says, which TypeScript cannot follow through a spread of generic types.

@@ -8,7 +8,7 @@ const STREAM_PATH = streamPathOf('event_feed');
 
 /**
  * stream_token: a token that opens the key's event stream with a plain GET, for a browser's
- * EventSource (auth/stream-tokens.ts), until `ttl_seconds` from now. Writes nothing: it is signed,
+ * EventSource (StreamTokens), until `ttl_seconds` from now. Writes nothing: it is signed,
  * not stored, and the key behind it is looked up at each use.
  */
 export function streamToken(

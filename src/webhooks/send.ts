@@ -4,7 +4,7 @@ import { safeLookup, UNREACHABLE_TARGET, urlProblem, type TargetPolicy } from '.
 
 export interface Delivery {
   url: string;
-  /** The secrets that sign it, current first (rotation.ts, signingSecrets): one `v1,` signature each. */
+  /** The secrets that sign it, current first (signingSecrets): one `v1,` signature each. */
   secrets: readonly string[];
   eventId: string;
   /** The envelope exactly as stored and as the feed serves it: these bytes are signed and sent. */

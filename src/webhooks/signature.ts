@@ -17,7 +17,7 @@ export function signWebhook(secret: string, id: string, timestampSeconds: number
 /**
  * The `webhook-signature` header for these secrets: one `v1,` signature each, space-separated, as
  * Standard Webhooks allows (a receiver accepts the request if any one matches). The current
- * secret comes first; the previous one is there only during a rotation's grace (rotation.ts).
+ * secret comes first; the previous one is there only during a rotation's grace (rotatedSecret).
  */
 export function signatureHeader(secrets: readonly string[], id: string, timestampSeconds: number, body: string): string {
   return secrets.map((secret) => signWebhook(secret, id, timestampSeconds, body)).join(' ');

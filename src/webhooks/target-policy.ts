@@ -66,7 +66,7 @@ export function urlProblem(raw: string, policy: TargetPolicy): string | undefine
  * not resolve fails with the same error as one refused (UNREACHABLE_TARGET).
  */
 export function safeLookup(policy: TargetPolicy): LookupFunction {
-  // `reason` is for operators' logs (send.ts, errorCode): the workspace only ever sees UNREACHABLE_TARGET.
+  // `reason` is for operators' logs (AttemptResult.errorCode): the workspace only ever sees UNREACHABLE_TARGET.
   const unreachable = (reason: string) => Object.assign(new Error(UNREACHABLE_TARGET), { code: 'EUNREACHABLETARGET', reason });
   return (hostname, options, callback) => {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {

@@ -1,7 +1,8 @@
 /**
- * The file names a comment mentions (`feed/page.ts`, `call.ts`), for the architecture test's check
- * that a comment naming a file names one that exists. Comments should name symbols (a function, a
- * class, a const), which survive a move; a file name left behind by one misleads whoever follows it.
+ * The file names a comment mentions (`feed/page.ts`, `call.ts`), for the architecture test's checks
+ * that a comment in src/ or client/src/ names no source file, and that one elsewhere names a file
+ * that exists. Comments should name symbols (a function, a class, a const), which survive a move;
+ * a file name left behind by one misleads whoever follows it.
  */
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -37,6 +38,9 @@ export function commentPathsOf(file: SourceFile): CommentPath[] {
   }
   return found;
 }
+
+/** Whether a name from a comment is a TypeScript source file's (`feed/heads.ts`): src/ and client/src/ name the symbol instead. */
+export const namesASourceFile = (name: string) => /\.[mc]?ts$/.test(name);
 
 /**
  * Whether a name from a comment of the file at `path` names an existing file: taken from the

@@ -1,5 +1,5 @@
 // The view's requests and answers, typed by the contract through the typed client's generated
-// types (npm run generate writes client/src/generated/api.ts): no shape is written here by hand.
+// types (`components` and `operations`, which npm run generate writes): no shape is written here by hand.
 // Types only: nothing of the client is bundled.
 import type { components, operations } from '../../../client/src/generated/api.ts';
 

@@ -1,5 +1,5 @@
 // The API, as any client calls it: POST /v1/<operation> with the key as a bearer, typed by the
-// contract (api-types.ts). Errors become FeedErrors; a 429 is waited out a few times.
+// contract (RequestOf, ResponseOf). Errors become FeedErrors; a 429 is waited out a few times.
 import { clearAlert, showAlert } from './alerts.ts';
 import type { ErrorBody, RequestOf, ResponseOf, ViewOperation } from './api-types.ts';
 import { FeedError } from './feed-error.ts';
@@ -18,7 +18,7 @@ export interface CallOptions {
 }
 
 export interface CallResult<Op extends ViewOperation> {
-  /** The answer's JSON, as the contract types it (callers still check its shape: answers.ts). */
+  /** The answer's JSON, as the contract types it (callers still check its shape: isFeedPage, isListPage). */
   payload: ResponseOf<Op>;
   /** Whether the service may have held the read (Preference-Applied: wait=N). */
   longPoll: boolean;

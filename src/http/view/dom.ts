@@ -34,7 +34,7 @@ export const ui = {
   detailJson: byId('detail-json', HTMLElement),
 };
 
-/** The type-filter check boxes (filters.ts builds them from the labels). */
+/** The type-filter check boxes (buildTypeOptions builds them from the labels). */
 export const typeBoxes = (checkedOnly = false) => [
   ...ui.typeOptions.querySelectorAll<HTMLInputElement>(`input[name="types"]${checkedOnly ? ':checked' : ''}`),
 ];

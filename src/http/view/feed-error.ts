@@ -18,7 +18,7 @@ export class FeedError extends Error {
   readonly kind: FeedErrorKind;
   readonly status: number;
   readonly code: string;
-  /** The service's own message, in English: never shown alone (french-errors.ts). */
+  /** The service's own message, in English: never shown alone (frenchError). */
   readonly serverMessage: string;
   /** Seconds to wait before retrying (Retry-After), at least 1. */
   readonly retryAfter: number;

@@ -1,5 +1,5 @@
 // The filters: types (one check box per type of the contract) and mailboxes (ids typed in),
-// applied by the service to list_events and by rows.ts to the tail.
+// applied by the service to list_events and by insertNewer to the tail.
 import { clearAlert, showAlert } from './alerts.ts';
 import { typeBoxes, ui } from './dom.ts';
 import { EVENT_TYPES, typeLabel } from './labels.ts';

@@ -1,5 +1,5 @@
 // « Suivi en direct »: event_feed after the head's cursor, one read at a time, held by the service
-// (Prefer: wait); new events go on top of the list (rows.ts), filtered and deduplicated there.
+// (Prefer: wait); new events go on top of the list (insertNewer), filtered and deduplicated there.
 import { alertIsFromTail, clearAlert, showAlert } from './alerts.ts';
 import { isFeedPage } from './answers.ts';
 import { call } from './api.ts';
@@ -17,7 +17,7 @@ import { updateStatus } from './status.ts';
 /**
  * Starts the tail at the head's cursor, just taken: caught up until a read says otherwise.
  * `reloadNewest` is what to do when the service refuses the cursor (expired, or past the head of a
- * restored database): start again at the present (load-newest.ts, which starts this tail).
+ * restored database): start again at the present (loadNewest, which starts this tail).
  */
 export function startTail(reloadNewest: () => void): void {
   const gen = ++state.tailGen;

@@ -4,17 +4,17 @@
 //
 // Ordre : le plus récent en haut.
 // - À l'ouverture : le curseur de la tête du flux d'abord (feed_cursor « now »), puis la première
-//   page de list_events (les plus récents, filtres appliqués par le service) : load-newest.ts.
-// - « Charger plus ancien » : les pages suivantes de list_events (page_token) : load-older.ts.
+//   page de list_events (les plus récents, filtres appliqués par le service) : loadNewest.
+// - « Charger plus ancien » : les pages suivantes de list_events (page_token) : loadOlder.
 // - Suivi en direct : event_feed depuis ce curseur, en attente longue (Prefer: wait=N) ; les
 //   nouveaux événements s'ajoutent en haut, dédoublonnés par id (ceux que list_events a déjà
 //   donnés reviennent aussi par le flux), filtrés ici avec les mêmes règles que le service :
-//   live-follow.ts, rows.ts.
+//   startTail, insertNewer.
 // - Le nombre d'événements affichés est borné (MAX_ROWS) : le suivi retire les plus anciens (et
 //   « Charger plus ancien » repart alors de là), remonter dans le temps retire les plus récents et
 //   met le suivi en pause (« Revenir aux plus récents » recharge).
 //
-// This file is the bundle's entry (view-bundle.ts): it wires the controls and starts.
+// This file is the bundle's entry (bundleView): it wires the controls and starts.
 import { clearAlert } from './alerts.ts';
 import { setUpDetail } from './detail.ts';
 import { ui } from './dom.ts';

@@ -1,4 +1,4 @@
-// Entering a key: kept for this tab (key-storage.ts), then the newest events and the live tail.
+// Entering a key: kept for this tab (saveKey), then the newest events and the live tail.
 import { clearAlert, showAlert } from './alerts.ts';
 import { ui } from './dom.ts';
 import { saveKey } from './key-storage.ts';
