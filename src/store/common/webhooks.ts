@@ -216,17 +216,15 @@ export async function queueDeliveries(
 ): Promise<number> {
   let queued = 0;
   for (let i = 0; i < events.length; i += 500) {
-    const rows = events
-      .slice(i, i + 500)
-      .map((event) => ({
-        endpoint_id: endpointId,
-        workspace_id: workspaceId,
-        event_seq: Number(event.seq),
-        event_id: event.id,
-        attempts: 0,
-        next_attempt_at: now,
-        created_at: now,
-      }));
+    const rows = events.slice(i, i + 500).map((event) => ({
+      endpoint_id: endpointId,
+      workspace_id: workspaceId,
+      event_seq: Number(event.seq),
+      event_id: event.id,
+      attempts: 0,
+      next_attempt_at: now,
+      created_at: now,
+    }));
     const inserted = await trx('webhook_deliveries').insert(rows).onConflict(['endpoint_id', 'event_seq']).ignore().returning('id');
     queued += inserted.length;
   }
