@@ -302,6 +302,21 @@ for (const { kind, create, skip } of await databaseKinds()) {
         await until('every reservation is given back', () => server.services.memory.used === 0, 5000);
       });
 
+      it("gives a page read's memory back once its answer is written, not a moment later (a replay reads page after page)", async () => {
+        const reader = (await server.key(ws, ['read'])).key;
+        const cursor = await head(server, reader);
+        await emit(server, writer, 'mbx_a', 4545);
+        // Behind the service: read from the database, through the shared first read.
+        await server.db.transaction((trx) => publish(trx, ws, [sampleEvent('mbx_a', 4546)]));
+        for (let page = 0; page < 5; page++) {
+          const answer = await server.post(FEED, { after: cursor, limit: 500 }, reader);
+          assert.equal(answer.status, 200, answer.text);
+          // A finished read kept for later sharers would hold its page for KEPT_MS (200 ms): a
+          // replay would then wait on its own pages for the workspace's share.
+          await until('the page read gives its memory back', () => server.services.memory.used === 0, 100);
+        }
+      });
+
       it('shares one read and one memory reservation among requests that ask after the same cursor, arrived before it began', async () => {
         const reader = (await server.key(ws, ['read'])).key;
         const cursor = await head(server, reader);

@@ -93,8 +93,7 @@ export class FeedReader {
     // woken polls do: a read begun after this request arrived, with a ticket taken as it began,
     // counts every commit made before this request. (A woken read is already shared whole: read.)
     if (r.arrivedAt !== undefined && r.firstReadMemory && r.wokenAt === undefined) {
-      const since = r.arrivedAt;
-      return this.#shared.read(sharedKeyOf(r), since, () => this.#page(r, afterSeq, this.heads.ticket()), r.firstReadMemory);
+      return this.#shared.read(sharedKeyOf(r), r.arrivedAt, () => this.#page(r, afterSeq, this.heads.ticket()), r.firstReadMemory, 0);
     }
     await r.admit?.();
     return this.#page(r, afterSeq, ticket);

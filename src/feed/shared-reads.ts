@@ -74,16 +74,21 @@ interface Shared<R extends Read> {
 export class SharedReads<R extends Read> {
   readonly #reads = new Map<string, Shared<R>>();
 
-  /** `read`'s answer, or that of an identical read (same `key`) begun at or after `since`. */
-  async read(key: string, since: number, read: () => Promise<R>, memory?: SharedReadMemory): Promise<R> {
+  /**
+   * `read`'s answer, or that of an identical read (same `key`) begun at or after `since`. A finished
+   * read is kept `keptMs` for those who come later but woke before it began (KEPT_MS: polls woken
+   * by one commit resume one by one); 0 for requests' first reads, which only those who arrived
+   * before it began may share: they have joined by the time it ends.
+   */
+  async read(key: string, since: number, read: () => Promise<R>, memory?: SharedReadMemory, keptMs = KEPT_MS): Promise<R> {
     let shared = this.#reads.get(key);
-    if (!shared || shared.began.at < since) shared = this.#start(key, read, memory);
+    if (!shared || shared.began.at < since) shared = this.#start(key, read, memory, keptMs);
     const [result, reservation] = await Promise.all([shared.result, shared.memory]);
     if (reservation && memory) memory.keep(reservation.hold());
     return result;
   }
 
-  #start(key: string, read: () => Promise<R>, memory: SharedReadMemory | undefined): Shared<R> {
+  #start(key: string, read: () => Promise<R>, memory: SharedReadMemory | undefined, keptMs: number): Shared<R> {
     const admitted = memory ? memory.admit().then((reservation) => new SharedReservation(reservation)) : undefined;
     // Begun once its memory is admitted: until then, whoever comes may still share it.
     const began = { at: Infinity };
@@ -105,7 +110,8 @@ export class SharedReads<R extends Read> {
     };
     result.then((page) => {
       void admitted?.then((reservation) => reservation.resize(page.events.bytes.length + SHARED_ANSWER_OVERHEAD_BYTES));
-      setTimeout(forget, KEPT_MS).unref();
+      // After a timer, never sooner: whoever joined has taken its own hold (a microtask) by then.
+      setTimeout(forget, keptMs).unref();
     }, forget);
     return entry;
   }
