@@ -302,14 +302,14 @@ for (const { kind, create, skip } of await databaseKinds()) {
         await until('every reservation is given back', () => server.services.memory.used === 0, 5000);
       });
 
-      it("gives a page read's memory back once its answer is written, not a moment later (a replay reads page after page)", async () => {
+      it("gives a follower's page read's memory back once its answer is written, not a moment later", async () => {
         const reader = (await server.key(ws, ['read'])).key;
         const cursor = await head(server, reader);
         await emit(server, writer, 'mbx_a', 4545);
-        // Behind the service: read from the database, through the shared first read.
+        // Behind the service: read from the database, through a follower's shared first read (Prefer: wait, something new).
         await server.db.transaction((trx) => publish(trx, ws, [sampleEvent('mbx_a', 4546)]));
         for (let page = 0; page < 5; page++) {
-          const answer = await server.post(FEED, { after: cursor, limit: 500 }, reader);
+          const answer = await server.post(FEED, { after: cursor, limit: 500 }, reader, { prefer: 'wait=5' });
           assert.equal(answer.status, 200, answer.text);
           // A finished read kept for later sharers would hold its page for KEPT_MS (200 ms): a
           // replay would then wait on its own pages for the workspace's share.
@@ -317,7 +317,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
         }
       });
 
-      it('shares one read and one memory reservation among requests that ask after the same cursor, arrived before it began', async () => {
+      it('shares one read and one memory reservation among followers that ask again after the same cursor, arrived before it began', async () => {
         const reader = (await server.key(ws, ['read'])).key;
         const cursor = await head(server, reader);
         const { memory, store } = server.services;
@@ -330,7 +330,10 @@ for (const { kind, create, skip } of await databaseKinds()) {
         store.readPage = (...args) => (reads++, readPage(...args));
         try {
           await server.db.transaction((trx) => publish(trx, ws, [sampleEvent('mbx_a', 4343)]));
-          const answers = await Promise.all(Array.from({ length: 100 }, () => server.post(FEED, { after: cursor, limit: 500 }, reader)));
+          // Followers: held polls (Prefer: wait) asking again after the same cursor; something is new, so none is held.
+          const answers = await Promise.all(
+            Array.from({ length: 100 }, () => server.post(FEED, { after: cursor, limit: 500 }, reader, { prefer: 'wait=5' })),
+          );
           assert.ok(
             answers.every((a) => a.status === 200 && a.json.events.length === 1),
             answers.find((a) => a.status !== 200)?.text,

@@ -105,7 +105,9 @@ function callOptions(op: OperationCall<OperationId>, req: IncomingMessage, res: 
   const admit = op.admitWhenReading;
   const firstReadMemory = op.firstReadMemory;
   const seconds = preferredWaitSeconds(req.headers.prefer);
-  if (seconds === undefined) return { admit, firstReadMemory };
+  // A plain read shares nothing: sharing costs a replay's pages more than it saves them. Followers
+  // (held polls) asking again after one commit do share their first read.
+  if (seconds === undefined) return { admit };
   res.setHeader('Preference-Applied', `wait=${seconds}`);
   res.setHeader('Vary', 'Prefer');
   return {
