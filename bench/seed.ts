@@ -7,7 +7,7 @@
 import type { OpenedStore } from '../src/store/open-store.ts';
 import type { EmitEventRequest } from '../generated/types.ts';
 import { createKey } from '../src/auth/api-keys.ts';
-import type { Clock } from '../src/clock.ts';
+import type { Clock } from '../src/base/clock.ts';
 import { demoTraffic } from '../src/demo/traffic.ts';
 import { publish } from '../src/library.ts';
 

@@ -9,8 +9,8 @@
  * `roundTrip`, once the channel is live).
  */
 import { createServer } from 'node:http';
-import { ChangeWatch } from '../src/change-watch.ts';
-import { createLogger } from '../src/log.ts';
+import { ChangeWatch } from '../src/changes/change-watch.ts';
+import { createLogger } from '../src/base/log.ts';
 import { listenForChanges } from '../src/store/postgres/changes.ts';
 
 const { databaseUrl, roundTrip } = JSON.parse(process.argv[2]!) as { databaseUrl: string; roundTrip: boolean };

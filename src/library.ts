@@ -10,9 +10,9 @@
  */
 import type { Knex } from 'knex';
 import type { EmitEventRequest } from '../generated/types.ts';
-import { systemClock, type Clock } from './clock.ts';
+import { systemClock, type Clock } from './base/clock.ts';
 import { RequestValidator } from './contract/request-validator.ts';
-import { ApiError, invalidArgument } from './errors.ts';
+import { ApiError, invalidArgument } from './base/errors.ts';
 import { publishInTransaction } from './feed/publish.ts';
 import type { PublishedEvent } from './feed/published-event.ts';
 import { migrateKnex, openStore } from './store/open-store.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { describe, it } from 'node:test';
-import { addressKey, clientAddress } from '../src/edge/client-address.ts';
+import { addressKey, clientAddress } from '../src/front-door/client-address.ts';
 
 const request = (peer: string, forwardedFor?: string | string[]) =>
   ({

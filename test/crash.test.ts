@@ -10,7 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { newEventId } from '../src/ids.ts';
+import { newEventId } from '../src/base/ids.ts';
 import { contractErrors, sampleEvent } from './support/contract.ts';
 import { databaseKinds, type TestDatabase } from './support/databases.ts';
 import { provision, startProcessServer, type ProcessServer } from './support/process-server.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createCipheriv, createHash, createHmac, hkdfSync } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { ApiError } from '../src/errors.ts';
+import { ApiError } from '../src/base/errors.ts';
 import { CursorCodec } from '../src/feed/cursor.ts';
 import { PageTokenCodec } from '../src/feed/page-token.ts';
 import { sampleEvent } from './support/contract.ts';

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError, loadConfig } from '../src/config.ts';
+import { ConfigError, loadConfig } from '../src/app/config.ts';
 import { checkDatabaseUrl, kindOfUrl, servesReadReplicas, sqliteFileOf } from '../src/store/open-store.ts';
 
 const PRIMARY = 'postgres://feed@db.example:5432/feed';

@@ -6,13 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ChangeWatch } from '../src/change-watch.ts';
+import { ChangeWatch } from '../src/changes/change-watch.ts';
 import { ChannelTrust } from '../src/changes/channel-trust.ts';
-import { systemClock } from '../src/clock.ts';
+import { systemClock } from '../src/base/clock.ts';
 import { GroupCommit } from '../src/feed/group-commit.ts';
 import { publishInTransaction } from '../src/feed/publish.ts';
 import { FeedHeads } from '../src/feed/heads.ts';
-import { createLogger } from '../src/log.ts';
+import { createLogger } from '../src/base/log.ts';
 import { HEAD_LISTENER_NAME, listenForChanges } from '../src/store/postgres/changes.ts';
 import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase, sqliteDatabase, type TestDatabase } from './support/databases.ts';

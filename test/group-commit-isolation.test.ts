@@ -14,11 +14,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Knex } from 'knex';
 import { after, before, describe, it } from 'node:test';
 import type { EmitEventRequest } from '../generated/types.ts';
-import { systemClock } from '../src/clock.ts';
-import { ApiError } from '../src/errors.ts';
+import { systemClock } from '../src/base/clock.ts';
+import { ApiError } from '../src/base/errors.ts';
 import { GroupCommit, SAME_WORKSPACE_PATIENCE_MS } from '../src/feed/group-commit.ts';
 import { openStore, type OpenedStore } from '../src/store/open-store.ts';
-import { LOCK_TIMEOUT_MS } from '../src/store/common/timeouts.ts';
+import { LOCK_TIMEOUT_MS } from '../src/store/postgres/timeouts.ts';
 import { sampleEvent } from './support/contract.ts';
 import { postgresAvailable, postgresDatabase, type TestDatabase } from './support/databases.ts';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { HeldReads } from '../src/feed/held-reads.ts';
-import { ApiError } from '../src/errors.ts';
+import { ApiError } from '../src/base/errors.ts';
 
 const LIMITS = { max: 4, perKey: 2, perWorkspace: 4, stallMs: 1000 };
 /** A key of a workspace of its own. */

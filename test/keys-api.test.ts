@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
 import { MAX_ACTIVE_KEYS_PER_WORKSPACE } from '../src/operations/create-key.ts';
 import { LIST_KEYS_SCAN_BUDGET } from '../src/operations/list-keys.ts';
-import { newKeyId } from '../src/ids.ts';
+import { newKeyId } from '../src/base/ids.ts';
 import { contractErrors, sampleEvent } from './support/contract.ts';
 import { databaseKinds, type TestDatabase } from './support/databases.ts';
 import { startTestServer, type TestServer } from './support/server.ts';

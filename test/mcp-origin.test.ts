@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { ConfigError, loadConfig } from '../src/config.ts';
+import { ConfigError, loadConfig } from '../src/app/config.ts';
 import { sqliteDatabase } from './support/databases.ts';
 import { statelessHeaders, validMeta } from './support/mcp-stateless.ts';
 import { startTestServer, type TestServer } from './support/server.ts';

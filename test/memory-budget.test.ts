@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ApiError } from '../src/errors.ts';
+import { ApiError } from '../src/base/errors.ts';
 import { MemoryBudget, type Reservation } from '../src/limits/memory-budget.ts';
 
 const settled = async <T>(promise: Promise<T>) => {

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { OPERATION_IDS } from '../generated/operations.ts';
-import { ERROR_STATUS } from '../src/errors.ts';
+import { ERROR_STATUS } from '../src/base/errors.ts';
 import { sampleEvent } from './support/contract.ts';
 import { sqliteDatabase } from './support/databases.ts';
 import { rawToolCall } from './support/mcp.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { migrationSource as migrationSourceOf } from '../src/store/common/migrate.ts';
 import { openStore } from '../src/store/open-store.ts';
-import { pruneExpired } from '../src/retention-schedule.ts';
+import { pruneExpired } from '../src/app/retention-schedule.ts';
 import { postgresRows } from '../src/store/postgres/rows.ts';
 import { listPartitions, WEEK_MS, weekStart } from '../src/store/postgres/partitions.ts';
 import { sampleEvent } from './support/contract.ts';

@@ -13,8 +13,8 @@ import {
   newGrantId,
   newRefreshToken,
   refreshTokenGrant,
-} from '../src/auth/oauth-tokens.ts';
-import { ConfigError, loadConfig } from '../src/config.ts';
+} from '../src/oauth/tokens.ts';
+import { ConfigError, loadConfig } from '../src/app/config.ts';
 import { redirectTarget, redirectUriProblem } from '../src/oauth/redirect-uris.ts';
 import { canonicalResource, mcpResource } from '../src/oauth/urls.ts';
 

@@ -14,7 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Knex } from 'knex';
 import type { EmitEventRequest } from '../generated/types.ts';
 import { CursorCodec } from '../src/feed/cursor.ts';
-import { ChangeWatch } from '../src/change-watch.ts';
+import { ChangeWatch } from '../src/changes/change-watch.ts';
 import { pageEnvelopes } from '../src/feed/page.ts';
 import { publishInTransaction } from '../src/feed/publish.ts';
 import { FeedReader } from '../src/feed/reader.ts';

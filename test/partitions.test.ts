@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { publish } from '../src/library.ts';
-import { pruneExpired } from '../src/retention-schedule.ts';
+import { pruneExpired } from '../src/app/retention-schedule.ts';
 import { listPartitions, WEEK_MS, weekStart } from '../src/store/postgres/partitions.ts';
 import { postgresRows } from '../src/store/postgres/rows.ts';
 import { sampleEvent } from './support/contract.ts';

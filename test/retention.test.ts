@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { ConfigError, loadConfig } from '../src/config.ts';
-import { ApiError } from '../src/errors.ts';
+import { ConfigError, loadConfig } from '../src/app/config.ts';
+import { ApiError } from '../src/base/errors.ts';
 import { assertCursorNotExpired } from '../src/feed/expiry.ts';
 import { FeedScope } from '../src/feed/scope.ts';
-import { pruneExpired } from '../src/retention-schedule.ts';
+import { pruneExpired } from '../src/app/retention-schedule.ts';
 import { pruneWorkspace } from '../src/store/common/retention.ts';
 import { kindNamed, openStore } from '../src/store/open-store.ts';
 import { sampleEvent } from './support/contract.ts';

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Knex } from 'knex';
-import { newKeyId } from '../src/ids.ts';
+import { newKeyId } from '../src/base/ids.ts';
 import type { OpenedStore } from '../src/store/open-store.ts';
 import type { EndpointRow } from '../src/store/port.ts';
 import { databaseKinds } from './support/databases.ts';

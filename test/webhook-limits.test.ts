@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { publish } from '../src/library.ts';
 import { MAX_ENDPOINTS_PER_WORKSPACE } from '../src/operations/set-webhook.ts';
-import { pruneExpired } from '../src/retention-schedule.ts';
+import { pruneExpired } from '../src/app/retention-schedule.ts';
 import { migrationSource } from '../src/store/common/migrate.ts';
 import { ATTEMPTS_KEPT_PER_ENDPOINT } from '../src/store/common/webhook-pruning.ts';
 import { openStore } from '../src/store/open-store.ts';

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { isPublicAddress, safeLookup, urlProblem } from '../src/webhooks/target-policy.ts';
+import { isPublicAddress, safeLookup, urlProblem } from '../src/net/target-policy.ts';
 import { WebhookSender } from '../src/webhooks/send.ts';
 
 const STRICT = { allowInsecure: false };

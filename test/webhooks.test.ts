@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { publish } from '../src/library.ts';
-import { safeLookup, UNREACHABLE_TARGET } from '../src/webhooks/target-policy.ts';
+import { safeLookup, UNREACHABLE_TARGET } from '../src/net/target-policy.ts';
 import { nextDelayMs, RETRY_DELAYS_SECONDS } from '../src/webhooks/retry-schedule.ts';
 import { WebhookSender } from '../src/webhooks/send.ts';
 import { contractErrors, sampleEvent } from './support/contract.ts';

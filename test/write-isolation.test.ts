@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
-import { newEventId } from '../src/ids.ts';
+import { newEventId } from '../src/base/ids.ts';
 import { openDatabase, publish } from '../src/library.ts';
 import type { Store } from '../src/store/port.ts';
 import { contractErrors, sampleEvent } from './support/contract.ts';

@@ -5,7 +5,7 @@
 import type { Knex } from 'knex';
 import type { EmitEventRequest } from '../../generated/types.ts';
 import type { Principal } from '../../src/auth/principal.ts';
-import { newEventId } from '../../src/ids.ts';
+import { newEventId } from '../../src/base/ids.ts';
 import { sampleEvent } from '../../test/support/contract.ts';
 
 export type Outcome =

@@ -2,7 +2,7 @@
 import type { Knex } from 'knex';
 import { CursorCodec } from '../../src/feed/cursor.ts';
 import { FeedReader } from '../../src/feed/reader.ts';
-import { createLogger } from '../../src/log.ts';
+import { createLogger } from '../../src/base/log.ts';
 import { openStore } from '../../src/store/open-store.ts';
 import { watchChanges } from '../../src/app/services.ts';
 import type { ChangeListener as HeadListener, Store } from '../../src/store/port.ts';

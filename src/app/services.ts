@@ -1,12 +1,12 @@
-import { ChangeWatch } from '../change-watch.ts';
-import type { Config } from '../config.ts';
-import { systemClock, type Clock } from '../clock.ts';
+import { ChangeWatch } from '../changes/change-watch.ts';
+import type { Config } from './config.ts';
+import { systemClock, type Clock } from '../base/clock.ts';
 import { RequestValidator } from '../contract/request-validator.ts';
 import { CursorCodec } from '../feed/cursor.ts';
 import { StreamTokens } from '../auth/stream-tokens.ts';
 import { GroupCommit } from '../feed/group-commit.ts';
 import { HeldReads } from '../feed/held-reads.ts';
-import { LiveCalls } from '../edge/live-calls.ts';
+import { LiveCalls } from '../auth/live-calls.ts';
 import { FeedReader } from '../feed/reader.ts';
 import { RecentEvents } from '../feed/recent-events.ts';
 import { SealedPages } from '../feed/sealed-pages.ts';

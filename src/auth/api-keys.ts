@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ApiKey } from '../../generated/types.ts';
 import { loadSpec } from '../contract/spec.ts';
-import { newKeyId } from '../ids.ts';
+import { newKeyId } from '../base/ids.ts';
 import type { KeyListRow, KeyRow, KeyStore, NewKeyRow } from '../store/port.ts';
 import { PERMISSIONS, type Permission, type Principal } from './principal.ts';
 import type { VerifiedKeys } from './verified-keys.ts';

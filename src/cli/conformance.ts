@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { packageFile } from '../paths.ts';
+import { packageFile } from '../base/paths.ts';
 
 /**
  * `event-feed conformance …`: the conformance kit's own command (conformance/bin), with the same

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { DEFAULT_DATABASE_URL } from '../config.ts';
+import { DEFAULT_DATABASE_URL } from '../app/config.ts';
 import { sqliteFileOf } from '../store/open-store.ts';
 
 /** A database URL fit to print: no password, no query string (which may carry one). */

@@ -1,6 +1,6 @@
 import type { CreateKeyResponse } from '../../generated/types.ts';
 import { PERMISSIONS, type Principal } from '../auth/principal.ts';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../base/clock.ts';
 import { RequestValidator } from '../contract/request-validator.ts';
 import { loadSpec } from '../contract/spec.ts';
 import { createApiKey } from '../operations/create-key.ts';

@@ -4,12 +4,12 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { isPermission, keyIdOf, listKeys } from '../auth/api-keys.ts';
 import { revokeKeyEverywhere } from '../auth/revoke-everywhere.ts';
 import type { Permission } from '../auth/principal.ts';
-import { ConfigError, loadConfig, parseWorkerCount } from '../config.ts';
+import { ConfigError, loadConfig, parseWorkerCount } from '../app/config.ts';
 import { serve } from './serve.ts';
-import { createLogger } from '../log.ts';
-import { systemClock } from '../clock.ts';
+import { createLogger } from '../base/log.ts';
+import { systemClock } from '../base/clock.ts';
 import { openStore, type OpenedStore } from '../store/open-store.ts';
-import { packageFile } from '../paths.ts';
+import { packageFile } from '../base/paths.ts';
 import { displayedDatabaseUrl, missingDatabaseProblem } from './database-choice.ts';
 import { createKeyAsOperator, KEY_REQUEST_LIMITS } from './key-create.ts';
 
@@ -134,7 +134,10 @@ program
   .action(() =>
     withDatabase(async (store) => {
       const config = loadConfig();
-      const [{ createServices }, { pruneExpired }] = await Promise.all([import('../app/services.ts'), import('../retention-schedule.ts')]);
+      const [{ createServices }, { pruneExpired }] = await Promise.all([
+        import('../app/services.ts'),
+        import('../app/retention-schedule.ts'),
+      ]);
       const services = await createServices(store, config);
       const results = await pruneExpired(services, config);
       const deleted = results.reduce((n, r) => n + r.deleted, 0);

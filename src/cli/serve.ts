@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
-import { systemClock } from '../clock.ts';
-import type { Config } from '../config.ts';
-import { createLogger } from '../log.ts';
+import { systemClock } from '../base/clock.ts';
+import type { Config } from '../app/config.ts';
+import { createLogger } from '../base/log.ts';
 import { migrateDatabase } from '../store/migrate-database.ts';
 import { openStore } from '../store/open-store.ts';
 import { superviseWorkers } from './workers.ts';

@@ -1,7 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { AddressInfo } from 'node:net';
-import type { Config } from '../config.ts';
-import type { Logger } from '../log.ts';
+import type { Config } from '../app/config.ts';
+import type { Logger } from '../base/log.ts';
 
 /** How long a worker that was asked to stop may take (its own grace is SHUTDOWN_GRACE_MS of startServer): then it is killed. */
 const STOP_DEADLINE_MS = 20_000;

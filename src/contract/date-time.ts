@@ -3,7 +3,7 @@
  * `occurred_before`) as instants: one parser for every operation, so a value means the same thing
  * wherever it is given.
  */
-import { invalidArgument } from '../errors.ts';
+import { invalidArgument } from '../base/errors.ts';
 
 /** An instant: whole epoch milliseconds, plus the digits of the fraction beyond them (no trailing zeros). */
 export interface Instant {

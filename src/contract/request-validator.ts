@@ -1,6 +1,6 @@
 import type { ValidateFunction } from 'ajv';
 import type { OperationId, Operations } from '../../generated/operations.ts';
-import { invalidArgument } from '../errors.ts';
+import { invalidArgument } from '../base/errors.ts';
 import { createAjv } from './ajv.ts';
 import { loadSpec } from './spec.ts';
 import { describeValidationErrors } from './validation-errors.ts';

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { packageFile } from '../paths.ts';
+import { packageFile } from '../base/paths.ts';
 
 /** The bundled contract (generated/openapi.json): what the edges route and validate by, and what we publish. */
 export const specPath = packageFile('generated/openapi.json');

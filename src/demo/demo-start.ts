@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { authenticate } from '../auth/api-keys.ts';
-import type { Clock } from '../clock.ts';
-import { ROOT } from '../paths.ts';
+import type { Clock } from '../base/clock.ts';
+import { ROOT } from '../base/paths.ts';
 import type { OpenedStore } from '../store/open-store.ts';
 import type { Store } from '../store/port.ts';
 import { demoKeysPath, loadDemoKeys, saveDemoKeys, type DemoKeys } from './demo-keys-file.ts';

@@ -1,5 +1,5 @@
 import { createKey, revokeKey } from '../auth/api-keys.ts';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../base/clock.ts';
 import { publish } from '../library.ts';
 import type { OpenedStore } from '../store/open-store.ts';
 import { demoTraffic } from './traffic.ts';

@@ -1,6 +1,6 @@
 import type { EmitEventRequest } from '../../generated/types.ts';
 import { createKey } from '../auth/api-keys.ts';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../base/clock.ts';
 import { publish } from '../library.ts';
 import type { OpenedStore } from '../store/open-store.ts';
 import type { DemoKeys } from './demo-keys-file.ts';

@@ -1,4 +1,4 @@
-import { ApiError } from '../errors.ts';
+import { ApiError } from '../base/errors.ts';
 import { notStoredBecause } from '../store/open-store.ts';
 import { OutcomeUnknown } from '../store/port.ts';
 

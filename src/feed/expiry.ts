@@ -1,5 +1,5 @@
-import { MIN_RETENTION_DAYS } from '../config.ts';
-import { invalidArgument } from '../errors.ts';
+import { MIN_RETENTION_DAYS } from '../app/config.ts';
+import { invalidArgument } from '../base/errors.ts';
 import type { StoredPage, TimePosition } from '../store/port.ts';
 import type { FeedScope } from './scope.ts';
 import type { FeedWatermarks } from './storage.ts';

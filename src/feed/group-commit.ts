@@ -1,6 +1,6 @@
 import type { EmitEventRequest } from '../../generated/types.ts';
-import type { Clock } from '../clock.ts';
-import { ApiError } from '../errors.ts';
+import type { Clock } from '../base/clock.ts';
+import { ApiError } from '../base/errors.ts';
 import type { FeedStore, NewEvent } from '../store/port.ts';
 import { appendFailure } from './append-failure.ts';
 import type { FeedHeads } from './heads.ts';

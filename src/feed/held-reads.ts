@@ -1,4 +1,4 @@
-import { RateLimitedError } from '../errors.ts';
+import { RateLimitedError } from '../base/errors.ts';
 
 /** What holds a read: an `event_feed` long-poll (`Prefer: wait`) or an event stream (counted apart in the metrics). */
 export type HeldKind = 'long_poll' | 'stream';

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { invalidArgument } from '../errors.ts';
+import { invalidArgument } from '../base/errors.ts';
 import { SignedPositions, type TokenKeys } from './signed-position.ts';
 
 /** What signs and encrypts page tokens: the cursor codec, keyed with the server secret shared by every instance. */

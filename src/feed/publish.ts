@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import type { EmitEventRequest } from '../../generated/types.ts';
 import { utcMillisecondsOf } from '../contract/date-time.ts';
-import { ApiError, invalidArgument } from '../errors.ts';
-import { newEventId } from '../ids.ts';
+import { ApiError, invalidArgument } from '../base/errors.ts';
+import { newEventId } from '../base/ids.ts';
 import { appendInTransaction } from '../store/open-store.ts';
 import type { AppendOptions, FeedStore, FirstSeqs, NewEvent, SortOutStored, StoredIdRow, WorkspaceAppend } from '../store/port.ts';
 import type { PublishedEvent } from './published-event.ts';

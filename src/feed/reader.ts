@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from '../clock.ts';
+import { systemClock, type Clock } from '../base/clock.ts';
 import { isWhole, type StoredPage } from '../store/port.ts';
 import { assertCursorNotExpired, assertCursorNotPastHead } from './expiry.ts';
 import type { FeedHeads } from './heads.ts';

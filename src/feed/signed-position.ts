@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { invalidArgument } from '../errors.ts';
+import { invalidArgument } from '../base/errors.ts';
 
 /*
  * The opaque tokens the service hands out (event_feed cursors, list_events page tokens) are one

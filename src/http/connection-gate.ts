@@ -1,6 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { addressKey } from '../edge/client-address.ts';
+import { addressKey } from '../front-door/client-address.ts';
 
 export interface ConnectionLimits {
   /** Most connections open at once. */

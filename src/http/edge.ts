@@ -1,7 +1,7 @@
 import express, { type Express } from 'express';
-import type { Edge } from '../edge/front-door.ts';
-import { errorHandler, nothingHere, sendError } from '../edge/send-error.ts';
-import type { Logger } from '../log.ts';
+import type { Edge } from '../front-door/front-door.ts';
+import { errorHandler, nothingHere, sendError } from '../front-door/send-error.ts';
+import type { Logger } from '../base/log.ts';
 import type { AppServices } from '../app/services.ts';
 import { createApiRouter } from './api-router.ts';
 import { createEventStreamRoute, EVENT_STREAM_PATH } from './event-stream-get.ts';

@@ -1,10 +1,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { OperationIdWith, Operations } from '../../generated/operations.ts';
-import type { OperationCall } from '../edge/operation-call.ts';
-import type { EdgeResponse } from '../edge/request-context.ts';
-import { ApiError, invalidArgument, toErrorBody } from '../errors.ts';
+import type { OperationCall } from '../calls/answer-operation.ts';
+import type { EdgeResponse } from '../front-door/request-context.ts';
+import { ApiError, invalidArgument, toErrorBody } from '../base/errors.ts';
 import { envelopeSlices, type FeedPage } from '../feed/page.ts';
-import { safeErrorFields, type Logger } from '../log.ts';
+import { safeErrorFields, type Logger } from '../base/log.ts';
 import type { AppServices } from '../app/services.ts';
 import { eventFeedStream } from '../operations/event-feed-stream.ts';
 import { withDefaults } from '../operations/registry.ts';

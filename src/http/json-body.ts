@@ -1,8 +1,8 @@
 import express from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import typeIs from 'type-is';
-import { MAX_BODY_BYTES } from '../edge/body-bytes.ts';
-import { ApiError, invalidArgument } from '../errors.ts';
+import { MAX_BODY_BYTES } from '../front-door/body-bytes.ts';
+import { ApiError, invalidArgument } from '../base/errors.ts';
 
 // body-parser's JSON reader (size cap, charset, length checks); it works on a plain Node request.
 const parseJson = express.json({ limit: MAX_BODY_BYTES, strict: false, type: () => true });

@@ -5,8 +5,8 @@ import { setTimeout } from 'node:timers/promises';
 // Only the folder's path: the package's index loads the whole browser bundle into the server (~18 MB).
 import getSwaggerUiPath from 'swagger-ui-dist/absolute-path.js';
 import { asyncApiPath, asyncApiYamlPath, specText, specYamlPath } from '../contract/spec.ts';
-import { serviceVersion } from '../operations/version.ts';
-import { packageFile } from '../paths.ts';
+import { serviceVersion } from '../contract/version.ts';
+import { packageFile } from '../base/paths.ts';
 import type { Store } from '../store/port.ts';
 
 const READINESS_TIMEOUT_MS = 1500;

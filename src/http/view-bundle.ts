@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ROOT, packageFile } from '../paths.ts';
+import { ROOT, packageFile } from '../base/paths.ts';
 
 /** The web view's sources: a browser program in TypeScript, type-checked by its own tsconfig. */
 const VIEW_SOURCES = packageFile('src/http/view');

@@ -1,5 +1,5 @@
 import { Router, type Response } from 'express';
-import { packageFile } from '../paths.ts';
+import { packageFile } from '../base/paths.ts';
 import { viewScript } from './view-bundle.ts';
 
 // The view's page and style are served from the sources, also when the service runs from dist/;

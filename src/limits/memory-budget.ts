@@ -1,4 +1,4 @@
-import { RateLimitedError } from '../errors.ts';
+import { RateLimitedError } from '../base/errors.ts';
 
 /** Memory held for a request's answer until it is on its way; `resize` once its real size is known. */
 export interface Reservation {

@@ -1,4 +1,4 @@
-import { RateLimitedError, type LimitReason } from '../errors.ts';
+import { RateLimitedError, type LimitReason } from '../base/errors.ts';
 import { KnownTokens } from './known-tokens.ts';
 import { PAGE_MAX_BYTES } from './page-bytes.ts';
 import { TokenBuckets, type RateState } from './token-buckets.ts';

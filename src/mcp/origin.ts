@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
-import { normalizedOrigin } from '../edge/origins.ts';
+import { normalizedOrigin } from '../net/origins.ts';
 
 /**
  * Which browser origins may call /mcp (MCP's Streamable HTTP transport: servers MUST validate

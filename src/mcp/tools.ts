@@ -1,13 +1,13 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { McpToolName } from '../../generated/mcp-tools.ts';
 import type { OperationInput, Operations } from '../../generated/operations.ts';
-import type { Call } from '../edge/call.ts';
+import type { Call } from '../calls/call.ts';
 import { operationById } from '../contract/operations.ts';
-import { OperationCall } from '../edge/operation-call.ts';
-import { ApiError, invalidArgument, toErrorBody } from '../errors.ts';
+import { OperationCall } from '../calls/answer-operation.ts';
+import { ApiError, invalidArgument, toErrorBody } from '../base/errors.ts';
 import { feedPageJson } from '../feed/page.ts';
-import type { Logger } from '../log.ts';
-import { safeErrorFields } from '../log.ts';
+import type { Logger } from '../base/log.ts';
+import { safeErrorFields } from '../base/log.ts';
 import type { AppServices } from '../app/services.ts';
 import type { OperationContext } from '../operations/context.ts';
 import { eventFeed } from '../operations/event-feed.ts';

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Logger } from '../log.ts';
-import { safeErrorFields } from '../log.ts';
+import type { Logger } from '../base/log.ts';
+import { safeErrorFields } from '../base/log.ts';
 
 /** What a scrape answers: the exposition text and its content type. */
 export interface Exposition {

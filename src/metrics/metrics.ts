@@ -1,7 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { OPERATION_IDS, type OperationId } from '../../generated/operations.ts';
 import type { WebhookAttempt } from '../../generated/types.ts';
-import type { LimitReason } from '../errors.ts';
+import type { LimitReason } from '../base/errors.ts';
 import type { HeldKind } from '../feed/held-reads.ts';
 import type { PoolUse, WebhookBacklog } from '../store/port.ts';
 

@@ -1,4 +1,4 @@
-import { RateLimitedError } from '../errors.ts';
+import { RateLimitedError } from '../base/errors.ts';
 import { DEFAULT_MAX_BUCKETS, rateLimitHeaders } from '../limits/rate-limiter.ts';
 import { TokenBuckets } from '../limits/token-buckets.ts';
 import {

@@ -1,7 +1,7 @@
 import { InvalidClientError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { OAuthClientMetadataSchema, type OAuthClientInformationFull } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { Agent, request } from 'undici';
-import { safeLookup, urlProblem, type TargetPolicy } from '../webhooks/target-policy.ts';
+import { safeLookup, urlProblem, type TargetPolicy } from '../net/target-policy.ts';
 import {
   DOCUMENT_CACHE_MS,
   DOCUMENT_FAILURE_CACHE_MS,

@@ -2,7 +2,7 @@ import type { OAuthClientInformationFull } from '@modelcontextprotocol/sdk/share
 import type { Request, Response } from 'express';
 import { timingSafeEqual } from 'node:crypto';
 import { authenticate, principalOfKey } from '../auth/api-keys.ts';
-import { newAuthorizationCode, newGrantId, newHandle, sha256Hex } from '../auth/oauth-tokens.ts';
+import { newAuthorizationCode, newGrantId, newHandle, sha256Hex } from './tokens.ts';
 import type { VerifiedKeys } from '../auth/verified-keys.ts';
 import type { OAuthRequestRow, Store } from '../store/port.ts';
 import { isDocumentClientId } from './client-metadata-documents.ts';

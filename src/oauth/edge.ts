@@ -4,11 +4,11 @@ import { createOAuthMetadata, mcpAuthRouter } from '@modelcontextprotocol/sdk/se
 import type { OAuthMetadata, OAuthProtectedResourceMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { IncomingMessage } from 'node:http';
-import type { Edge } from '../edge/front-door.ts';
-import { noteError, noteRefusal } from '../edge/request-context.ts';
-import { nothingHere } from '../edge/send-error.ts';
-import type { Logger } from '../log.ts';
-import { safeErrorFields } from '../log.ts';
+import type { Edge } from '../front-door/front-door.ts';
+import { noteError, noteRefusal } from '../front-door/request-context.ts';
+import { nothingHere } from '../front-door/send-error.ts';
+import type { Logger } from '../base/log.ts';
+import { safeErrorFields } from '../base/log.ts';
 import type { AppServices } from '../app/services.ts';
 import { OAuthAddressLimits } from './address-limits.ts';
 import { ClientMetadataDocuments } from './client-metadata-documents.ts';

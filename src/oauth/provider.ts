@@ -12,7 +12,7 @@ import type { OAuthClientInformationFull, OAuthTokenRevocationRequest, OAuthToke
 import type { Response } from 'express';
 import { timingSafeEqual } from 'node:crypto';
 import { principalOfKey } from '../auth/api-keys.ts';
-import { isAccessToken, isAuthorizationCode, newAccessToken, newRefreshToken, refreshTokenGrant, sha256Hex } from '../auth/oauth-tokens.ts';
+import { isAccessToken, isAuthorizationCode, newAccessToken, newRefreshToken, refreshTokenGrant, sha256Hex } from './tokens.ts';
 import type { VerifiedKeys } from '../auth/verified-keys.ts';
 import type { OAuthGrantRow, OAuthTokenHashes, Store } from '../store/port.ts';
 import type { OAuthClients } from './clients.ts';

@@ -1,15 +1,15 @@
 import type { Permission } from '../../generated/types.ts';
 import type { Principal } from '../auth/principal.ts';
-import type { ChangeWatch } from '../change-watch.ts';
-import type { Clock } from '../clock.ts';
-import { forbidden } from '../errors.ts';
+import type { ChangeWatch } from '../changes/change-watch.ts';
+import type { Clock } from '../base/clock.ts';
+import { forbidden } from '../base/errors.ts';
 import type { CursorCodec } from '../feed/cursor.ts';
 import type { StreamTokens } from '../auth/stream-tokens.ts';
 import type { GroupCommit } from '../feed/group-commit.ts';
 import type { HeldReads } from '../feed/held-reads.ts';
 import type { FeedReader } from '../feed/reader.ts';
 import type { Store } from '../store/port.ts';
-import type { TargetPolicy } from '../webhooks/target-policy.ts';
+import type { TargetPolicy } from '../net/target-policy.ts';
 
 /**
  * What every operation may use, built once per process (AppServices, the wiring, holds these and

@@ -1,6 +1,6 @@
 import type { CreateKeyRequest, CreateKeyResponse } from '../../generated/types.ts';
 import { keyView, newKey } from '../auth/api-keys.ts';
-import { forbidden, invalidArgument } from '../errors.ts';
+import { forbidden, invalidArgument } from '../base/errors.ts';
 import { requirePermission, type OperationContext } from './context.ts';
 
 /** A key-creation flood stops here: each key is a row kept until revoked, and a secret to keep track of. */

@@ -1,5 +1,5 @@
 import type { EmitEventRequest } from '../../generated/types.ts';
-import { forbidden } from '../errors.ts';
+import { forbidden } from '../base/errors.ts';
 import type { PublishedEvent } from '../feed/published-event.ts';
 import { requirePermission, type OperationContext } from './context.ts';
 

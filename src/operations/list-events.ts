@@ -1,7 +1,7 @@
 import type { OperationInput } from '../../generated/operations.ts';
 import type { Principal } from '../auth/principal.ts';
 import { ceilMs, compareInstants, parseInstant } from '../contract/date-time.ts';
-import { forbidden, invalidArgument } from '../errors.ts';
+import { forbidden, invalidArgument } from '../base/errors.ts';
 import { matchingTypes } from '../contract/type-filter.ts';
 import { PageTokenCodec } from '../feed/page-token.ts';
 import { PAGE_MAX_BYTES } from '../limits/page-bytes.ts';

@@ -1,7 +1,7 @@
 import type { OperationInput } from '../../generated/operations.ts';
 import type { ApiKey, ListKeysResponse } from '../../generated/types.ts';
 import { keyView } from '../auth/api-keys.ts';
-import { invalidArgument } from '../errors.ts';
+import { invalidArgument } from '../base/errors.ts';
 import { requirePermission, type OperationContext } from './context.ts';
 import { withinCallerScope } from './key-scope.ts';
 

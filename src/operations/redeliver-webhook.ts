@@ -1,6 +1,6 @@
 import type { OperationInput } from '../../generated/operations.ts';
 import type { RedeliverWebhookResponse } from '../../generated/types.ts';
-import { invalidArgument, RateLimitedError } from '../errors.ts';
+import { invalidArgument, RateLimitedError } from '../base/errors.ts';
 import { assertCursorNotExpired } from '../feed/expiry.ts';
 import { matchesTypes } from '../contract/type-filter.ts';
 import { FeedScope } from '../feed/scope.ts';

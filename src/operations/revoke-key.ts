@@ -1,7 +1,7 @@
 import type { RevokeKeyRequest, RevokeKeyResponse } from '../../generated/types.ts';
 import { keyView } from '../auth/api-keys.ts';
 import { revokeKeyEverywhere } from '../auth/revoke-everywhere.ts';
-import { forbidden, invalidArgument } from '../errors.ts';
+import { forbidden, invalidArgument } from '../base/errors.ts';
 import { requirePermission, type OperationContext } from './context.ts';
 import { withinCallerScope } from './key-scope.ts';
 

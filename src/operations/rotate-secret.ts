@@ -1,6 +1,6 @@
 import type { OperationInput } from '../../generated/operations.ts';
 import type { RotateSecretResponse } from '../../generated/types.ts';
-import { invalidArgument } from '../errors.ts';
+import { invalidArgument } from '../base/errors.ts';
 import { endpointView } from '../webhooks/endpoint-view.ts';
 import { rotatedSecret } from '../webhooks/rotation.ts';
 import { requireWorkspaceAdmin, type OperationContext } from './context.ts';

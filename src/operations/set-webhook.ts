@@ -1,11 +1,11 @@
 import type { SetWebhookRequest, SetWebhookResponse } from '../../generated/types.ts';
-import { invalidArgument } from '../errors.ts';
-import { newWebhookEndpointId } from '../ids.ts';
+import { invalidArgument } from '../base/errors.ts';
+import { newWebhookEndpointId } from '../base/ids.ts';
 import type { EndpointRow } from '../store/port.ts';
 import { newSigningSecret } from '../webhooks/signature.ts';
 import { endpointView } from '../webhooks/endpoint-view.ts';
 import { DEFAULT_ROTATION_GRACE_SECONDS, rotatedSecret } from '../webhooks/rotation.ts';
-import { urlProblem } from '../webhooks/target-policy.ts';
+import { urlProblem } from '../net/target-policy.ts';
 import { requireWorkspaceAdmin, type OperationContext } from './context.ts';
 
 export const MAX_ENDPOINTS_PER_WORKSPACE = 20;

@@ -1,5 +1,5 @@
 import type { TestWebhookRequest, TestWebhookResponse } from '../../generated/types.ts';
-import { invalidArgument, RateLimitedError } from '../errors.ts';
+import { invalidArgument, RateLimitedError } from '../base/errors.ts';
 import { sendTestDelivery } from '../webhooks/test-delivery.ts';
 import { requireWorkspaceAdmin, type OperationContext } from './context.ts';
 

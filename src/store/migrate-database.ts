@@ -1,4 +1,4 @@
-import type { Logger } from '../log.ts';
+import type { Logger } from '../base/log.ts';
 import { openStore } from './open-store.ts';
 
 /** Migrations on a handle of their own, without the query timeout: building an index on a big table takes time. */

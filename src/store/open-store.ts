@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { DatabaseKind, KindName, OpenedStore, OpenOptions } from './database-kind.ts';
-import { notStoredOnAnyDatabase } from './common/write-outcome.ts';
+import { notStoredOnAnyDatabase } from './postgres/write-outcome.ts';
 import type { FirstSeqs, SortOutStored, WorkspaceAppend } from './port.ts';
 import { postgresKind } from './postgres/kind.ts';
 import { sqliteKind } from './sqlite/kind.ts';

@@ -1,4 +1,4 @@
-import type { Logger } from '../log.ts';
+import type { Logger } from '../base/log.ts';
 import type { DueDelivery, EndpointRow } from '../store/port.ts';
 import type { AttemptResult } from './send.ts';
 

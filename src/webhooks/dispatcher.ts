@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { Clock } from '../clock.ts';
-import type { Logger } from '../log.ts';
-import { safeErrorFields } from '../log.ts';
+import type { Clock } from '../base/clock.ts';
+import type { Logger } from '../base/log.ts';
+import { safeErrorFields } from '../base/log.ts';
 import type { WebhookStore } from '../store/port.ts';
 import { logDisabledEndpoint, logFailedAttempt } from './attempt-log.ts';
 import { nextDelayMs } from './retry-schedule.ts';

@@ -1,6 +1,6 @@
 import { Agent, request } from 'undici';
 import { signatureHeader } from './signature.ts';
-import { safeLookup, UNREACHABLE_TARGET, urlProblem, type TargetPolicy } from './target-policy.ts';
+import { safeLookup, UNREACHABLE_TARGET, urlProblem, type TargetPolicy } from '../net/target-policy.ts';
 
 export interface Delivery {
   url: string;

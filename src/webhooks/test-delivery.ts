@@ -1,9 +1,9 @@
 import type { TestWebhookResponse } from '../../generated/types.ts';
-import { newTestDeliveryId } from '../ids.ts';
+import { newTestDeliveryId } from '../base/ids.ts';
 import type { EndpointRow } from '../store/port.ts';
 import { signingSecrets } from './rotation.ts';
 import { WebhookSender } from './send.ts';
-import type { TargetPolicy } from './target-policy.ts';
+import type { TargetPolicy } from '../net/target-policy.ts';
 
 /** The type of a test delivery: not an event type, so it never enters the feed and no filter applies to it. */
 export const TEST_EVENT_TYPE = 'webhook.test';

@@ -1,4 +1,4 @@
-import type { Clock } from '../../src/clock.ts';
+import type { Clock } from '../../src/base/clock.ts';
 
 /** A clock tests move by hand. */
 export class FakeClock implements Clock {

@@ -1,8 +1,8 @@
 import { createKey, revokeKey } from '../../src/auth/api-keys.ts';
 import type { Permission } from '../../src/auth/principal.ts';
-import { loadConfig } from '../../src/config.ts';
-import type { Clock } from '../../src/clock.ts';
-import { createLogger, type Logger } from '../../src/log.ts';
+import { loadConfig } from '../../src/app/config.ts';
+import type { Clock } from '../../src/base/clock.ts';
+import { createLogger, type Logger } from '../../src/base/log.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
 import type { Knex } from 'knex';
 import { openStore, type OpenedStore } from '../../src/store/open-store.ts';

@@ -1,5 +1,5 @@
 import type { Knex as Db } from 'knex';
-import { newWorkspaceId } from '../../ids.ts';
+import { newWorkspaceId } from '../../base/ids.ts';
 import type { Workspace } from '../port.ts';
 
 export async function createWorkspace(db: Db, name: string, verified: boolean, now: number): Promise<Workspace> {

@@ -2,10 +2,10 @@
  * How this process learns of other processes' writes (ChangeStore), and the read replicas: where
  * the databases differ here, the port says so as a capability, never as a name.
  */
-import type { Logger } from '../../log.ts';
-import type { ChangeEvents } from '../change-events.ts';
+import type { Logger } from '../../base/log.ts';
+import type { ChangeEvents } from './change-events.ts';
 
-export type { ChangeEvents } from '../change-events.ts';
+export type { ChangeEvents } from './change-events.ts';
 
 /** A read replica as the service sees it now (/readyz, logs). */
 export interface ReplicaStatus {

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { findByIds, idsToLookUp, inWorkspaceOrder, onlyAsked } from '../common/events.ts';
 import { placeholders } from '../common/sql.ts';
 import { postgresRows, preparedRows, type PgStatement } from './rows.ts';
-import { provesRollback, sqlState } from '../common/write-outcome.ts';
+import { provesRollback, sqlState } from './write-outcome.ts';
 import { OutcomeUnknown } from '../port/outcome-unknown.ts';
 import type { AppendOptions, FirstSeqs, SortOutStored, StoredIdRow, WorkspaceAppend } from '../port.ts';
 

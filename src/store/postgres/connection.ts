@@ -1,7 +1,7 @@
 import knexFactory, { type Knex } from 'knex';
 import { createRequire } from 'node:module';
 import { knexLog } from '../common/driver-log.ts';
-import { LOCK_TIMEOUT_MS, QUERY_TIMEOUT_MS, STATEMENT_TIMEOUT_MS } from '../common/timeouts.ts';
+import { LOCK_TIMEOUT_MS, QUERY_TIMEOUT_MS, STATEMENT_TIMEOUT_MS } from './timeouts.ts';
 
 /** pg itself, loaded with the first Postgres database only: a SQLite service does without it (~5 MB). */
 export function pgModule(): typeof import('pg') {

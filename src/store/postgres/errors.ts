@@ -1,5 +1,5 @@
-import { LOCK_TIMEOUT_MS, STATEMENT_TIMEOUT_MS } from '../common/timeouts.ts';
-import { LOCK_NOT_AVAILABLE, QUERY_CANCELED, sqlState } from '../common/write-outcome.ts';
+import { LOCK_TIMEOUT_MS, STATEMENT_TIMEOUT_MS } from './timeouts.ts';
+import { LOCK_NOT_AVAILABLE, QUERY_CANCELED, sqlState } from './write-outcome.ts';
 import type { KindErrors } from '../database-kind.ts';
 
 /**

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { PruneResult } from '../port.ts';
 import { postgresRows } from './rows.ts';
 import { pruneAttempts, pruneDeliveries } from '../common/webhook-pruning.ts';
-import { LOCK_NOT_AVAILABLE, sqlState } from '../common/write-outcome.ts';
+import { LOCK_NOT_AVAILABLE, sqlState } from './write-outcome.ts';
 import { type EventPartition, listPartitions, PARTITIONS_LOCK } from './partitions.ts';
 
 /** How long dropping a partition waits for `events` (every statement on it holds it a moment). */

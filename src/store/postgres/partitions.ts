@@ -1,5 +1,8 @@
 import knexFactory, { type Knex } from 'knex';
 import { postgresRows } from './rows.ts';
+import { DAY_MS, FIRST_MONDAY_MS, WEEK_MS, weekStart } from '../common/weeks.ts';
+
+export { WEEK_MS, weekStart };
 
 /*
  * Postgres keeps `events` partitioned by week of `stored_at` (migration 009): retention drops a
@@ -20,14 +23,6 @@ import { postgresRows } from './rows.ts';
  * Seqs are unique by the counters (the write path's notes beside inWorkspaceOrder); ids across partitions by appendOnPostgres.
  * The other indexes are the parent's (partitioned indexes), made on each partition as it attaches.
  */
-
-const DAY_MS = 86_400_000;
-export const WEEK_MS = 7 * DAY_MS;
-/** 1970-01-05T00:00:00Z, the first Monday of the epoch. */
-const FIRST_MONDAY_MS = 4 * DAY_MS;
-
-/** The start of the week (Monday 00:00 UTC) holding `ms`. */
-export const weekStart = (ms: number) => Math.floor((ms - FIRST_MONDAY_MS) / WEEK_MS) * WEEK_MS + FIRST_MONDAY_MS;
 
 /** The same week number in SQL, of a bigint expression of epoch ms: equal for two stored_at of one week. */
 export const sqlWeekOf = (expression: string) => `floor((${expression} - ${FIRST_MONDAY_MS}) / ${WEEK_MS}.0)`;

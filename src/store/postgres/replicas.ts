@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Logger } from '../../log.ts';
+import type { Logger } from '../../base/log.ts';
 import { searchEvents, type SearchPage, type SearchQuery } from '../common/event-search.ts';
 import { feedHead } from '../common/events.ts';
 import { postgresRows } from './rows.ts';

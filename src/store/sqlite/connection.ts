@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { Worker } from 'node:worker_threads';
-import { packageFile } from '../../paths.ts';
+import { packageFile } from '../../base/paths.ts';
 
 export type SqliteConnection = Database.Database;
 

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { WEEK_MS, weekStart } from '../../postgres/partitions.ts';
+import { WEEK_MS, weekStart } from '../weeks.ts';
 import { nothing, type KindMigration } from '../migration-steps.ts';
 
 /*

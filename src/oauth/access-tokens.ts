@@ -1,8 +1,8 @@
 import type { KeyStore, OAuthStore } from '../store/port.ts';
-import { principalOfKey } from './api-keys.ts';
-import { isAccessToken, sha256Hex } from './oauth-tokens.ts';
-import type { Principal } from './principal.ts';
-import type { VerifiedKeys } from './verified-keys.ts';
+import { principalOfKey } from '../auth/api-keys.ts';
+import { isAccessToken, sha256Hex } from './tokens.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { VerifiedKeys } from '../auth/verified-keys.ts';
 
 export interface AccessCheck {
   /** The resource (RFC 8707) the request is for: the token must have been issued for exactly this one. */

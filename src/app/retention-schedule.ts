@@ -1,7 +1,7 @@
 import type { Config } from './config.ts';
-import type { Logger } from './log.ts';
-import { safeErrorFields } from './log.ts';
-import type { Services } from './operations/context.ts';
+import type { Logger } from '../base/log.ts';
+import { safeErrorFields } from '../base/log.ts';
+import type { Services } from '../operations/context.ts';
 
 const DAY_MS = 24 * 3600 * 1000;
 

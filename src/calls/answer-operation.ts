@@ -1,6 +1,6 @@
 import { hasTrait, OPERATION_TRAITS, type OperationId, type OperationIdWith, type Operations } from '../../generated/operations.ts';
 import type { ContractOperation } from '../contract/operations.ts';
-import { RateLimitedError } from '../errors.ts';
+import { RateLimitedError } from '../base/errors.ts';
 import type { Wake } from '../feed/held-reads.ts';
 import type { SharedReadMemory } from '../feed/shared-reads.ts';
 import { PAGE_RESERVATION_BYTES } from '../limits/page-bytes.ts';

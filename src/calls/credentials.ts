@@ -1,6 +1,6 @@
 import { authenticate } from '../auth/api-keys.ts';
-import { principalOfAccessToken } from '../auth/oauth-access.ts';
-import { isAccessToken } from '../auth/oauth-tokens.ts';
+import { principalOfAccessToken } from '../oauth/access-tokens.ts';
+import { isAccessToken } from '../oauth/tokens.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { AppServices } from '../app/services.ts';
 

@@ -1,13 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Principal } from '../auth/principal.ts';
-import { ApiError, unauthorized } from '../errors.ts';
+import { ApiError, unauthorized } from '../base/errors.ts';
 import { KnownTokens } from '../limits/known-tokens.ts';
 import type { Reservation } from '../limits/memory-budget.ts';
 import { PAGE_RESERVATION_BYTES } from '../limits/page-bytes.ts';
 import type { RateState } from '../limits/rate-limiter.ts';
 import type { AppServices } from '../app/services.ts';
 import { principalOfKey } from '../auth/api-keys.ts';
-import { bearerPrincipal, type BearerLookup } from './bearer-principal.ts';
+import { bearerPrincipal, type BearerLookup } from './credentials.ts';
 
 /** How a call ended early: its client went away or its answer is written (`ended`), or its key was revoked. */
 export type CallEnd = 'ended' | 'revoked';

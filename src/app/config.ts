@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
-import { WORKSPACE_SHARE } from './limits/rate-limiter.ts';
-import { normalizedOrigin } from './edge/origins.ts';
-import { servesReadReplicas } from './store/open-store.ts';
+import { WORKSPACE_SHARE } from '../limits/rate-limiter.ts';
+import { normalizedOrigin } from '../net/origins.ts';
+import { servesReadReplicas } from '../store/open-store.ts';
 
 /** Everything the service reads from its environment, checked once at start. */
 export interface Config {

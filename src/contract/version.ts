@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { VersionResponse } from '../../generated/types.ts';
-import { loadSpec } from '../contract/spec.ts';
-import { packageFile } from '../paths.ts';
+import { loadSpec } from './spec.ts';
+import { packageFile } from '../base/paths.ts';
 
 /** What this deployment runs (GET /version): read once, so the probe costs nothing per call. */
 export const serviceVersion: () => VersionResponse = (() => {

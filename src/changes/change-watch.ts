@@ -1,7 +1,7 @@
-import { VerifiedKeys } from './auth/verified-keys.ts';
-import { ChannelTrust } from './changes/channel-trust.ts';
-import { FeedHeads } from './feed/heads.ts';
-import type { ChangeEvents } from './store/change-events.ts';
+import { VerifiedKeys } from '../auth/verified-keys.ts';
+import { ChannelTrust } from './channel-trust.ts';
+import { FeedHeads } from '../feed/heads.ts';
+import type { ChangeEvents } from '../store/port/change-events.ts';
 
 /**
  * What this process hears of the changes anyone makes to its database, and what it keeps because

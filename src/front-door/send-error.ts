@@ -1,8 +1,8 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { ServerResponse } from 'node:http';
-import type { Logger } from '../log.ts';
-import { safeErrorFields } from '../log.ts';
-import { ApiError, toErrorBody } from '../errors.ts';
+import type { Logger } from '../base/log.ts';
+import { safeErrorFields } from '../base/log.ts';
+import { ApiError, toErrorBody } from '../base/errors.ts';
 import { noteError, noteRefusal } from './request-context.ts';
 import { sendJson } from './send-json.ts';
 

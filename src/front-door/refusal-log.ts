@@ -1,4 +1,4 @@
-import type { Logger } from '../log.ts';
+import type { Logger } from '../base/log.ts';
 
 const WINDOW_MS = 10_000;
 /** Refused requests whose own request line is written, per window: who was refused, by which limit. */

@@ -1,5 +1,5 @@
 import type { IncomingMessage, RequestListener } from 'node:http';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../base/log.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { clientAddress } from './client-address.ts';
 import { RefusalLog } from './refusal-log.ts';

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Principal } from '../auth/principal.ts';
-import { ApiError, RateLimitedError, type LimitReason } from '../errors.ts';
-import type { Logger } from '../log.ts';
-import { newRequestId } from '../ids.ts';
+import { ApiError, RateLimitedError, type LimitReason } from '../base/errors.ts';
+import type { Logger } from '../base/log.ts';
+import { newRequestId } from '../base/ids.ts';
 import { operationLabel, type Metrics, type Transport } from '../metrics/metrics.ts';
 import type { RefusalLog } from './refusal-log.ts';
 

@@ -1,8 +1,8 @@
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-// This file is <root>/src/paths.ts, or <root>/dist/src/paths.js once built (npm run build).
-const srcDir = dirname(fileURLToPath(import.meta.url));
+// This file is <root>/src/base/paths.ts, or <root>/dist/src/base/paths.js once built (npm run build).
+const srcDir = dirname(dirname(fileURLToPath(import.meta.url)));
 const parent = dirname(srcDir);
 
 /** The package's folder, whether the service runs from its sources or from dist/. */
