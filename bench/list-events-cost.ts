@@ -14,7 +14,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import knexFactory from 'knex';
-import type { Principal } from '../src/auth/principal.ts';
+import { permit, type Principal } from '../src/auth/principal.ts';
 import { PageTokenCodec } from '../src/feed/page-token.ts';
 import type { ListEventsRequest } from '../generated/types.ts';
 import { runOperation } from '../src/operations/registry.ts';
@@ -148,7 +148,7 @@ const cases: Array<[string, Record<string, unknown>, string[] | null, boolean?]>
 
 const tokens = new PageTokenCodec(services.cursors);
 const run = async (workspaceId: string, input: Record<string, unknown>, scope: string[] | null) => {
-  const ctx = { ...services, principal: principal(workspaceId, scope) };
+  const ctx = { ...services, principal: permit(principal(workspaceId, scope), 'read') };
   const started = performance.now();
   const outcome = await runOperation('list_events', ctx, input as ListEventsRequest);
   const ms = performance.now() - started;

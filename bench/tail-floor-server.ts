@@ -9,7 +9,7 @@
  * `roundTrip`, once the channel is live).
  */
 import { createServer } from 'node:http';
-import { ChangeWatch } from '../src/changes/change-watch.ts';
+import { ChangeWatch } from '../src/feed/change-watch.ts';
 import { createLogger } from '../src/base/log.ts';
 import { listenForChanges } from '../src/store/postgres/changes.ts';
 

@@ -30,6 +30,8 @@ interface OperationFacts {
   response: string;
   defaults: JsonObject;
   traits: Traits;
+  /** \`x-permission\`: what a key needs to call it. */
+  permission: string;
 }
 
 function componentName(schema: Json | undefined, where: string): string {
@@ -95,6 +97,13 @@ function traitsOf(id: string, operation: JsonObject): Traits {
   return traits;
 }
 
+/** An operation's `x-permission`: every operation names the one a key needs (read, write or admin). */
+function permissionOf(id: string, operation: JsonObject): string {
+  const permission = operation['x-permission'];
+  if (permission !== 'read' && permission !== 'write' && permission !== 'admin') throw new Error(`${id}: x-permission must be read, write or admin`);
+  return permission;
+}
+
 /** Each GET path's `x-stream-of` names an operation that may stream: the path serves its stream. */
 function checkStreamPaths(doc: JsonObject, operations: OperationFacts[]): void {
   for (const [path, pathItem] of Object.entries(doc.paths as JsonObject)) {
@@ -125,6 +134,7 @@ function operationsOf(doc: JsonObject): OperationFacts[] {
         response: [...responseNames][0]!,
         defaults: defaultsOf(components, request),
         traits: traitsOf(id, operation),
+        permission: permissionOf(id, operation),
       });
     }
   }
@@ -149,7 +159,8 @@ export function operationsModule(doc: JsonObject): string {
           .join(', ')} },`,
     )
     .join('\n');
-  return `${BANNER}import type { components } from './types.ts';
+  const permissions = operations.map((op) => `  ${op.id}: '${op.permission}',`).join('\n');
+  return `${BANNER}import type { components, Permission } from './types.ts';
 
 type Schemas = components['schemas'];
 
@@ -192,6 +203,14 @@ ${traits}
 
 /** The operations that have a trait: the compiler then knows which ones an edge may treat so. */
 export type OperationIdWith<Trait extends keyof OperationTraits> = { [Id in OperationId]: (typeof OPERATION_TRAITS)[Id][Trait] extends true ? Id : never }[OperationId];
+
+/** What a key needs to call each operation (\`x-permission\`): checked once per call, before its request is read (permit). */
+export const OPERATION_PERMISSIONS = {
+${permissions}
+} as const satisfies { readonly [Id in OperationId]: Permission };
+
+/** The permission an operation needs, as a type: its context's principal is proven to hold it (Permitted). */
+export type PermissionOf<Id extends OperationId> = (typeof OPERATION_PERMISSIONS)[Id];
 
 /** Whether an operation has a trait (narrowing its id). */
 export const hasTrait = <Trait extends keyof OperationTraits>(operationId: OperationId, trait: Trait): operationId is OperationIdWith<Trait> =>

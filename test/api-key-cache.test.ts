@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { authenticate as authenticateKey, createKey, revokeKey } from '../src/auth/api-keys.ts';
 import { HEARD_KEY_TTL_MS, VERIFIED_KEY_TTL_MS, VerifiedKeys } from '../src/auth/verified-keys.ts';
 import type { Principal } from '../src/auth/principal.ts';
-import type { ChangeWatch } from '../src/changes/change-watch.ts';
+import type { ChangeWatch } from '../src/feed/change-watch.ts';
 import { ChannelTrust } from '../src/changes/channel-trust.ts';
 import { watchChanges } from '../src/app/services.ts';
 import { createLogger } from '../src/base/log.ts';

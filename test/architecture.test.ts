@@ -63,16 +63,23 @@ const ADAPTER_FOLDERS = files
   .filter((folder) => folder !== 'common');
 const inAnAdapter = (path: string) => ADAPTER_FOLDERS.some((folder) => path.startsWith(`src/store/${folder}/`));
 
-/** What contract/ may import: the generated files and the two modules below everything. */
+/** What contract/ may import: the generated files and src/base/, below everything. */
 const belowContract = (path: string) =>
-  path.startsWith('generated/') || inFolder(path, 'contract') || path === 'src/errors.ts' || path === 'src/paths.ts';
+  path.startsWith('generated/') || inFolder(path, 'contract') || inFolder(path, 'base');
 
 /** ARCHITECTURE.md's "Import rules", one entry each (besides the circles, SQL and the client's folder, tested below). */
 const IMPORT_RULES: ImportRule[] = [
   {
+    rule: 'src/store/common/ imports no database kind folder (src/store/<kind>/): it holds only what both databases share',
+    from: (path) => path.startsWith('src/store/common/'),
+    forbidden: inAnAdapter,
+    planted: { file: 'src/store/common/migrations/made-up.ts', imports: '../../postgres/partitions.ts' },
+    allowed: { file: 'src/store/common/migrations/made-up.ts', imports: '../weeks.ts' },
+  },
+  {
     rule: 'src/store/ imports nothing from the layers above it (feed/, auth/, webhooks/, operations/, the edges, app/, metrics/, cli/, demo/)',
     from: under('store'),
-    forbidden: under('feed', 'auth', 'webhooks', 'operations', 'http', 'mcp', 'oauth', 'edge', 'app', 'metrics', 'cli', 'demo'),
+    forbidden: under('feed', 'auth', 'webhooks', 'operations', 'http', 'mcp', 'oauth', 'calls', 'front-door', 'app', 'metrics', 'cli', 'demo'),
     planted: { file: 'src/store/common/made-up.ts', imports: '../../feed/cursor.ts' },
     allowed: { file: 'src/store/common/made-up.ts', imports: '../../contract/spec.ts' },
   },
@@ -81,20 +88,20 @@ const IMPORT_RULES: ImportRule[] = [
     from: under('http'),
     forbidden: under('mcp'),
     planted: { file: 'src/http/made-up.ts', imports: '../mcp/tools.ts' },
-    allowed: { file: 'src/http/made-up.ts', imports: '../edge/call.ts' },
+    allowed: { file: 'src/http/made-up.ts', imports: '../calls/call.ts' },
   },
   {
     rule: 'src/mcp/ does not import src/http/',
     from: under('mcp'),
     forbidden: under('http'),
     planted: { file: 'src/mcp/made-up.ts', imports: '../http/edge.ts' },
-    allowed: { file: 'src/mcp/made-up.ts', imports: '../edge/call.ts' },
+    allowed: { file: 'src/mcp/made-up.ts', imports: '../calls/call.ts' },
   },
   {
-    rule: "src/operations/ imports no edge (http/, mcp/, edge/, OAuth's edge) and not the wiring above them (app/)",
+    rule: 'src/operations/ imports no edge (http/, mcp/, oauth/, front-door/), no call (calls/) and not the wiring above them (app/)',
     from: under('operations'),
-    forbidden: (path) => under('http', 'mcp', 'edge', 'app')(path) || path === 'src/oauth/edge.ts',
-    planted: { file: 'src/operations/made-up.ts', imports: '../edge/live-calls.ts' },
+    forbidden: under('http', 'mcp', 'oauth', 'front-door', 'calls', 'app'),
+    planted: { file: 'src/operations/made-up.ts', imports: '../calls/call.ts' },
     allowed: { file: 'src/operations/made-up.ts', imports: '../feed/cursor.ts' },
   },
   {
@@ -105,7 +112,7 @@ const IMPORT_RULES: ImportRule[] = [
     allowed: { file: 'src/feed/made-up.ts', imports: './cursor.ts' },
   },
   {
-    rule: 'src/contract/ imports only generated/, its own folder, errors.ts and paths.ts: nothing from the layers above',
+    rule: 'src/contract/ imports only generated/, its own folder and src/base/: nothing from the layers above',
     from: under('contract'),
     forbidden: (path) => !belowContract(path),
     planted: { file: 'src/contract/made-up.ts', imports: '../auth/principal.ts' },
@@ -499,5 +506,128 @@ describe('architecture: the database is told apart only by its kind', () => {
       .filter((file) => !decidesDatabase(file.path))
       .flatMap((file) => databaseDecisions(file).map(({ line, what }) => `${file.path}:${line} ${what}`));
     assertNone(violations, 'a database told apart outside src/store/<kind>/ and open-store.ts');
+  });
+});
+
+/**
+ * The layers, bottom first (ARCHITECTURE.md's table): a module may import only from its own layer
+ * and those below it. Within a layer of several folders, a folder imports no sibling (they are
+ * independent pieces at the same height). Each boundary and each sibling pair has a planted
+ * violation its self-test sees caught.
+ */
+export const LAYERS: ReadonlyArray<{ layer: string; holds: readonly string[] }> = [
+  { layer: 'base', holds: ['generated/', 'src/base/'] },
+  { layer: 'contract', holds: ['src/contract/'] },
+  { layer: 'tracing', holds: ['src/tracing/'] },
+  { layer: 'net', holds: ['src/net/'] },
+  { layer: 'limits', holds: ['src/limits/'] },
+  { layer: 'store', holds: ['src/store/'] },
+  { layer: 'changes', holds: ['src/changes/'] },
+  { layer: 'auth', holds: ['src/auth/'] },
+  { layer: 'mechanisms', holds: ['src/feed/', 'src/webhooks/', 'src/erasure/'] },
+  { layer: 'operations', holds: ['src/operations/', 'src/metrics/'] },
+  { layer: 'front-door', holds: ['src/front-door/'] },
+  { layer: 'oauth', holds: ['src/oauth/'] },
+  { layer: 'calls', holds: ['src/calls/'] },
+  { layer: 'edges', holds: ['src/http/', 'src/mcp/'] },
+  { layer: 'library', holds: ['src/library.ts'] },
+  { layer: 'demo', holds: ['src/demo/'] },
+  { layer: 'app', holds: ['src/app/'] },
+  { layer: 'server', holds: ['src/server.ts'] },
+  { layer: 'cli', holds: ['src/cli/'] },
+];
+
+const layerOf = (path: string) => LAYERS.findIndex(({ holds }) => holds.some((place) => path.startsWith(place)));
+const placeOf = (path: string) => LAYERS[layerOf(path)]?.holds.find((place) => path.startsWith(place));
+
+/** An import up a layer, or across to a sibling folder of the same layer (the web view, a browser program apart, is checked on its own). */
+function layerViolations(among: ImportEdge[]): string[] {
+  return among.flatMap((edge) => {
+    const from = layerOf(edge.from);
+    const to = layerOf(edge.to);
+    if (from < 0 || to < 0) return [];
+    if (to > from) return [`${showEdge(edge)}: ${LAYERS[from]!.layer} may not import ${LAYERS[to]!.layer}, a layer above it`];
+    if (to === from && placeOf(edge.from) !== placeOf(edge.to))
+      return [`${showEdge(edge)}: ${placeOf(edge.from)} and ${placeOf(edge.to)} are siblings in ${LAYERS[from]!.layer}`];
+    return [];
+  });
+}
+
+/** A made-up module of a place, as the self-tests plant them. */
+const moduleIn = (place: string) => (place.endsWith('.ts') ? place : `${place}made-up.ts`);
+const plantedImport = (from: string, to: string) => ({ from: moduleIn(from), to: moduleIn(to), line: 1, typeOnly: true });
+
+/** Things a module of the edges (http/, mcp/) must not do: the call pays, admits and reserves (Call, answerOperation). */
+const ACCOUNTING = /\.(?:pay|payWhenAble|reservePage|settle|settleAnswer|refund|admit|admitPage|admitShared|admitSharedMemory|keepShare|takeForAddress|chargeAddress|charge|chargeForBytes|take|letGoOfMemory|resizeMemory|beforeRead|waitBetweenReads)\(/;
+
+function accountingIn(file: SourceFile): string[] {
+  return [...nodesOf(file)]
+    .filter((node) => ts.isCallExpression(node) && ACCOUNTING.test(`${node.expression.getText(file.tree)}(`))
+    .map((node) => `${file.path}:${lineOf(file, node)} ${(node as TS.CallExpression).expression.getText(file.tree)}(…)`);
+}
+
+/** Outside src/operations/, an operation is reached through the registry only (runOperation): its modules are registry.ts and context.ts. */
+const operationsReachedAround = (among: ImportEdge[]) =>
+  among
+    .filter(
+      (edge) =>
+        !edge.from.startsWith('src/operations/') &&
+        edge.to.startsWith('src/operations/') &&
+        !['src/operations/registry.ts', 'src/operations/context.ts'].includes(edge.to) &&
+        !edge.typeOnly,
+    )
+    .map(showEdge);
+
+describe('architecture: layers that only point down', () => {
+  test('every module of src/ sits in a layer', () => {
+    assertNone(
+      files.filter((file) => layerOf(file.path) < 0).map((file) => `${file.path} is in no layer of LAYERS`),
+      'modules outside the layers',
+    );
+  });
+
+  test('each boundary catches an import planted up across it, and each sibling pair one planted across', () => {
+    for (let i = 0; i + 1 < LAYERS.length; i++) {
+      for (const below of LAYERS[i]!.holds)
+        for (const above of LAYERS[i + 1]!.holds) {
+          assert.equal(layerViolations([plantedImport(below, above)]).length, 1, `${below} importing ${above} is not caught`);
+          assert.deepEqual(layerViolations([plantedImport(above, below)]), [], `${above} importing ${below} is caught`);
+        }
+    }
+    for (const { holds } of LAYERS)
+      for (const a of holds) for (const b of holds) if (a !== b) assert.equal(layerViolations([plantedImport(a, b)]).length, 1, `${a} → ${b}`);
+    assert.deepEqual(layerViolations([plantedImport('src/limits/', 'src/feed/')]).length, 1, 'limits importing the feed');
+  });
+
+  test('no import runs up a layer or across to a sibling (type-only imports count)', () => {
+    const view = edges.filter((edge) => !edge.from.startsWith(VIEW));
+    assertNone(layerViolations(view), 'imports against the layers');
+  });
+
+  test('the edges (http/, mcp/) do no accounting: no rate, token, memory or reservation call', () => {
+    const planted = parseSource('src/mcp/made-up.ts', 'call.pay();\nop.reservePage();\n// call.pay() in a comment\nres.settled();\n');
+    assert.deepEqual(
+      accountingIn(planted).map((v) => v.split(' ')[0]),
+      ['src/mcp/made-up.ts:1', 'src/mcp/made-up.ts:2'],
+    );
+    const edgeFiles = files.filter((file) => /^src\/(?:http|mcp)\//.test(file.path) && !file.path.startsWith(VIEW));
+    assertNone(edgeFiles.flatMap(accountingIn), 'accounting in the edges');
+  });
+
+  test('outside src/operations/, operations are reached only through the registry (runOperation)', () => {
+    assert.equal(operationsReachedAround(importing({ file: 'src/mcp/made-up.ts', imports: '../operations/event-feed.ts' })).length, 1);
+    assert.deepEqual(operationsReachedAround(importing({ file: 'src/mcp/made-up.ts', imports: '../operations/registry.ts' })), []);
+    assertNone(operationsReachedAround(edges), 'operations reached around the registry');
+  });
+
+  test('memory is admitted against the budget from one module (Call)', () => {
+    const admitting = files
+      .filter((file) => file.path !== 'src/calls/call.ts' && file.path !== 'src/limits/memory-budget.ts')
+      .flatMap((file) =>
+        [...nodesOf(file)]
+          .filter((node) => ts.isCallExpression(node) && /\bmemory\.admit$/.test(node.expression.getText(file.tree)))
+          .map((node) => `${file.path}:${lineOf(file, node)}`),
+      );
+    assertNone(admitting, 'memory admitted outside Call');
   });
 });

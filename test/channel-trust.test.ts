@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { HEARD_KEY_TTL_MS, VERIFIED_KEY_TTL_MS, VerifiedKeys } from '../src/auth/verified-keys.ts';
 import type { Principal } from '../src/auth/principal.ts';
-import { ChangeWatch } from '../src/changes/change-watch.ts';
+import { ChangeWatch } from '../src/feed/change-watch.ts';
 import { ChannelTrust } from '../src/changes/channel-trust.ts';
 import { FeedHeads } from '../src/feed/heads.ts';
 

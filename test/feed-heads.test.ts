@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ChangeWatch } from '../src/changes/change-watch.ts';
+import { ChangeWatch } from '../src/feed/change-watch.ts';
 import { ChannelTrust } from '../src/changes/channel-trust.ts';
 import { systemClock } from '../src/base/clock.ts';
 import { GroupCommit } from '../src/feed/group-commit.ts';

@@ -8,12 +8,13 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import type { Knex } from 'knex';
 import { CursorCodec } from '../src/feed/cursor.ts';
-import { ChangeWatch } from '../src/changes/change-watch.ts';
+import { ChangeWatch } from '../src/feed/change-watch.ts';
 import { FeedReader } from '../src/feed/reader.ts';
 import { SealedPages } from '../src/feed/sealed-pages.ts';
 import type { FeedStorage } from '../src/feed/storage.ts';
 import { PAGE_MAX_BYTES } from '../src/limits/page-bytes.ts';
 import { publish } from '../src/library.ts';
+import { permit } from '../src/auth/principal.ts';
 import { eventFeed } from '../src/operations/event-feed.ts';
 import { ApiError } from '../src/base/errors.ts';
 import type { Knex as Db } from 'knex';
@@ -358,7 +359,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       return {
         cursors,
         feed: new FeedReader(store, heads),
-        principal: { keyId: 'key', workspaceId, permissions: new Set(['read' as const]), mailboxes: null },
+        principal: permit({ keyId: 'key', workspaceId, permissions: new Set(['read' as const]), mailboxes: null }, 'read'),
       };
     };
     suiteDatabase(create, async (opened) => {
@@ -411,7 +412,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const ctx = {
         ...context(),
         feed: new FeedReader(storage, heads, undefined, undefined, sealed),
-        principal: { ...context().principal, workspaceId: ws },
+        principal: permit({ ...context().principal, workspaceId: ws }, 'read'),
       };
       const read = (afterSeq: number) => eventFeed(ctx, { after: cursors.encode(ws, afterSeq), limit: 10 });
 
@@ -439,7 +440,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
           Array.from({ length: 30 }, (_, i) => sampleEvent('mbx_a', i)),
         ),
       );
-      const ctx = { ...context(), principal: { ...context().principal, workspaceId: ws } };
+      const ctx = { ...context(), principal: permit({ ...context().principal, workspaceId: ws }, 'read') };
       // Old enough to be pruned (a page of young events is out of every prune's reach: next test).
       await storeAt(db, ws, 0, 15);
       const first = await eventFeed(ctx, { limit: 10 });
@@ -461,7 +462,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
           Array.from({ length: 25 }, (_, i) => sampleEvent('mbx_a', i)),
         ),
       );
-      const ctx = { ...context(), principal: { ...context().principal, workspaceId: ws } };
+      const ctx = { ...context(), principal: permit({ ...context().principal, workspaceId: ws }, 'read') };
       const watermarkReads = async (work: () => Promise<unknown>) => {
         if (kind === 'sqlite') return sqliteReadsDuring(db, /feed_retention/, work);
         let reads = 0;
@@ -497,7 +498,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       );
       await storeAt(db, ws, 0, 25);
       await store.pruneAll(PAST_EPOCH_WEEK_MS, 1000);
-      const ctx = { ...context(), principal: { ...context().principal, workspaceId: ws } };
+      const ctx = { ...context(), principal: permit({ ...context().principal, workspaceId: ws }, 'read') };
       const page = await eventFeed(ctx, { limit: 10 });
       assert.equal(page.events.count, 5);
       assert.equal(page.events.lastSeq, 30);

@@ -14,10 +14,11 @@ import { after, before, describe, it } from 'node:test';
 import type { Knex } from 'knex';
 import type { EmitEventRequest } from '../generated/types.ts';
 import { CursorCodec } from '../src/feed/cursor.ts';
-import { ChangeWatch } from '../src/changes/change-watch.ts';
+import { ChangeWatch } from '../src/feed/change-watch.ts';
 import { pageEnvelopes } from '../src/feed/page.ts';
 import { publishInTransaction } from '../src/feed/publish.ts';
 import { FeedReader } from '../src/feed/reader.ts';
+import { permit } from '../src/auth/principal.ts';
 import { eventFeed } from '../src/operations/event-feed.ts';
 import { openStore, type OpenedStore } from '../src/store/open-store.ts';
 import { sampleEvent } from './support/contract.ts';
@@ -63,7 +64,7 @@ const realScheme: Scheme = {
       {
         cursors: codec,
         feed: new FeedReader(reader, new ChangeWatch().heads),
-        principal: { keyId: 'key_test', workspaceId, permissions: new Set(['read']), mailboxes: null },
+        principal: permit({ keyId: 'key_test', workspaceId, permissions: new Set(['read']), mailboxes: null }, 'read'),
       },
       cursor === undefined ? { limit: 100 } : { after: cursor, limit: 100 },
     );

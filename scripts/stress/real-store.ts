@@ -8,6 +8,7 @@ import { watchChanges } from '../../src/app/services.ts';
 import type { ChangeListener as HeadListener, Store } from '../../src/store/port.ts';
 import { publishInTransaction } from '../../src/feed/publish.ts';
 import { pageEnvelopes } from '../../src/feed/page.ts';
+import { permit } from '../../src/auth/principal.ts';
 import { eventFeed } from '../../src/operations/event-feed.ts';
 import { seenFromEnvelope, type FeedStore } from './model.ts';
 
@@ -53,7 +54,7 @@ export const realStore: FeedStore = {
     await publishInTransaction(trx, ws, events, new Date());
   },
   async read(db, principal, after, limit) {
-    const page = await eventFeed({ cursors: codec, principal, feed: readerFor(db) }, after === undefined ? { limit } : { after, limit });
+    const page = await eventFeed({ cursors: codec, principal: permit(principal, 'read'), feed: readerFor(db) }, after === undefined ? { limit } : { after, limit });
     return { events: pageEnvelopes(page.events).map(seenFromEnvelope), nextCursor: page.next_cursor };
   },
   cursorKey: (ws, cursor) => codec.decode(ws, cursor),

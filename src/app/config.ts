@@ -1,3 +1,4 @@
+import { MIN_RETENTION_DAYS } from '../feed/expiry.ts';
 import { availableParallelism } from 'node:os';
 import { WORKSPACE_SHARE } from '../limits/rate-limiter.ts';
 import { normalizedOrigin } from '../net/origins.ts';
@@ -90,7 +91,7 @@ export interface Config {
   publicUrl: string | undefined;
 }
 
-export const MIN_RETENTION_DAYS = 30;
+export { MIN_RETENTION_DAYS };
 
 export const DEFAULT_DATABASE_URL = 'sqlite:data/event-feed.sqlite';
 

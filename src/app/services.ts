@@ -1,4 +1,4 @@
-import { ChangeWatch } from '../changes/change-watch.ts';
+import { ChangeWatch } from '../feed/change-watch.ts';
 import type { Config } from './config.ts';
 import { systemClock, type Clock } from '../base/clock.ts';
 import { RequestValidator } from '../contract/request-validator.ts';
@@ -13,25 +13,16 @@ import { SealedPages } from '../feed/sealed-pages.ts';
 import { MemoryBudget } from '../limits/memory-budget.ts';
 import { RateLimiter } from '../limits/rate-limiter.ts';
 import type { Metrics } from '../metrics/metrics.ts';
-import type { Services } from '../operations/context.ts';
+import type { CallServices } from '../calls/call-services.ts';
 import type { Store } from '../store/port.ts';
 
 /**
- * What the edges hold, built once per process by createServices: the operations' services, plus
- * what only the edges use (the per-key request budget, the validator they share, the memory budget,
- * the metrics, the calls that live on). Wiring, above both: the edges import it from here, the
- * operations see only their OperationContext.
+ * What the process holds, built once by createServices: the composition root. The calls' services
+ * (CallServices: the operations' plus budgets, validator, held reads, live calls, metrics) and
+ * what only the server uses. Imported by the server and the CLI alone: every edge and call
+ * declares the few services it needs, which these satisfy.
  */
-export interface AppServices extends Services {
-  rateLimiter: RateLimiter;
-  /** The contract's request schemas, compiled once: both transports validate with it. */
-  requestValidator: RequestValidator;
-  /** What answers in flight may hold: pages are admitted against it (MemoryBudget). */
-  memory: MemoryBudget;
-  /** Counted at the edges when METRICS_PORT is set (Metrics); absent: nothing is counted. */
-  metrics?: Metrics;
-  /** The calls that live on (held reads, streams), told at once when their key may have been revoked. */
-  calls: LiveCalls;
+export interface AppServices extends CallServices {
   /** Set once the server starts shutting down: /readyz answers 503 from then on, so balancers stop sending. */
   lifecycle: { draining: boolean };
   /**

@@ -1,156 +1,168 @@
-import { hasTrait, OPERATION_TRAITS, type OperationId, type OperationIdWith, type Operations } from '../../generated/operations.ts';
-import type { ContractOperation } from '../contract/operations.ts';
-import { RateLimitedError } from '../base/errors.ts';
-import type { Wake } from '../feed/held-reads.ts';
-import type { SharedReadMemory } from '../feed/shared-reads.ts';
-import { PAGE_RESERVATION_BYTES } from '../limits/page-bytes.ts';
-import type { AppServices } from '../app/services.ts';
-import { requirePermission, type OperationContext } from '../operations/context.ts';
-import { revokedKey, type Call } from './call.ts';
+import type { Socket } from 'node:net';
+import { hasTrait, OPERATION_PERMISSIONS, OPERATION_TRAITS, type OperationId, type Operations } from '../../generated/operations.ts';
+import { permit } from '../auth/principal.ts';
+import { jsonByteLength } from '../front-door/send-json.ts';
+import type { RateState } from '../limits/rate-limiter.ts';
+import type { Transport } from '../metrics/metrics.ts';
+import type { OperationContext } from '../operations/context.ts';
+import { runOperation, type OperationOutcome, type ReadView } from '../operations/registry.ts';
+import type { Call } from './call.ts';
+import type { CallServices } from './call-services.ts';
+import { heldRead, streamReads, type StreamStep } from './follow.ts';
+import type { FeedPage } from '../feed/page.ts';
+
+/** What an edge asks beyond the operation and its body: how long a read may be held (`Prefer: wait`), and how a feed read is made. */
+export interface AnswerOptions {
+  /** A read that may be held (`x-may-be-held`) waits up to this long while nothing is new. */
+  waitMs?: number;
+  /** The connection, whose idle timeout is off while a read is held on purpose. */
+  socket?: Socket;
+  view?: ReadView;
+  transport: Transport;
+  /** The call's own message token is paid here first (an MCP tools/call: refused, the model reads a rate_limited tool error). */
+  paysItsMessage?: boolean;
+  /** What the answer's bytes are besides the body (the MCP text of a tool's result): they are paid for too. */
+  extraBytes?: (outcome: OperationOutcome<OperationId>) => number;
+}
+
+/** How the call ended: the outcome with the rate state after it was paid, or the error with the rate state after the refund. */
+export type Answered<Id extends OperationId> =
+  | { ok: true; outcome: OperationOutcome<Id>; rate: RateState | undefined }
+  | { ok: false; error: unknown; rate: RateState | undefined };
 
 /**
- * How long a woken held read may wait for its page's memory. Many polls of one workspace wake at
- * once, and a workspace may read a few pages at a time (its share of the budget): the rest queue,
- * each read brief (its events just arrived). A client that chose to wait is better answered late
- * than refused, and a queued read holds nothing.
+ * A call of one operation of the contract, as every edge makes it, top to bottom (the edge has
+ * identified the caller: Call.open, and parsed the body; it writes the answer this returns):
+ * 1. permission, before the body is looked at (a key without it would learn the schema): the one check (permit);
+ * 2. a page's worst-case cost reserved, when the answer may be a page (`x-answers-page`);
+ * 3. the body validated against the contract (the validator every transport shares);
+ * 4. the key checked again, now the body is in (a request may take up to REQUEST_TIMEOUT_MS);
+ * 5. memory: a page's worst case admitted, except for the feed, whose read admits its own once it
+ *    has a page to read (Call as its ReadBudget: alone, or shared with identical reads);
+ * 6. the operation run through runOperation, or held while nothing is new (heldRead);
+ * 7. settled: paid at the answer's size, holding only the memory it takes; refunded on failure.
+ * What the call still holds goes back when its response closes (Call.end).
  */
-export const WOKEN_ADMISSION_WAIT_MS = 10_000;
+export async function answerOperation<Id extends OperationId>(
+  services: CallServices,
+  call: Call,
+  operationId: Id,
+  body: () => Promise<unknown> | unknown,
+  options: AnswerOptions,
+): Promise<Answered<Id>> {
+  try {
+    if (options.paysItsMessage) call.pay();
+    const ctx = contextFor(services, call, operationId);
+    const answersPage = OPERATION_TRAITS[operationId].answersPage;
+    if (answersPage) call.reservePage();
+    const request = services.requestValidator.check(operationId, await body());
+    await call.recheck();
+    const heldOnReads = hasTrait(operationId, 'mayBeHeld');
+    if (answersPage && !heldOnReads) await call.admit();
+    const outcome =
+      heldOnReads && options.waitMs !== undefined && options.waitMs > 0
+        ? ((await heldRead(services, call, ctx as OperationContext<'read'>, request as Operations['event_feed']['request'], { waitMs: options.waitMs, socket: options.socket, shareFirst: true })) as OperationOutcome<Id>)
+        : await runOperation(operationId, ctx, request, options.view);
+    const bytes = jsonByteLength(outcome.json) + (options.extraBytes?.(outcome) ?? 0);
+    const rate = call.settleAnswer(bytes);
+    if (answersPage) services.metrics?.pageServed(operationId, options.transport, bytes);
+    return { ok: true, outcome, rate };
+  } catch (error) {
+    const rate = call.refund();
+    call.letGoOfMemory();
+    return { ok: false, error, rate };
+  }
+}
 
-/** What an answer holds in memory besides its body (headers, the response's own buffers). */
-export const ANSWER_OVERHEAD_BYTES = 64 * 1024;
+/** The operation's context for this call: the services, the caller proven to hold the operation's permission, and the call as its reads' budget. */
+export function contextFor<Id extends OperationId>(services: CallServices, call: Call, operationId: Id) {
+  const principal = permit(call.principal, OPERATION_PERMISSIONS[operationId]);
+  // The services are the prototype, not copied: a context costs one object per call.
+  const ctx = Object.create(services) as OperationContext<(typeof OPERATION_PERMISSIONS)[Id]>;
+  ctx.principal = principal;
+  ctx.budget = call;
+  return ctx;
+}
 
 /**
- * A call (Call) of one operation of the contract, as every edge makes it: the permission
- * checked before anything else is looked at, the request validated against the contract, the key
- * checked again once the request has arrived, and what the answer costs reserved, admitted and
- * settled through the call. Also what a held read or a stream asks of its call at each wait and
- * each read (`hold`, `beforeRead`): so an operation's waits and pages are paid and bounded the same
- * way whatever the transport, and nothing else does any accounting.
+ * A message that runs no operation (an MCP handshake, a refused request): one token of the key's
+ * budget, like any call, whatever the protocol generation. The error (rate_limited, with its
+ * headers) when the budget is empty; undefined once paid.
  */
-export class OperationCall<Id extends OperationId> {
-  readonly operationId: Id;
-  readonly context: OperationContext;
-  readonly call: Call;
-  readonly #services: AppServices;
-
-  /** A key without the operation's permission is refused whatever it sent (it would learn the schema): the operation checks again. */
-  constructor(services: AppServices, call: Call, operation: ContractOperation & { operationId: Id }) {
-    requirePermission(call.principal, operation.permission);
-    this.operationId = operation.operationId;
-    this.#services = services;
-    this.call = call;
-    this.context = { ...services, principal: call.principal };
+export function payForMessage(call: Call): { error: unknown } | undefined {
+  try {
+    call.pay();
+    return undefined;
+  } catch (error) {
+    return { error };
   }
+}
 
-  /** The contract's `x-answers-page` (OPERATION_TRAITS): the answer may be a whole page (PAGE_MAX_BYTES), whose cost is reserved first (RateLimiter.reservePage). */
-  get answersAPage(): boolean {
-    return OPERATION_TRAITS[this.operationId].answersPage;
+/** Where a stream's pages go (the edge renders them: Server-Sent Events). */
+export interface StreamSink {
+  /** The first read succeeded: the status line and headers go out. */
+  open(): void;
+  /** Writes a page's frames: their bytes, and whether the client took them in time (false: it stalled or left, and the stream ends). */
+  write(page: FeedPage): { bytes: number; taken: Promise<boolean> };
+  /** A wait ended with nothing new: a keep-alive. */
+  idle(): void;
+  /** The stream ended: the client reconnects (the server closes) or went away. */
+  end(): void;
+  /** A read failed once the stream was open: the error is its last message. */
+  fail(error: unknown): void;
+}
+
+/**
+ * event_feed as a stream (`x-may-stream`), the same steps as answerOperation: permission, a page
+ * reserved, the body validated, the key checked again, the first page's memory admitted; then each
+ * page read (streamReads), paid at its size once framed, its memory held until the client took it.
+ * The first read comes before anything is sent, so a refused cursor is answered like the JSON
+ * call (the Answered error); after that, an error is the stream's last message.
+ */
+export async function streamOperation(
+  services: CallServices,
+  call: Call,
+  body: () => Promise<unknown> | unknown,
+  sink: StreamSink,
+  options: { idleMs: number; socket?: Socket; lastEventId?: string },
+): Promise<{ error: unknown; rate: RateState | undefined } | undefined> {
+  let steps: AsyncGenerator<StreamStep> | undefined;
+  let step: IteratorResult<StreamStep>;
+  try {
+    const ctx = contextFor(services, call, 'event_feed');
+    call.reservePage();
+    const request = services.requestValidator.check('event_feed', await body());
+    if (options.lastEventId !== undefined) request.after = options.lastEventId;
+    await call.recheck();
+    await call.admitPage();
+    steps = streamReads(services, call, ctx, request, options);
+    step = await steps.next();
+  } catch (error) {
+    const rate = call.refund();
+    call.letGoOfMemory();
+    return { error, rate };
   }
-
-  /** The contract's `x-may-be-held`: the read may wait for new events (`Prefer: wait`), admitting its page only once it reads one (`admitWhenReading`). */
-  mayBeHeld(): this is OperationCall<OperationIdWith<'mayBeHeld'>> {
-    return hasTrait(this.operationId, 'mayBeHeld');
-  }
-
-  /** The contract's `x-may-stream`: asked with `Accept: text/event-stream`, it answers a stream of its reads. */
-  mayStream(): this is OperationCall<OperationIdWith<'mayStream'>> {
-    return hasTrait(this.operationId, 'mayStream');
-  }
-
-  /** A page's worst-case cost, taken from the key's budget. */
-  reservePage(): void {
-    if (this.answersAPage) this.call.reservePage();
-  }
-
-  /** The request as the contract types it, or invalid_argument with the same message on every edge. */
-  validate(body: unknown): Operations[Id]['request'] {
-    return this.#services.requestValidator.check(this.operationId, body);
-  }
-
-  /**
-   * Everything that must hold once the request has arrived, before the operation runs: the key is
-   * still valid (a request may take up to REQUEST_TIMEOUT_MS to send its body), and a page's memory
-   * is admitted. A woken read's memory is admitted once for all the calls that share it
-   * (sharedReadMemory).
-   */
-  async ready(options: { admitLazily?: boolean } = {}): Promise<void> {
-    await this.call.recheck();
-    if (this.answersAPage && !options.admitLazily) await this.call.admit();
-  }
-
-  /**
-   * For a call whose operation admits its page's memory only once it reads one (`ready` with
-   * `admitLazily`: event_feed, whose reads answered "nothing new" from what this process knows,
-   * most of a tailing client's, hold no page): admits it then, once.
-   */
-  readonly admitWhenReading = async (): Promise<void> => {
-    if (!this.#admitted) await this.call.admit();
-    this.#admitted = true;
-  };
-  #admitted = false;
-
-  /** Pays for the answer at its size (less what was reserved), and holds only the memory it takes. */
-  settle(answerBytes: number) {
-    this.call.resizeMemory(answerBytes + ANSWER_OVERHEAD_BYTES);
-    return this.call.settle(answerBytes);
-  }
-
-  /**
-   * The wait of a held read (a long-poll, a stream's idle time), after a read that found nothing:
-   * that read is paid (its token stays spent; the page reserved for it goes back unused), and while
-   * nothing is read nothing is held, so a thousand waiting polls cost the memory budget nothing.
-   * The wait ends early when the key is revoked (then unauthorized). Woken by a move, the next read
-   * is paid before it is made (`beforeRead`), or, when the key's budget stays empty until
-   * `deadlineMs`, the poll is refused rate_limited.
-   */
-  async hold(wait: () => Promise<Wake>, deadlineMs: number): Promise<Wake> {
-    this.call.settle(0);
-    this.call.letGoOfMemory();
-    this.#admitted = false;
-    this.call.watchRevocation();
-    const why = await wait();
-    if (this.call.revoked) throw revokedKey();
-    // The woken read's memory is the shared read's (sharedReadMemory), not this call's.
-    if (why === 'moved') await this.beforeRead(deadlineMs, false);
-    return why;
-  }
-
-  /**
-   * The memory of a read woken with others (SharedReads): a page's worst case admitted once for the
-   * read (waiting up to WOKEN_ADMISSION_WAIT_MS, the workspace's share like any read), and a share of
-   * it held by this call until its answer is written.
-   */
-  /**
-   * The memory of a request's first read shared with identical reads begun since it arrived
-   * (FeedRead.firstReadMemory): admitted once for the read, waiting as any request's admission
-   * does, and a share held by this call until its answer is written.
-   */
-  readonly firstReadMemory: SharedReadMemory = {
-    admit: () => this.call.admitShared(PAGE_RESERVATION_BYTES),
-    keep: (release) => this.call.keepShare(release),
-  };
-
-  readonly sharedReadMemory: SharedReadMemory = {
-    admit: () => this.call.admitShared(PAGE_RESERVATION_BYTES, WOKEN_ADMISSION_WAIT_MS),
-    keep: (release) => this.call.keepShare(release),
-  };
-
-  /**
-   * What every read after the request's first costs (a woken poll's, a stream's next page): the key
-   * checked again, one token (waiting while the buckets are empty, until `deadlineMs`), the page's
-   * worst case reserved, and its memory admitted (waiting up to WOKEN_ADMISSION_WAIT_MS).
-   */
-  async beforeRead(deadlineMs = Infinity, admitMemory = true): Promise<void> {
-    await this.call.recheck();
-    if (!(await this.call.payWhenAble(deadlineMs))) {
-      if (this.call.revoked) throw revokedKey();
-      if (this.call.ended) throw new RateLimitedError('key', 'the request ended', {});
-      const retry = this.#services.rateLimiter.retryAfterSeconds(this.call.principal);
-      throw new RateLimitedError('key', `too many reads for this key (its held reads pay for each read); retry in ${retry} s`, {
-        'Retry-After': String(retry),
-      });
+  sink.open();
+  try {
+    while (!step.done) {
+      const value = step.value;
+      if ('page' in value) {
+        const { bytes, taken } = sink.write(value.page);
+        call.settleAnswer(bytes);
+        services.metrics?.pageServed('event_feed', 'http', bytes);
+        if (!(await taken)) return;
+        // Taken by the client: its memory goes back before the next read admits its own.
+        call.letGoOfMemory();
+      } else sink.idle();
+      step = await steps.next();
     }
-    this.reservePage();
-    if (admitMemory) await this.call.admit(undefined, WOKEN_ADMISSION_WAIT_MS);
+    sink.end();
+  } catch (error) {
+    if (call.ended && !call.revoked) return;
+    sink.fail(error);
+  } finally {
+    call.letGoOfMemory();
+    await steps.return(undefined);
   }
+  return undefined;
 }

@@ -1,16 +1,29 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Principal } from '../auth/principal.ts';
-import { ApiError, unauthorized } from '../base/errors.ts';
+import { ApiError, RateLimitedError, unauthorized } from '../base/errors.ts';
 import { KnownTokens } from '../limits/known-tokens.ts';
 import type { Reservation } from '../limits/memory-budget.ts';
+import type { Wake } from '../feed/held-reads.ts';
 import { PAGE_RESERVATION_BYTES } from '../limits/page-bytes.ts';
 import type { RateState } from '../limits/rate-limiter.ts';
-import type { AppServices } from '../app/services.ts';
 import { principalOfKey } from '../auth/api-keys.ts';
+import type { ReadBudget } from '../feed/read-budget.ts';
+import type { CallServices } from './call-services.ts';
 import { bearerPrincipal, type BearerLookup } from './credentials.ts';
 
 /** How a call ended early: its client went away or its answer is written (`ended`), or its key was revoked. */
 export type CallEnd = 'ended' | 'revoked';
+
+/**
+ * How long a woken held read may wait for its page's memory. Many polls of one workspace wake at
+ * once, and a workspace may read a few pages at a time (its share of the budget): the rest queue,
+ * each read brief (its events just arrived). A client that chose to wait is better answered late
+ * than refused, and a queued read holds nothing.
+ */
+export const WOKEN_ADMISSION_WAIT_MS = 10_000;
+
+/** What an answer holds in memory besides its body (headers, the response's own buffers). */
+export const ANSWER_OVERHEAD_BYTES = 64 * 1024;
 
 /** Refused once the key is revoked while the call was under way. */
 export const revokedKey = () => unauthorized('this API key was revoked');
@@ -31,9 +44,9 @@ export const revokedKey = () => unauthorized('this API key was revoked');
  *
  * The key itself is kept only to be checked again: never logged, never echoed.
  */
-export class Call {
+export class Call implements ReadBudget {
   readonly principal: Principal;
-  readonly #services: AppServices;
+  readonly #services: CallServices;
   /** Looks the caller up again (its credential kept only for this: never logged, never echoed). */
   readonly #lookUpAgain: () => Promise<BearerLookup>;
   readonly #life = new AbortController();
@@ -43,7 +56,7 @@ export class Call {
   #reservedTokens = 0;
   #unwatch: (() => void) | undefined;
 
-  private constructor(services: AppServices, principal: Principal, lookUpAgain: () => Promise<BearerLookup>) {
+  private constructor(services: CallServices, principal: Principal, lookUpAgain: () => Promise<BearerLookup>) {
     this.#services = services;
     this.principal = principal;
     this.#lookUpAgain = lookUpAgain;
@@ -54,7 +67,7 @@ export class Call {
    * where `oauthResource` is given (MCP), an OAuth access token issued for it (bearerPrincipal),
    * paid as `#identified` says.
    */
-  static open(services: AppServices, token: string | undefined, address: string, oauthResource?: string): Promise<Call> {
+  static open(services: CallServices, token: string | undefined, address: string, oauthResource?: string): Promise<Call> {
     const lookUp = (): Promise<BearerLookup> =>
       token === undefined ? Promise.resolve({}) : bearerPrincipal(services, token, oauthResource);
     return Call.#identified(services, token, address, lookUp);
@@ -65,7 +78,7 @@ export class Call {
    * paid like a bearer key (its address pays until it proves valid). Looked up again, it is its key
    * that must still be valid: a stream opened before the token expired goes on while its key does.
    */
-  static openWithStreamToken(services: AppServices, token: string, address: string): Promise<Call> {
+  static openWithStreamToken(services: CallServices, token: string, address: string): Promise<Call> {
     const refusal = 'invalid, expired or revoked stream token: mint another with stream_token';
     const claims = services.streamTokens.verify(token, services.clock.now().getTime());
     const lookUp = async (): Promise<BearerLookup> => {
@@ -84,7 +97,7 @@ export class Call {
    * not the caller's (401). The key's own token is not taken here: `pay`.
    */
   static async #identified(
-    services: AppServices,
+    services: CallServices,
     token: string | undefined,
     address: string,
     lookUp: () => Promise<BearerLookup>,
@@ -198,6 +211,7 @@ export class Call {
   }
 
   letGoOfMemory(): void {
+    this.#pageAdmitted = false;
     this.#memory?.release();
     this.#memory = undefined;
     const shares = this.#shares;
@@ -215,10 +229,70 @@ export class Call {
    * A page's worst case for a read the call may share with others (a woken poll's: SharedReads),
    * admitted for the read rather than for this call (waiting up to `maxWaitMs`).
    */
-  admitShared(bytes: number, maxWaitMs?: number): Promise<Reservation> {
+  admitSharedMemory(bytes: number, maxWaitMs?: number): Promise<Reservation> {
     // Not refused when this call has ended: the read is others' too, and the reservation is the
     // shared read's, released by it (SharedReads), not by this call.
     return this.#services.memory.admit(this.principal.workspaceId, bytes, maxWaitMs);
+  }
+
+  /** ReadBudget: this call's page memory, once its read has a page to read; at most once per read (`waitBetweenReads` lets go of it). */
+  async admitPage(): Promise<void> {
+    if (this.#pageAdmitted) return;
+    await this.admit(undefined, this.#admissionWaitMs);
+    this.#pageAdmitted = true;
+  }
+  #pageAdmitted = false;
+  /** How long the next page admission may wait: a woken read's may wait longer (WOKEN_ADMISSION_WAIT_MS). */
+  #admissionWaitMs: number | undefined;
+
+  /** ReadBudget: a read shared with other calls, admitted for the read (a woken one waiting up to WOKEN_ADMISSION_WAIT_MS). */
+  admitShared(woken: boolean): Promise<Reservation> {
+    return this.admitSharedMemory(PAGE_RESERVATION_BYTES, woken ? WOKEN_ADMISSION_WAIT_MS : undefined);
+  }
+
+  /**
+   * The wait of a held read (a long-poll, a stream's idle time), after a read that found nothing:
+   * that read is paid (its token stays spent; the page reserved for it goes back unused), and while
+   * nothing is read nothing is held, so a thousand waiting polls cost the memory budget nothing.
+   * The wait ends early when the key is revoked (then unauthorized). Woken by a move, the next read
+   * is paid before it is made (`beforeRead`; its memory is the shared read's), or, when the key's
+   * budget stays empty until `deadlineMs`, refused rate_limited.
+   */
+  async waitBetweenReads(wait: () => Promise<Wake>, deadlineMs: number): Promise<Wake> {
+    this.settle(0);
+    this.letGoOfMemory();
+    this.watchRevocation();
+    const why = await wait();
+    if (this.revoked) throw revokedKey();
+    if (why === 'moved') await this.beforeRead(deadlineMs, false);
+    return why;
+  }
+
+  /**
+   * What every read after the request's first costs (a woken poll's, a stream's next page): the key
+   * checked again, one token (waiting while the buckets are empty, until `deadlineMs`), the page's
+   * worst case reserved, and its memory admitted (waiting up to WOKEN_ADMISSION_WAIT_MS) now or,
+   * `admitNow` false, by the read once it has a page to read.
+   */
+  async beforeRead(deadlineMs = Infinity, admitNow = true): Promise<void> {
+    await this.recheck();
+    if (!(await this.payWhenAble(deadlineMs))) {
+      if (this.revoked) throw revokedKey();
+      if (this.ended) throw new RateLimitedError('key', 'the request ended', {});
+      const retry = this.#services.rateLimiter.retryAfterSeconds(this.principal);
+      throw new RateLimitedError('key', `too many reads for this key (its held reads pay for each read); retry in ${retry} s`, {
+        'Retry-After': String(retry),
+      });
+    }
+    this.reservePage();
+    this.#admissionWaitMs = WOKEN_ADMISSION_WAIT_MS;
+    if (admitNow) await this.admitPage();
+  }
+
+  /** Pays for an answer at its size (less what was reserved), and holds only the memory it takes. */
+  settleAnswer(answerBytes: number): RateState | undefined {
+    this.resizeMemory(answerBytes + ANSWER_OVERHEAD_BYTES);
+    return this.settle(answerBytes);
   }
 
   /**

@@ -2,7 +2,7 @@ import { authenticate } from '../auth/api-keys.ts';
 import { principalOfAccessToken } from '../oauth/access-tokens.ts';
 import { isAccessToken } from '../oauth/tokens.ts';
 import type { Principal } from '../auth/principal.ts';
-import type { AppServices } from '../app/services.ts';
+import type { CallServices } from './call-services.ts';
 
 /** Who a bearer token is, or why it is refused (undefined: the default "missing or invalid API key"). */
 export interface BearerLookup {
@@ -17,7 +17,7 @@ export interface BearerLookup {
  * (VerifiedKeys), so revoking the key refuses its tokens too.
  */
 export async function bearerPrincipal(
-  { store, changes, clock }: AppServices,
+  { store, changes, clock }: Pick<CallServices, 'store' | 'changes' | 'clock'>,
   token: string,
   oauthResource: string | undefined,
 ): Promise<BearerLookup> {

@@ -1,10 +1,10 @@
 import type { CreateKeyResponse } from '../../generated/types.ts';
-import { PERMISSIONS, type Principal } from '../auth/principal.ts';
+import { permit, PERMISSIONS, type Principal } from '../auth/principal.ts';
 import type { Clock } from '../base/clock.ts';
 import { RequestValidator } from '../contract/request-validator.ts';
 import { loadSpec } from '../contract/spec.ts';
-import { createApiKey } from '../operations/create-key.ts';
-import { withDefaults } from '../operations/registry.ts';
+import type { OperationContext } from '../operations/context.ts';
+import { runOperation } from '../operations/registry.ts';
 import type { Store } from '../store/port.ts';
 
 const schemas = loadSpec().components.schemas;
@@ -42,5 +42,7 @@ export async function createKeyAsOperator(
   request: Record<string, unknown>,
 ): Promise<CreateKeyResponse> {
   const checked = new RequestValidator().check('create_key', request);
-  return createApiKey({ store, clock, principal: operatorOf(workspaceId) }, withDefaults('create_key', checked));
+  // Through the registry like every call; create_key uses only the store and the clock of its context.
+  const ctx = { store, clock, principal: permit(operatorOf(workspaceId), 'admin') } as Partial<OperationContext<'admin'>>;
+  return (await runOperation('create_key', ctx as OperationContext<'admin'>, checked)).result;
 }

@@ -1,8 +1,10 @@
-import { MIN_RETENTION_DAYS } from '../app/config.ts';
 import { invalidArgument } from '../base/errors.ts';
 import type { StoredPage, TimePosition } from '../store/port.ts';
 import type { FeedScope } from './scope.ts';
 import type { FeedWatermarks } from './storage.ts';
+
+/** The shortest retention a deployment may set: the feed promises clients 30 days of events. */
+export const MIN_RETENTION_DAYS = 30;
 
 /**
  * Refuses a cursor some of whose following events (those in `scope`) were pruned:

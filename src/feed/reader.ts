@@ -5,7 +5,8 @@ import type { FeedHeads } from './heads.ts';
 import type { RecentEvents } from './recent-events.ts';
 import type { FeedScope } from './scope.ts';
 import type { SealedPages } from './sealed-pages.ts';
-import { SharedReads, type SharedReadMemory } from './shared-reads.ts';
+import type { ReadBudget } from './read-budget.ts';
+import { SharedReads } from './shared-reads.ts';
 import type { FeedStorage } from './storage.ts';
 
 /** One read of a workspace's feed. */
@@ -19,19 +20,14 @@ export interface FeedRead {
   withFacts: boolean;
   /** A held read woken at this time (performance.now()): it may share an identical read begun since (SharedReads). */
   wokenAt?: number;
-  /** A woken read's memory, admitted once for all who share it (SharedReads). */
-  sharedMemory?: SharedReadMemory;
   /**
    * A request's first read, arrived at this time (performance.now()): when it has a page to read,
-   * it may share an identical read begun since, whose memory comes from here (SharedReads).
+   * it may share an identical read begun since (SharedReads). Only followers (held polls) share
+   * theirs: for a plain read the sharing costs a replay's page more than it saves.
    */
   arrivedAt?: number;
-  firstReadMemory?: SharedReadMemory;
-  /**
-   * Admits the page's memory, once a page is to be read (a read answered "nothing new" from what
-   * this process knows holds none): the caller's, when it did not admit before reading.
-   */
-  admit?: () => Promise<void>;
+  /** Who pays for the read (its page's memory, alone or shared: ReadBudget); absent, nothing is admitted (in-process reads). */
+  budget?: ReadBudget;
 }
 
 export interface FeedReadResult {
@@ -70,14 +66,17 @@ export class FeedReader {
   ) {}
 
   async read(r: FeedRead): Promise<FeedReadResult> {
-    if (r.wokenAt === undefined) return this.#read(r);
-    return this.#shared.read(sharedKeyOf(r), r.wokenAt, () => this.#read(r), r.sharedMemory);
+    if (r.wokenAt === undefined) return this.#read(r, true);
+    // A woken read's memory is the shared read's, admitted once for all the calls that share it.
+    const memory = r.budget && { budget: r.budget, woken: true };
+    return this.#shared.read(sharedKeyOf(r), r.wokenAt, () => this.#read(r, false), memory);
   }
 
-  async #read(r: FeedRead): Promise<FeedReadResult> {
+  /** `ownPage`: the read admits its own page's memory before reading one (not a shared read's, admitted for it). */
+  async #read(r: FeedRead, ownPage: boolean): Promise<FeedReadResult> {
     // Taken as the request arrives: "nothing new" below counts every commit made before it.
     const ticket = this.heads.ticket();
-    if (r.afterSeq === undefined) return this.#fromOldest(r);
+    if (r.afterSeq === undefined) return this.#fromOldest(r, ownPage);
     const { workspaceId, scope, afterSeq, limit, withFacts } = r;
 
     // Nothing new: a cursor at the head cannot have expired either (retention never passes the
@@ -92,10 +91,11 @@ export class FeedReader {
     // polls, and each asks for what came next) share the page read, its memory and its answer, as
     // woken polls do: a read begun after this request arrived, with a ticket taken as it began,
     // counts every commit made before this request. (A woken read is already shared whole: read.)
-    if (r.arrivedAt !== undefined && r.firstReadMemory && r.wokenAt === undefined) {
-      return this.#shared.read(sharedKeyOf(r), r.arrivedAt, () => this.#page(r, afterSeq, this.heads.ticket()), r.firstReadMemory, 0);
+    if (r.arrivedAt !== undefined && r.budget && r.wokenAt === undefined) {
+      const memory = { budget: r.budget, woken: false };
+      return this.#shared.read(sharedKeyOf(r), r.arrivedAt, () => this.#page(r, afterSeq, this.heads.ticket()), memory, 0);
     }
-    await r.admit?.();
+    if (ownPage) await r.budget?.admitPage();
     return this.#page(r, afterSeq, ticket);
   }
 
@@ -135,9 +135,9 @@ export class FeedReader {
    * reading its watermark and reading the page (then the page starts later, or is empty because the
    * whole range it looked at is gone): the watermark is read again and the page with it.
    */
-  async #fromOldest(r: FeedRead): Promise<FeedReadResult> {
+  async #fromOldest(r: FeedRead, ownPage: boolean): Promise<FeedReadResult> {
     const { workspaceId, scope, limit, withFacts } = r;
-    await r.admit?.();
+    if (ownPage) await r.budget?.admitPage();
     for (let attempt = 1; ; attempt++) {
       const mark = this.heads.mark();
       const startedAt = this.heads.now();

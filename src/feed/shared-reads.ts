@@ -1,4 +1,5 @@
 import type { Reservation } from '../limits/memory-budget.ts';
+import type { ReadBudget } from './read-budget.ts';
 
 /** How long a finished read may still answer reads woken, or requests arrived, before it began. */
 const KEPT_MS = 200;
@@ -12,17 +13,6 @@ interface Read {
   events: { bytes: Buffer };
 }
 
-/**
- * Where a shared read's memory comes from: `admit` reserves a page's worst case before the read
- * (the workspace's share of the budget, waiting its turn), and each call that takes the read's
- * answer `keep`s the reservation until its own answer is written (the function it is given,
- * called once, lets go of it).
- */
-export interface SharedReadMemory {
-  admit(): Promise<Reservation>;
-  keep(release: () => void): void;
-}
-
 /** A reservation held by a shared read and by every call answering from it: released when the last lets go. */
 class SharedReservation {
   #holders = 1;
@@ -32,7 +22,8 @@ class SharedReservation {
     this.reservation.resize(bytes);
   }
 
-  hold(): () => void {
+  /** Another call answers from the read: a share it lets go of once (the function returned). */
+  share(): () => void {
     this.#holders++;
     let released = false;
     return () => {
@@ -45,6 +36,12 @@ class SharedReservation {
   release(): void {
     if (--this.#holders === 0) this.reservation.release();
   }
+}
+
+/** Who pays for a shared read's memory (the budget of the call that begins it), and whether it is a woken held read's. */
+export interface SharedMemory {
+  budget: ReadBudget;
+  woken: boolean;
 }
 
 interface Shared<R extends Read> {
@@ -66,7 +63,7 @@ interface Shared<R extends Read> {
  * followers of a workspace asking again after the same cursor): such a read sees every commit made
  * before the request, which is all an ordinary poll is owed.
  *
- * Memory: the read reserves a page's worst case once (SharedReadMemory.admit), resized to the page
+ * Memory: the read reserves a page's worst case once (ReadBudget.admitShared, of the call that began it), resized to the page
  * it read, and that one reservation is held by every call answering from it, until the last one's
  * answer is written: the page is in memory once, and its answers are written from the same buffers
  * (feedPageJson gives them all the same chunks).
@@ -80,16 +77,16 @@ export class SharedReads<R extends Read> {
    * by one commit resume one by one); 0 for requests' first reads, which only those who arrived
    * before it began may share: they have joined by the time it ends.
    */
-  async read(key: string, since: number, read: () => Promise<R>, memory?: SharedReadMemory, keptMs = KEPT_MS): Promise<R> {
+  async read(key: string, since: number, read: () => Promise<R>, memory?: SharedMemory, keptMs = KEPT_MS): Promise<R> {
     let shared = this.#reads.get(key);
     if (!shared || shared.began.at < since) shared = this.#start(key, read, memory, keptMs);
     const [result, reservation] = await Promise.all([shared.result, shared.memory]);
-    if (reservation && memory) memory.keep(reservation.hold());
+    if (reservation && memory) memory.budget.keepShare(reservation.share());
     return result;
   }
 
-  #start(key: string, read: () => Promise<R>, memory: SharedReadMemory | undefined, keptMs: number): Shared<R> {
-    const admitted = memory ? memory.admit().then((reservation) => new SharedReservation(reservation)) : undefined;
+  #start(key: string, read: () => Promise<R>, memory: SharedMemory | undefined, keptMs: number): Shared<R> {
+    const admitted = memory ? memory.budget.admitShared(memory.woken).then((reservation) => new SharedReservation(reservation)) : undefined;
     // Begun once its memory is admitted: until then, whoever comes may still share it.
     const began = { at: Infinity };
     const begin = () => {

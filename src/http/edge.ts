@@ -2,7 +2,8 @@ import express, { type Express } from 'express';
 import type { Edge } from '../front-door/front-door.ts';
 import { errorHandler, nothingHere, sendError } from '../front-door/send-error.ts';
 import type { Logger } from '../base/log.ts';
-import type { AppServices } from '../app/services.ts';
+import { payByAddress } from '../calls/anonymous.ts';
+import type { CallServices } from '../calls/call-services.ts';
 import { createApiRouter } from './api-router.ts';
 import { createEventStreamRoute, EVENT_STREAM_PATH } from './event-stream-get.ts';
 import { siteRouter } from './site.ts';
@@ -20,6 +21,9 @@ const isApiPath = (url: string) => /^\/v1(?:[/?]|$)/i.test(url);
  */
 const isPaidByAddress = (url: string) => !/^\/(?:healthz|readyz|version|mcp)(?:[/?]|$)/i.test(url);
 
+/** What the HTTP edge needs: the calls' services, and whether the server is draining (/readyz). */
+export type HttpServices = CallServices & { lifecycle: { readonly draining: boolean } };
+
 export interface HttpEdgeSettings {
   /** Origins whose pages may read the event stream (CORS_ALLOWED_ORIGINS). */
   corsAllowedOrigins: readonly string[];
@@ -30,7 +34,7 @@ export interface HttpEdgeSettings {
  * authenticated by a stream token: createEventStreamRoute); the contract, probes and the web view
  * through express. It takes every request.
  */
-export function createHttpEdge(services: AppServices, log: Logger, settings: HttpEdgeSettings = { corsAllowedOrigins: [] }): Edge {
+export function createHttpEdge(services: HttpServices, log: Logger, settings: HttpEdgeSettings = { corsAllowedOrigins: [] }): Edge {
   const api = createApiRouter(services, log);
   const eventStream = createEventStreamRoute(services, log, settings.corsAllowedOrigins);
   const site = siteApp(services, log);
@@ -41,7 +45,7 @@ export function createHttpEdge(services: AppServices, log: Logger, settings: Htt
       if (url.split('?', 1)[0] === EVENT_STREAM_PATH) return void eventStream(req, res, locals);
       if (isApiPath(url)) return void api(req, res, locals);
       try {
-        if (isPaidByAddress(url)) services.rateLimiter.takeForAddress(locals.clientAddress);
+        if (isPaidByAddress(url)) payByAddress(services.rateLimiter, locals.clientAddress);
       } catch (err) {
         return sendError(res, locals.requestId, err, log);
       }
@@ -50,7 +54,7 @@ export function createHttpEdge(services: AppServices, log: Logger, settings: Htt
   };
 }
 
-function siteApp(services: AppServices, log: Logger): Express {
+function siteApp(services: HttpServices, log: Logger): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');

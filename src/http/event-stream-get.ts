@@ -1,14 +1,13 @@
 import type { IncomingMessage } from 'node:http';
-import type { Operations } from '../../generated/operations.ts';
 import { streamRoutes } from '../contract/operations.ts';
 import { Call } from '../calls/call.ts';
-import { OperationCall } from '../calls/answer-operation.ts';
+import { payRequest } from '../calls/anonymous.ts';
+import type { CallServices } from '../calls/call-services.ts';
 import { normalizedOrigin } from '../net/origins.ts';
 import type { EdgeResponse, RequestLocals } from '../front-door/request-context.ts';
 import { sendError } from '../front-door/send-error.ts';
 import { ApiError, invalidArgument, unauthorized } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
-import type { AppServices } from '../app/services.ts';
 import { streamEventFeed } from './event-stream.ts';
 import { setRateLimitHeaders } from './rate-limit-headers.ts';
 
@@ -17,7 +16,6 @@ const [STREAM_ROUTE, ...otherStreamRoutes] = streamRoutes;
 if (!STREAM_ROUTE || otherStreamRoutes.length > 0)
   throw new Error('the contract must have one GET path with x-stream-of: this route serves one');
 const STREAMED = STREAM_ROUTE.operation;
-type StreamedId = typeof STREAMED.operationId;
 
 /** Where the contract serves event_feed to an EventSource. */
 export const EVENT_STREAM_PATH = STREAM_ROUTE.path;
@@ -41,7 +39,7 @@ const PARAMETER_LIST = STREAM_ROUTE.queryParameters
  * Pages on other origins read it only when their origin is listed (CORS_ALLOWED_ORIGINS): then the
  * answer carries `Access-Control-Allow-Origin`, and a preflight (OPTIONS) is answered.
  */
-export function createEventStreamRoute(services: AppServices, log: Logger, corsAllowedOrigins: readonly string[]) {
+export function createEventStreamRoute(services: CallServices, log: Logger, corsAllowedOrigins: readonly string[]) {
   const allowed = new Set(corsAllowedOrigins);
   return async (req: IncomingMessage, res: EdgeResponse, locals: RequestLocals): Promise<void> => {
     locals.operation = STREAMED.operationId;
@@ -51,7 +49,6 @@ export function createEventStreamRoute(services: AppServices, log: Logger, corsA
       res.setHeader('Vary', 'Origin');
     }
     if (req.method === 'OPTIONS') return preflight(res, origin);
-    let op: OperationCall<StreamedId> | undefined;
     try {
       if (req.method !== 'GET') {
         res.setHeader('Allow', 'GET, OPTIONS');
@@ -67,16 +64,10 @@ export function createEventStreamRoute(services: AppServices, log: Logger, corsA
       const call = await Call.openWithStreamToken(services, token, locals.clientAddress);
       locals.principal = call.principal;
       res.once('close', () => call.end());
-      const rate = call.pay();
+      const rate = payRequest(call);
       if (rate) setRateLimitHeaders(res, rate);
-      op = new OperationCall(services, call, STREAMED);
-      op.reservePage();
-      const request = op.validate(feedRequestOf(query));
-      await op.ready();
-      await streamEventFeed(services, op, request, req, res, locals.requestId, log);
+      await streamEventFeed(services, call, () => feedRequestOf(query), req, res, locals.requestId, log);
     } catch (err) {
-      if (res.headersSent) return void sendError(res, locals.requestId, err, log);
-      op?.call.refund();
       sendError(res, locals.requestId, err, log);
     }
   };
@@ -103,7 +94,7 @@ function feedRequestOf(query: Map<string, string>): Record<string, unknown> {
   if (after !== undefined) request.after = after;
   const limit = query.get('limit');
   if (limit !== undefined) request.limit = /^-?\d{1,10}$/.test(limit) ? Number(limit) : limit;
-  return request as Operations[StreamedId]['request'];
+  return request;
 }
 
 /** The request's Origin when it is listed; undefined for same-origin and non-browser requests (no CORS header needed) and unlisted ones. */

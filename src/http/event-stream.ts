@@ -1,25 +1,17 @@
 import type { IncomingMessage } from 'node:http';
-import type { OperationIdWith, Operations } from '../../generated/operations.ts';
-import type { OperationCall } from '../calls/answer-operation.ts';
+import { streamOperation } from '../calls/answer-operation.ts';
+import type { Call } from '../calls/call.ts';
+import type { CallServices } from '../calls/call-services.ts';
 import type { EdgeResponse } from '../front-door/request-context.ts';
 import { ApiError, invalidArgument, toErrorBody } from '../base/errors.ts';
 import { envelopeSlices, type FeedPage } from '../feed/page.ts';
 import { safeErrorFields, type Logger } from '../base/log.ts';
-import type { AppServices } from '../app/services.ts';
-import { eventFeedStream } from '../operations/event-feed-stream.ts';
-import { withDefaults } from '../operations/registry.ts';
-import { withoutIdleTimeout } from './held-socket.ts';
+import { setRateLimitHeaders } from './rate-limit-headers.ts';
 
 /** While nothing is new, a comment this often: proxies and the socket timeout see a live connection. */
 const KEEP_ALIVE_MS = 15_000;
 /** What an EventSource waits before reconnecting after a drop. */
 const RETRY_MS = 2000;
-
-/**
- * The operations the contract lets answer a stream (`x-may-stream`): event_feed, whose stream
- * eventFeedStream reads. Another would not type-check here until it has a stream of its own.
- */
-type StreamedId = OperationIdWith<'mayStream'>;
 
 /**
  * Whether the request asks for the feed as Server-Sent Events: `text/event-stream` preferred to
@@ -45,81 +37,68 @@ export function wantsEventStream(req: IncomingMessage): boolean {
 }
 
 /**
- * `POST /v1/event_feed` with `Accept: text/event-stream`: the feed as Server-Sent Events
- * (eventFeedStream gives the pages; framesOf frames them). The first read is
- * made before anything is sent, so a refused cursor gets the JSON call's status and body; after
- * that, an error is an `error` event and the end of the stream (a revoked key's too: the call
- * watches for it, Call.watchRevocation).
- *
- * What a stream costs is its call's to count (OperationCall.beforeRead, hold): each read paid like
- * a poll (the stream pausing while the key is over its rate), its memory admitted at a page's worst
- * case before it is read and held at its real size until the client took it; nothing while the
- * stream waits. The next read only once the client took the last one (else disconnected after
- * stallMs).
+ * event_feed as Server-Sent Events (`POST /v1/event_feed` with `Accept: text/event-stream`, and
+ * the GET an EventSource opens): the call reads, pays and holds (streamOperation); this frames
+ * each page (framesOf), writes it, and waits for the client to take it (else disconnects after
+ * stallMs). A refused first read gets the JSON call's status and body; after that, an error is an
+ * `error` event and the end of the stream.
  */
 export async function streamEventFeed(
-  services: AppServices,
-  op: OperationCall<StreamedId>,
-  request: Operations[StreamedId]['request'],
+  services: CallServices,
+  call: Call,
+  body: () => Promise<unknown> | unknown,
   req: IncomingMessage,
   res: EdgeResponse,
   requestId: string,
   log: Logger,
 ): Promise<void> {
-  const input = withDefaults(op.operationId, request);
   const lastEventId = req.headers['last-event-id'];
-  if (typeof lastEventId === 'string' && lastEventId !== '') {
-    if (lastEventId.length > 512) throw invalidArgument('Last-Event-ID must be a cursor (at most 512 characters)');
-    input.after = lastEventId;
-  }
-  const { call } = op;
-  const { principal } = call;
-  const slot = services.heldReads.hold(principal, 'stream');
-  try {
-    const steps = eventFeedStream(op.context, input, {
-      slot,
-      signal: call.signal,
-      idleMs: KEEP_ALIVE_MS,
-      firstWaitMs: 0,
-      hold: (wait, deadlineMs) => op.hold(() => withoutIdleTimeout(req.socket, wait), deadlineMs),
-      beforeRead: () => op.beforeRead(),
-      sharedMemory: op.sharedReadMemory,
-      closing: () => services.heldReads.closing,
-    });
-    // The first read, before the status line: a cursor refused is answered as the JSON call would.
-    let step = await steps.next();
-    res.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-store',
-      // nginx would otherwise buffer the stream.
-      'X-Accel-Buffering': 'no',
-    });
-    res.write(`retry: ${RETRY_MS}\n\n`);
-    while (!step.done) {
-      const value = step.value;
-      if ('page' in value) {
-        const frames = framesOf(value.page, (seq) => services.cursors.encode(principal.workspaceId, seq));
-        op.settle(frames.bytes);
-        if (res.locals) res.locals.bytes = (res.locals.bytes ?? 0) + frames.bytes;
-        services.metrics?.pageServed(op.operationId, 'http', frames.bytes);
-        if (!writeAll(res, frames.chunks) && !(await drained(res, services.heldReads.limits.stallMs, call.signal)))
-          return void res.destroy();
-        // Taken by the client: its memory goes back before the next read admits its own.
-        call.letGoOfMemory();
-      } else if (!res.writableNeedDrain) res.write(': keep-alive\n\n');
-      step = await steps.next();
-    }
-    res.end();
-  } catch (err) {
-    if (!res.headersSent) throw err;
-    if (call.ended && !call.revoked) return;
-    const { body } = toErrorBody(err, requestId);
-    if (!(err instanceof ApiError)) log.error({ ...safeErrorFields(err), request_id: requestId }, 'event stream failed');
-    res.end(`event: error\ndata: ${JSON.stringify(body)}\n\n`);
-  } finally {
-    slot.release();
-    call.letGoOfMemory();
-  }
+  const request = async () => {
+    const parsed = await body();
+    if (typeof lastEventId === 'string' && lastEventId.length > 512) throw invalidArgument('Last-Event-ID must be a cursor (at most 512 characters)');
+    return parsed;
+  };
+  const { workspaceId } = call.principal;
+  const refused = await streamOperation(services, call, request, {
+    open: () => {
+      res.writeHead(200, {
+        'Content-Type': 'text/event-stream; charset=utf-8',
+        'Cache-Control': 'no-store',
+        // nginx would otherwise buffer the stream.
+        'X-Accel-Buffering': 'no',
+      });
+      res.write(`retry: ${RETRY_MS}\n\n`);
+    },
+    write: (page) => {
+      const frames = framesOf(page, (seq) => services.cursors.encode(workspaceId, seq));
+      if (res.locals) res.locals.bytes = (res.locals.bytes ?? 0) + frames.bytes;
+      const room = writeAll(res, frames.chunks);
+      const taken = room ? Promise.resolve(true) : drained(res, services.heldReads.limits.stallMs, call.signal);
+      return {
+        bytes: frames.bytes,
+        taken: taken.then((ok) => {
+          if (!ok) res.destroy();
+          return ok;
+        }),
+      };
+    },
+    idle: () => {
+      if (!res.writableNeedDrain) res.write(': keep-alive\n\n');
+    },
+    end: () => res.end(),
+    fail: (err) => {
+      const { body: error } = toErrorBody(err, requestId);
+      if (!(err instanceof ApiError)) log.error({ ...safeErrorFields(err), request_id: requestId }, 'event stream failed');
+      res.end(`event: error\ndata: ${JSON.stringify(error)}\n\n`);
+    },
+  }, {
+    idleMs: KEEP_ALIVE_MS,
+    socket: req.socket,
+    ...(typeof lastEventId === 'string' && lastEventId !== '' ? { lastEventId } : {}),
+  });
+  if (!refused) return;
+  if (refused.rate) setRateLimitHeaders(res, refused.rate);
+  throw refused.error;
 }
 
 /** The frames already made of a page read (a read shared by streams woken together, SharedReads): made once, written to each. */

@@ -3,7 +3,9 @@ import express, { Router, type Express, type NextFunction, type Request, type Re
 import type { IncomingMessage } from 'node:http';
 import typeIs from 'type-is';
 import { bearerToken } from '../front-door/bearer.ts';
+import { payForMessage } from '../calls/answer-operation.ts';
 import { Call } from '../calls/call.ts';
+import type { CallServices } from '../calls/call-services.ts';
 import { MAX_BODY_BYTES } from '../front-door/body-bytes.ts';
 import type { Edge } from '../front-door/front-door.ts';
 import { noteError, noteRefusal, type RequestLocals } from '../front-door/request-context.ts';
@@ -11,9 +13,7 @@ import { errorHandler, nothingHere } from '../front-door/send-error.ts';
 import { ApiError, toErrorBody } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import { safeErrorFields } from '../base/log.ts';
-import { operationLabel } from '../metrics/metrics.ts';
 import { challengeParams, mcpResource } from '../oauth/urls.ts';
-import type { AppServices } from '../app/services.ts';
 import { handshakeParamsProblem } from './handshake-params.ts';
 import {
   errorResponse,
@@ -30,6 +30,9 @@ import { answerWithSdk } from './sdk-session.ts';
 import { STATELESS_RESULT, statelessStep } from './stateless.ts';
 import { callTool, isTool, toolResponse, type ResultFields } from './tools.ts';
 
+/** What the MCP edge needs: the calls' services, and the origin its OAuth resource derives from once the server listens. */
+export type McpServices = CallServices & { readonly publicOrigin?: string };
+
 export interface McpEdgeSettings {
   /** Browser origins allowed besides the deployment's own (MCP_ALLOWED_ORIGINS: OriginPolicy). */
   allowedOrigins: readonly string[];
@@ -39,7 +42,7 @@ export interface McpEdgeSettings {
 const isMcpPath = (url: string) => /^\/mcp\/?(?:\?|$)/i.test(url);
 
 /** The MCP edge: `/mcp` (mounted by the server next to the HTTP edge, startServer). */
-export function createMcpEdge(services: AppServices, log: Logger, settings: McpEdgeSettings): Edge {
+export function createMcpEdge(services: McpServices, log: Logger, settings: McpEdgeSettings): Edge {
   const app: Express = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -70,7 +73,7 @@ export function createMcpEdge(services: AppServices, log: Logger, settings: McpE
  * every page in flight). 2026-07-28's other messages are answered by statelessStep; the handshake
  * generation's (initialize, tools/list, ping, notifications) by the SDK's server.
  */
-function mcpRouter(services: AppServices, log: Logger, origins: OriginPolicy): Router {
+function mcpRouter(services: McpServices, log: Logger, origins: OriginPolicy): Router {
   const router = Router();
 
   /** Before authentication and before the body: a foreign page must learn nothing, and cost nothing to refuse. */
@@ -87,81 +90,19 @@ function mcpRouter(services: AppServices, log: Logger, origins: OriginPolicy): R
       );
   });
 
-  /**
-   * The bearer key or OAuth access token, before any JSON-RPC is read, as over HTTP (the call
-   * opens: Call.open): a request whose key is missing, malformed or unknown is paid by its
-   * address (429 past its budget, no lookup) and refused 401 with the API's error body
-   * (`{"error": {"code": "unauthorized", …}}`, as on /v1) and the `WWW-Authenticate: Bearer
-   * error="invalid_token"` challenge MCP clients read, with where to get a token
-   * (`resource_metadata`). The key's own token is taken per message below; the key is checked again
-   * once the message is in (callTool), and what the call holds goes back when the response closes.
-   */
-  const authenticated = async (req: Request, res: Response, next: NextFunction) => {
-    const header = req.headers.authorization;
-    // OAuth access tokens are taken here, for this deployment's MCP resource (mcpResource), besides API keys.
-    const origin = services.publicOrigin;
-    try {
-      const call = await Call.open(
-        services,
-        bearerToken(header),
-        (res.locals as RequestLocals).clientAddress,
-        origin && mcpResource(origin),
-      );
-      (res.locals as RequestLocals).principal = call.principal;
-      res.locals.call = call;
-      res.once('close', () => call.end());
-      return next();
-    } catch (err) {
-      noteError(res, err);
-      if (err instanceof ApiError && err.code === 'unauthorized') {
-        const description =
-          header === undefined
-            ? 'missing Authorization header'
-            : bearerToken(header) === undefined
-              ? 'malformed Authorization header'
-              : err.message;
-        // resource_metadata: where an assistant finds how to get a token (RFC 9728 §5.1).
-        res.set(
-          'WWW-Authenticate',
-          `Bearer error="invalid_token", error_description="${description}"${origin ? `, ${challengeParams(origin)}` : ''}`,
-        );
-        return void res.status(401).json(toErrorBody(err, String(res.locals.requestId)).body);
-      }
-      if (err instanceof ApiError && err.code === 'rate_limited') {
-        noteRefusal(res);
-        for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
-        return void res.status(429).json(errorResponse(null, -32000, `rate_limited: ${err.message}`));
-      }
-      log.error({ ...safeErrorFields(err), request_id: String(res.locals.requestId) }, 'MCP authentication failed');
-      return void res
-        .status(500)
-        .json(errorResponse(null, -32603, `internal error; quote request id ${String(res.locals.requestId)} to support`));
-    }
-  };
+  const authenticated = authenticate(services, log);
 
-  const parseJsonRpc = express.json({ limit: MAX_BODY_BYTES, type: () => true, strict: false });
-  const jsonRpcBody = (req: Request, res: Response, next: (err?: unknown) => void) =>
-    parseJsonRpc(req, res, (err?: unknown) => {
-      if (!err) return next();
-      const tooLarge = (err as { type?: string }).type === 'entity.too.large';
-      res
-        .status(tooLarge ? 413 : 400)
-        .json(
-          errorResponse(
-            null,
-            -32700,
-            tooLarge ? `Parse error: body is over ${MAX_BODY_BYTES / 1024} KiB` : 'Parse error: body is not valid JSON',
-          ),
-        );
-    });
+  const jsonRpcBody = parsedJsonRpc();
 
   /** Answers a message that takes no tool: one token of the key's budget first (429 without it), then `answer`. */
   const paidAnswer = (res: Response, call: Call, id: JsonRpcId | undefined, answer: () => unknown) => {
-    if (!takeToken(call, res)) {
-      noteRefusal(res);
-      return void res.status(429).json(errorResponse(id, -32000, `rate_limited: ${res.locals.rateLimitMessage}`));
-    }
-    return answer();
+    const refused = payForMessage(call);
+    if (!refused) return answer();
+    if (!(refused.error instanceof ApiError)) throw refused.error;
+    noteError(res, refused.error);
+    noteRefusal(res);
+    for (const [name, value] of Object.entries(refused.error.headers)) res.setHeader(name, value);
+    return void res.status(429).json(errorResponse(id, -32000, `rate_limited: ${refused.error.message}`));
   };
 
   /** A tools/call of either generation: callTool takes the message's token itself (over the budget, the model reads a rate_limited tool error). */
@@ -174,8 +115,6 @@ function mcpRouter(services: AppServices, log: Logger, origins: OriginPolicy): R
     for (const chunk of chunks) res.write(chunk);
     res.end();
     locals.bytes = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
-    if ('page' in answer && answer.answersAPage && locals.operation)
-      services.metrics?.pageServed(operationLabel(locals.operation), 'mcp', locals.bytes);
   };
 
   /** Notes the tool called, for the log line; the operation only when it is one of ours (a bounded metrics label). */
@@ -210,13 +149,12 @@ function mcpRouter(services: AppServices, log: Logger, origins: OriginPolicy): R
     }
 
     if (message.method === 'tools/call' && message.id !== undefined) {
+      // Refused or not, a message pays its token, as in the stateless generation.
       const refused = transportProblem(req) ?? handshakeVersionProblem(req);
-      if (refused) return void res.status(refused.status).json(errorResponse(null, -32000, refused.message));
+      if (refused) return paidAnswer(res, call, undefined, () => res.status(refused.status).json(errorResponse(null, -32000, refused.message)));
       const params = toolCallParams(message.params);
-      if ('problem' in params) {
-        takeToken(call, res);
-        return void res.status(200).json(errorResponse(message.id, INVALID_PARAMS, params.problem));
-      }
+      if ('problem' in params)
+        return paidAnswer(res, call, message.id, () => res.status(200).json(errorResponse(message.id, INVALID_PARAMS, params.problem)));
       noteTool(res, params.name);
       return answerToolCall(res, call, message.id, params.name, params.args);
     }
@@ -234,18 +172,77 @@ function mcpRouter(services: AppServices, log: Logger, origins: OriginPolicy): R
   return router;
 }
 
-/** One token of the key's (and its workspace's) budget for a message; false (with Retry-After and RateLimit-* set) when it is empty. */
-function takeToken(call: Call, res: Response): boolean {
+/**
+ * The bearer key or OAuth access token, before any JSON-RPC is read, as over HTTP (the call
+ * opens: Call.open): a request whose key is missing, malformed or unknown is paid by its
+ * address (429 past its budget, no lookup) and refused 401 with the API's error body
+ * (`{"error": {"code": "unauthorized", …}}`, as on /v1) and the `WWW-Authenticate: Bearer
+ * error="invalid_token"` challenge MCP clients read, with where to get a token
+ * (`resource_metadata`). The key's own token is taken per message below; the key is checked again
+ * once the message is in (callTool), and what the call holds goes back when the response closes.
+ */
+function authenticate(services: McpServices, log: Logger) {
+  return async (req: Request, res: Response, next: NextFunction) => {
+  const header = req.headers.authorization;
+  // OAuth access tokens are taken here, for this deployment's MCP resource (mcpResource), besides API keys.
+  const origin = services.publicOrigin;
   try {
-    call.pay();
-    return true;
+    const call = await Call.open(
+      services,
+      bearerToken(header),
+      (res.locals as RequestLocals).clientAddress,
+      origin && mcpResource(origin),
+    );
+    (res.locals as RequestLocals).principal = call.principal;
+    res.locals.call = call;
+    res.once('close', () => call.end());
+    return next();
   } catch (err) {
-    if (!(err instanceof ApiError)) throw err;
     noteError(res, err);
-    for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
-    res.locals.rateLimitMessage = err.message;
-    return false;
+    if (err instanceof ApiError && err.code === 'unauthorized') {
+      const description =
+        header === undefined
+          ? 'missing Authorization header'
+          : bearerToken(header) === undefined
+            ? 'malformed Authorization header'
+            : err.message;
+      // resource_metadata: where an assistant finds how to get a token (RFC 9728 §5.1).
+      res.set(
+        'WWW-Authenticate',
+        `Bearer error="invalid_token", error_description="${description}"${origin ? `, ${challengeParams(origin)}` : ''}`,
+      );
+      return void res.status(401).json(toErrorBody(err, String(res.locals.requestId)).body);
+    }
+    if (err instanceof ApiError && err.code === 'rate_limited') {
+      noteRefusal(res);
+      for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
+      return void res.status(429).json(errorResponse(null, -32000, `rate_limited: ${err.message}`));
+    }
+    log.error({ ...safeErrorFields(err), request_id: String(res.locals.requestId) }, 'MCP authentication failed');
+    return void res
+      .status(500)
+      .json(errorResponse(null, -32603, `internal error; quote request id ${String(res.locals.requestId)} to support`));
   }
+};
+}
+
+/** The body, one JSON-RPC message at most MAX_BODY_BYTES long; a parse error answered as JSON-RPC's. */
+function parsedJsonRpc() {
+  const parseJsonRpc = express.json({ limit: MAX_BODY_BYTES, type: () => true, strict: false });
+  return (req: Request, res: Response, next: (err?: unknown) => void) =>
+    parseJsonRpc(req, res, (err?: unknown) => {
+      if (!err) return next();
+      const tooLarge = (err as { type?: string }).type === 'entity.too.large';
+      res
+        .status(tooLarge ? 413 : 400)
+        .json(
+          errorResponse(
+            null,
+            -32700,
+            tooLarge ? `Parse error: body is over ${MAX_BODY_BYTES / 1024} KiB` : 'Parse error: body is not valid JSON',
+          ),
+        );
+    });
 }
 
 /** What the SDK's transport checks of a request before reading its message, answered the same way here. */

@@ -1,19 +1,13 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { McpToolName } from '../../generated/mcp-tools.ts';
 import type { OperationInput, Operations } from '../../generated/operations.ts';
+import { answerOperation, payForMessage } from '../calls/answer-operation.ts';
 import type { Call } from '../calls/call.ts';
-import { operationById } from '../contract/operations.ts';
-import { OperationCall } from '../calls/answer-operation.ts';
+import type { CallServices } from '../calls/call-services.ts';
 import { ApiError, invalidArgument, toErrorBody } from '../base/errors.ts';
-import { feedPageJson } from '../feed/page.ts';
 import type { Logger } from '../base/log.ts';
 import { safeErrorFields } from '../base/log.ts';
-import type { AppServices } from '../app/services.ts';
-import type { OperationContext } from '../operations/context.ts';
-import { eventFeed } from '../operations/event-feed.ts';
-import { feedCursor } from '../operations/feed-cursor.ts';
-import { listEvents, listPageJson } from '../operations/list-events.ts';
-import { withDefaults } from '../operations/registry.ts';
+import { withDefaults, type OperationOutcome, type OperationResult, type ReadView } from '../operations/registry.ts';
 import { summarizeFeedCursor } from './text/feed-cursor-summary.ts';
 import { summarizeFeedPage } from './text/feed-summary.ts';
 import { summarizeListPage } from './text/list-events-summary.ts';
@@ -24,73 +18,57 @@ interface ToolPage {
   text: string;
 }
 
-type ToolRunner<Name extends McpToolName> = (ctx: OperationContext, input: OperationInput<Name>) => Promise<ToolPage>;
-
 /**
- * Each tool runs its operation function (the one HTTP runs) and describes the page from the facts
- * read with it, never by parsing it: the answer is spliced from the stored bytes like the HTTP one.
+ * The French text of each tool's result, made from the facts read with it, never by parsing the
+ * page: the answer is spliced from the stored bytes like the HTTP one.
  */
-const tools: { readonly [Name in McpToolName]: ToolRunner<Name> } = {
-  event_feed: async (ctx, input) => {
-    const page = await eventFeed(ctx, input, { facts: true });
-    return { structuredContent: feedPageJson(page), text: summarizeFeedPage(page.events, page.next_cursor, input.limit) };
-  },
-  feed_cursor: async (ctx, input) => {
-    const position = await feedCursor(ctx, input);
-    return { structuredContent: [Buffer.from(JSON.stringify(position.body))], text: summarizeFeedCursor(position) };
-  },
-  list_events: async (ctx, input) => {
-    const page = await listEvents(ctx, input);
-    return { structuredContent: listPageJson(page), text: summarizeListPage(page, input) };
-  },
+const texts: { readonly [Name in McpToolName]: (result: OperationResult<Name>, input: OperationInput<Name>) => string } = {
+  event_feed: (page, input) => summarizeFeedPage(page.events, page.next_cursor, input.limit),
+  feed_cursor: (position) => summarizeFeedCursor(position),
+  list_events: (page, input) => summarizeListPage(page, input),
 };
 
-export const isTool = (name: string): name is McpToolName => Object.hasOwn(tools, name);
+/** How each tool reads: the feed with its events' facts (the text counts types and times). */
+const VIEW: ReadView = { facts: true };
 
-function runTool<Name extends McpToolName>(name: Name, ctx: OperationContext, request: Operations[Name]['request']): Promise<ToolPage> {
-  const run: ToolRunner<Name> = tools[name];
-  return run(ctx, withDefaults(name, request));
-}
+export const isTool = (name: string): name is McpToolName => Object.hasOwn(texts, name);
 
 /**
  * What tools/call answers: a page to splice into the result (its memory held by the call until the
  * response closes), or an error result (`isError`).
  */
-export type ToolAnswer = { page: ToolPage; answersAPage: boolean } | { error: CallToolResult; thrown: unknown };
+export type ToolAnswer = { page: ToolPage } | { error: CallToolResult; thrown: unknown };
 
 /**
- * tools/call: validates the arguments against the contract (same validator and messages as HTTP),
- * runs the same operation function, and answers French text plus the HTTP response body.
- * Failures are tool results with isError (the code leads the text), never protocol errors.
- * A page is paid for and admitted as over HTTP, through the call (Call, OperationCall),
- * which holds its memory until the response closes.
+ * tools/call: the tool's operation answered as over HTTP (answerOperation: its message paid,
+ * the permission, the contract's validator and messages, the page admitted and paid at its size,
+ * its text included), with French text beside the HTTP response body. Failures are tool results
+ * with isError (the code leads the text), never protocol errors.
  */
-export async function callTool(
-  services: AppServices,
-  call: Call,
-  name: string,
-  args: unknown,
-  requestId: string,
-  log: Logger,
-): Promise<ToolAnswer> {
-  let op: OperationCall<McpToolName> | undefined;
-  try {
-    call.pay();
-    if (!isTool(name)) throw invalidArgument(`unknown tool "${name.slice(0, 60)}"; tools/list gives the available tools`);
-    // As over HTTP: a key without the permission is refused before its arguments are looked at.
-    op = new OperationCall(services, call, { ...operationById(name)!, operationId: name });
-    // Omitted arguments mean none; anything else that is not an object is refused, as over HTTP.
-    const request = op.validate(args === undefined ? {} : args);
-    op.reservePage();
-    await op.ready();
-    const page = await runTool(op.operationId, op.context, request);
-    op.settle(page.structuredContent.reduce((sum, chunk) => sum + chunk.length, 0) + Buffer.byteLength(page.text));
-    return { page, answersAPage: op.answersAPage };
-  } catch (err) {
-    call.refund();
-    call.letGoOfMemory();
-    return { error: toolError(err, requestId, log), thrown: err };
+export async function callTool(services: CallServices, call: Call, name: string, args: unknown, requestId: string, log: Logger): Promise<ToolAnswer> {
+  if (!isTool(name)) {
+    const error = payForMessage(call)?.error ?? invalidArgument(`unknown tool "${name.slice(0, 60)}"; tools/list gives the available tools`);
+    return { error: toolError(error, requestId, log), thrown: error };
   }
+  let text = '';
+  // Omitted arguments mean none; anything else that is not an object is refused, as over HTTP.
+  const answered = await answerOperation(services, call, name, () => (args === undefined ? {} : args), {
+    transport: 'mcp',
+    paysItsMessage: true,
+    view: VIEW,
+    extraBytes: (outcome) => {
+      text = textOf(name, outcome as OperationOutcome<typeof name>, args);
+      return Buffer.byteLength(text);
+    },
+  });
+  if (!answered.ok) return { error: toolError(answered.error, requestId, log), thrown: answered.error };
+  const json = answered.outcome.json;
+  return { page: { structuredContent: typeof json === 'string' ? [Buffer.from(json)] : json, text } };
+}
+
+function textOf<Name extends McpToolName>(name: Name, outcome: OperationOutcome<Name>, args: unknown): string {
+  const text = texts[name] as (result: OperationResult<Name>, input: OperationInput<Name>) => string;
+  return text(outcome.result, withDefaults(name, (args ?? {}) as Operations[Name]['request']));
 }
 
 function toolError(err: unknown, requestId: string, log: Logger): CallToolResult {

@@ -9,7 +9,8 @@ import { noteError, noteRefusal } from '../front-door/request-context.ts';
 import { nothingHere } from '../front-door/send-error.ts';
 import type { Logger } from '../base/log.ts';
 import { safeErrorFields } from '../base/log.ts';
-import type { AppServices } from '../app/services.ts';
+import type { RateLimiter } from '../limits/rate-limiter.ts';
+import type { Services } from '../operations/context.ts';
 import { OAuthAddressLimits } from './address-limits.ts';
 import { ClientMetadataDocuments } from './client-metadata-documents.ts';
 import { OAuthClients } from './clients.ts';
@@ -24,6 +25,12 @@ const isRegistration = (url: string) => /^\/register\/?(?:\?|$)/i.test(url);
 
 /** Bodies here are a handful of short fields: a form (authorize, consent, token, revoke) or a registration. */
 const BODY_LIMIT = '16kb';
+
+/** What the OAuth edge needs: the store, clock, verified keys and outbound URL policy, whether rate limits are on, and the public origin once the server listens. */
+export type OAuthServices = Pick<Services, 'store' | 'clock' | 'changes' | 'webhookPolicy'> & {
+  rateLimiter: Pick<RateLimiter, 'enabled'>;
+  readonly publicOrigin?: string;
+};
 
 /** The OAuth edge, and what it holds open (the metadata documents' connections) until the server closes. */
 export interface OAuthEdge extends Edge {
@@ -41,7 +48,7 @@ export interface OAuthEdge extends Edge {
  *
  * Built on its first request: the public origin is known once the server listens (PORT=0).
  */
-export function createOAuthEdge(services: AppServices, log: Logger): OAuthEdge {
+export function createOAuthEdge(services: OAuthServices, log: Logger): OAuthEdge {
   const documents = new ClientMetadataDocuments(services.webhookPolicy ?? { allowInsecure: false });
   const limits = new OAuthAddressLimits(services.rateLimiter.enabled);
   let app: Express | undefined;
@@ -62,7 +69,7 @@ export function createOAuthEdge(services: AppServices, log: Logger): OAuthEdge {
   };
 }
 
-function oauthApp(services: AppServices, documents: ClientMetadataDocuments, log: Logger): Express {
+function oauthApp(services: OAuthServices, documents: ClientMetadataDocuments, log: Logger): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');

@@ -1,20 +1,19 @@
 import type { Permission } from '../../generated/types.ts';
-import type { Principal } from '../auth/principal.ts';
-import type { ChangeWatch } from '../changes/change-watch.ts';
+import type { Permitted } from '../auth/principal.ts';
+import type { ChangeWatch } from '../feed/change-watch.ts';
 import type { Clock } from '../base/clock.ts';
-import { forbidden } from '../base/errors.ts';
 import type { CursorCodec } from '../feed/cursor.ts';
 import type { StreamTokens } from '../auth/stream-tokens.ts';
 import type { GroupCommit } from '../feed/group-commit.ts';
-import type { HeldReads } from '../feed/held-reads.ts';
+import type { ReadBudget } from '../feed/read-budget.ts';
 import type { FeedReader } from '../feed/reader.ts';
 import type { Store } from '../store/port.ts';
 import type { TargetPolicy } from '../net/target-policy.ts';
 
 /**
  * What every operation may use, built once per process (AppServices, the wiring, holds these and
- * what only the edges use: metrics, rate limits, memory, live calls). Operations count nothing: the
- * edges do, and the group commit tells an observer it is given.
+ * what only the calls use: metrics, rate limits, memory, live calls). Operations count nothing:
+ * the call does, and the group commit tells an observer it is given.
  */
 export interface Services {
   store: Store;
@@ -26,8 +25,6 @@ export interface Services {
   changes: ChangeWatch;
   /** Reads the feed, answering from the heads and the events just committed when they can tell. */
   feed: FeedReader;
-  /** Reads held until their workspace moves (long-polls, streams): bounded per key and in all. */
-  heldReads: HeldReads;
   /** emit_event's appends, sharing transactions under load. */
   groupCommit: GroupCommit;
   /** Where webhooks may point; secure (public https only) when absent. */
@@ -38,19 +35,11 @@ export interface Services {
   webhookTimeoutMs?: number;
 }
 
-/** One call: the services plus who is calling. */
-export interface OperationContext extends Services {
-  principal: Principal;
-}
-
-export function requirePermission(principal: Principal, permission: Permission): void {
-  if (!principal.permissions.has(permission)) {
-    throw forbidden(`this key lacks the "${permission}" permission`);
-  }
-}
-
-/** Managing webhooks takes `admin`, and a key restricted to mailboxes may not: endpoints see every mailbox. */
-export function requireWorkspaceAdmin(principal: Principal): void {
-  requirePermission(principal, 'admin');
-  if (principal.mailboxes !== null) throw forbidden('a key restricted to mailboxes cannot manage webhooks');
+/**
+ * One call of an operation needing `P`: the services, who is calling (proven to hold `P`: permit),
+ * and what its reads may spend (the call's ReadBudget; absent in-process, where nothing is admitted).
+ */
+export interface OperationContext<P extends Permission = Permission> extends Services {
+  principal: Permitted<P>;
+  budget?: ReadBudget;
 }

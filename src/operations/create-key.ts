@@ -1,18 +1,17 @@
 import type { CreateKeyRequest, CreateKeyResponse } from '../../generated/types.ts';
 import { keyView, newKey } from '../auth/api-keys.ts';
 import { forbidden, invalidArgument } from '../base/errors.ts';
-import { requirePermission, type OperationContext } from './context.ts';
+import type { OperationContext } from './context.ts';
 
 /** A key-creation flood stops here: each key is a row kept until revoked, and a secret to keep track of. */
 export const MAX_ACTIVE_KEYS_PER_WORKSPACE = 1000;
 
 /** create_key: a key of the caller's workspace, never with more rights than the caller's. Uses only the store and the clock: the CLI runs it too (createKeyAsOperator). */
 export async function createApiKey(
-  ctx: Pick<OperationContext, 'store' | 'clock' | 'principal'>,
+  ctx: Pick<OperationContext<'admin'>, 'store' | 'clock' | 'principal'>,
   input: CreateKeyRequest,
 ): Promise<CreateKeyResponse> {
   const { principal } = ctx;
-  requirePermission(principal, 'admin');
   const lacking = input.permissions.filter((permission) => !principal.permissions.has(permission));
   if (lacking.length) throw forbidden(`a key cannot give rights it does not have: this key lacks "${lacking.join('", "')}"`);
   if (principal.mailboxes !== null) {

@@ -1,11 +1,10 @@
 import type { EmitEventRequest } from '../../generated/types.ts';
 import { forbidden } from '../base/errors.ts';
 import type { PublishedEvent } from '../feed/published-event.ts';
-import { requirePermission, type OperationContext } from './context.ts';
+import type { OperationContext } from './context.ts';
 
 /** emit_event: appends one event to the caller's workspace feed; idempotent on a client-supplied id. */
-export async function emitEvent(ctx: OperationContext, input: EmitEventRequest): Promise<PublishedEvent> {
-  requirePermission(ctx.principal, 'write');
+export async function emitEvent(ctx: OperationContext<'write'>, input: EmitEventRequest): Promise<PublishedEvent> {
   const { mailboxes, workspaceId } = ctx.principal;
   if (mailboxes !== null) {
     const mailbox = input.subject.refs.mailbox_id;

@@ -1,7 +1,7 @@
 import type { OperationInput, OperationOutput } from '../../generated/operations.ts';
 import { ceilMs, parseInstant } from '../contract/date-time.ts';
 import { assertTimeNotExpired } from '../feed/expiry.ts';
-import { requirePermission, type OperationContext } from './context.ts';
+import type { OperationContext } from './context.ts';
 
 /** feed_cursor's answer (`body`), and what a text about it says (the MCP tool's). */
 export interface FeedPosition {
@@ -25,10 +25,9 @@ export interface FeedPosition {
  * position event_feed without `after` echoes (the watermark: 0, or the head once all was pruned).
  */
 export async function feedCursor(
-  ctx: Pick<OperationContext, 'cursors' | 'principal' | 'store' | 'clock'>,
+  ctx: Pick<OperationContext<'read'>, 'cursors' | 'principal' | 'store' | 'clock'>,
   input: OperationInput<'feed_cursor'>,
 ): Promise<FeedPosition> {
-  requirePermission(ctx.principal, 'read');
   const { workspaceId } = ctx.principal;
   // Events are stored at whole milliseconds: "at or after t" is "at or after t rounded up to one".
   const atMs = input.at === 'now' ? Infinity : ceilMs(parseInstant('at', input.at));

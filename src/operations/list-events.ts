@@ -5,7 +5,7 @@ import { forbidden, invalidArgument } from '../base/errors.ts';
 import { matchingTypes } from '../contract/type-filter.ts';
 import { PageTokenCodec } from '../feed/page-token.ts';
 import { PAGE_MAX_BYTES } from '../limits/page-bytes.ts';
-import { requirePermission, type OperationContext } from './context.ts';
+import type { OperationContext } from './context.ts';
 
 /** A page of list_events whose events are still the stored bytes of their envelopes. */
 export interface ListPage {
@@ -35,8 +35,7 @@ export function listPageJson(page: ListPage): Buffer[] {
  * where a bounded scan stopped looking (the store's search plans, SCAN_MAX): next_page_token then
  * continues from there, even after a short or empty page; only null says nothing older matches.
  */
-export async function listEvents(ctx: OperationContext, input: OperationInput<'list_events'>): Promise<ListPage> {
-  requirePermission(ctx.principal, 'read');
+export async function listEvents(ctx: OperationContext<'read'>, input: OperationInput<'list_events'>): Promise<ListPage> {
   const { workspaceId } = ctx.principal;
   const { limit } = input;
   const mailboxes = visibleMailboxes(ctx.principal, input.mailbox_ids);

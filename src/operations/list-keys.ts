@@ -2,7 +2,7 @@ import type { OperationInput } from '../../generated/operations.ts';
 import type { ApiKey, ListKeysResponse } from '../../generated/types.ts';
 import { keyView } from '../auth/api-keys.ts';
 import { invalidArgument } from '../base/errors.ts';
-import { requirePermission, type OperationContext } from './context.ts';
+import type { OperationContext } from './context.ts';
 import { withinCallerScope } from './key-scope.ts';
 
 /** A caller restricted to mailboxes filters what it reads: one call reads at most this many keys. */
@@ -12,9 +12,8 @@ const SCAN_BATCH = 500;
 const PAGE_TOKEN = /^key_[0-9A-HJKMNP-TV-Z]{26}$/;
 
 /** list_keys: a page of the workspace's keys the caller may manage; never a secret. */
-export async function listApiKeys(ctx: OperationContext, input: OperationInput<'list_keys'>): Promise<ListKeysResponse> {
+export async function listApiKeys(ctx: OperationContext<'admin'>, input: OperationInput<'list_keys'>): Promise<ListKeysResponse> {
   const { principal } = ctx;
-  requirePermission(principal, 'admin');
   const { limit, include_revoked: includeRevoked } = input;
   if (input.page_token !== undefined && !PAGE_TOKEN.test(input.page_token)) {
     throw invalidArgument('page_token is not valid: pass next_page_token as list_keys returned it');

@@ -1,13 +1,14 @@
 import type { ListWebhooksResponse } from '../../generated/types.ts';
 import { endpointView } from '../webhooks/endpoint-view.ts';
-import { requireWorkspaceAdmin, type OperationContext } from './context.ts';
+import { requireWholeWorkspace } from '../auth/principal.ts';
+import type { OperationContext } from './context.ts';
 
 /** How many of each endpoint's last attempts its success rate is taken over. */
 export const HEALTH_WINDOW = 100;
 
 /** list_webhooks: every endpoint with its backlog, its health over its last attempts, and recent attempts; never a secret. */
-export async function listWebhooks(ctx: OperationContext): Promise<ListWebhooksResponse> {
-  requireWorkspaceAdmin(ctx.principal);
+export async function listWebhooks(ctx: OperationContext<'admin'>): Promise<ListWebhooksResponse> {
+  requireWholeWorkspace(ctx.principal, 'manage webhooks: endpoints see every mailbox');
   const endpoints = await ctx.store.webhooks.listEndpoints(ctx.principal.workspaceId);
   const now = ctx.clock.now().getTime();
   return {

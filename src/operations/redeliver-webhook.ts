@@ -4,7 +4,8 @@ import { invalidArgument, RateLimitedError } from '../base/errors.ts';
 import { assertCursorNotExpired } from '../feed/expiry.ts';
 import { matchesTypes } from '../contract/type-filter.ts';
 import { FeedScope } from '../feed/scope.ts';
-import { requireWorkspaceAdmin, type OperationContext } from './context.ts';
+import { requireWholeWorkspace } from '../auth/principal.ts';
+import type { OperationContext } from './context.ts';
 
 /** The quota when the service is not told otherwise (WEBHOOK_REDELIVER_MAX_PENDING). */
 export const DEFAULT_REDELIVER_MAX_PENDING = 10_000;
@@ -19,10 +20,10 @@ const QUOTA_RETRY_AFTER_SECONDS = 60;
  * queued past the endpoint's quota of pending deliveries (429 rate_limited once it is reached).
  */
 export async function redeliverWebhook(
-  ctx: OperationContext,
+  ctx: OperationContext<'admin'>,
   input: OperationInput<'redeliver_webhook'>,
 ): Promise<RedeliverWebhookResponse> {
-  requireWorkspaceAdmin(ctx.principal);
+  requireWholeWorkspace(ctx.principal, 'manage webhooks: endpoints see every mailbox');
   const { workspaceId } = ctx.principal;
   const endpoint = await ctx.store.webhooks.findEndpoint(workspaceId, input.url);
   if (!endpoint) throw invalidArgument('no webhook endpoint has this url in this workspace');

@@ -4,15 +4,16 @@ import {
   type OperationInput,
   type OperationOutput,
   type Operations,
+  type PermissionOf,
 } from '../../generated/operations.ts';
-import { feedPageJson } from '../feed/page.ts';
-import type { SharedReadMemory } from '../feed/shared-reads.ts';
+import { feedPageJson, type FeedPage } from '../feed/page.ts';
+import type { PublishedEvent } from '../feed/published-event.ts';
 import type { OperationContext } from './context.ts';
 import { createApiKey } from './create-key.ts';
 import { emitEvent, emitEventJson } from './emit-event.ts';
-import { eventFeed, type FeedWait } from './event-feed.ts';
-import { feedCursor } from './feed-cursor.ts';
-import { listEvents, listPageJson } from './list-events.ts';
+import { eventFeed, type ReadView } from './event-feed.ts';
+import { feedCursor, type FeedPosition } from './feed-cursor.ts';
+import { listEvents, listPageJson, type ListPage } from './list-events.ts';
 import { listApiKeys } from './list-keys.ts';
 import { listWebhooks } from './list-webhooks.ts';
 import { redeliverWebhook } from './redeliver-webhook.ts';
@@ -22,7 +23,7 @@ import { setWebhook } from './set-webhook.ts';
 import { streamToken } from './stream-token.ts';
 import { testWebhook } from './test-webhook.ts';
 
-export type { OperationId, OperationInput, OperationOutput };
+export type { OperationId, OperationInput, OperationOutput, ReadView };
 
 declare const body: unique symbol;
 
@@ -37,52 +38,66 @@ export const jsonOf = <T>(value: T): JsonBody<T> => JSON.stringify(value) as Jso
 /** A body spliced from stored bytes (feedPageJson, listPageJson): the splicer answers for its shape. */
 const splicedAs = <T>(json: string | Buffer[]): JsonBody<T> => json as JsonBody<T>;
 
-/** What an operation answers: its response body, and whether it created something (201). */
+/**
+ * What an operation answers: its response body, whether it created something (201), and its
+ * result as the operation gave it (a feed page with its facts, a position: what a held read, a
+ * stream or an MCP text needs beyond the bytes).
+ */
 export interface OperationOutcome<Id extends OperationId = OperationId> {
   json: JsonBody<OperationOutput<Id>>;
   created: boolean;
+  result: OperationResult<Id>;
 }
 
-/** How an edge asks an operation to answer, beyond its request: event_feed may be held (`Prefer: wait`). */
-export interface CallOptions {
-  wait?: FeedWait;
-  /** event_feed: admits the page's memory once a page is to be read (FeedView.admit). */
-  admit?: () => Promise<void>;
-  /** event_feed: the memory of a first read shared with identical ones (FeedView.firstReadMemory). */
-  firstReadMemory?: SharedReadMemory;
+/** What the operations whose callers look past the body give (others: their response object). */
+interface Results {
+  event_feed: FeedPage;
+  feed_cursor: FeedPosition;
+  list_events: ListPage;
+  emit_event: PublishedEvent;
 }
+export type OperationResult<Id extends OperationId> = Id extends keyof Results ? Results[Id] : OperationOutput<Id>;
 
 type Runner<Id extends OperationId> = (
-  ctx: OperationContext,
+  ctx: OperationContext<PermissionOf<Id>>,
   input: OperationInput<Id>,
-  options: CallOptions,
+  view: ReadView,
 ) => Promise<OperationOutcome<Id>>;
 
 /** Every operation of the contract by operationId, each with its own input and output types. */
 const runners: { readonly [Id in OperationId]: Runner<Id> } = {
-  event_feed: async (ctx, input, options) => ({
-    json: splicedAs(
-      feedPageJson(await eventFeed(ctx, input, { wait: options.wait, admit: options.admit, firstReadMemory: options.firstReadMemory })),
-    ),
-    created: false,
-  }),
-  stream_token: async (ctx, input) => ({ json: jsonOf(streamToken(ctx, input)), created: false }),
-  feed_cursor: async (ctx, input) => ({ json: jsonOf((await feedCursor(ctx, input)).body), created: false }),
+  event_feed: async (ctx, input, view) => {
+    const page = await eventFeed(ctx, input, view);
+    return { json: splicedAs(feedPageJson(page)), created: false, result: page };
+  },
+  stream_token: async (ctx, input) => answered(streamToken(ctx, input)),
+  feed_cursor: async (ctx, input) => {
+    const position = await feedCursor(ctx, input);
+    return { json: jsonOf(position.body), created: false, result: position };
+  },
   // 200 whatever the outcome (the body says it): the contract documents no 201 for set_webhook.
-  set_webhook: async (ctx, input) => ({ json: jsonOf(await setWebhook(ctx, input)), created: false }),
-  list_webhooks: async (ctx) => ({ json: jsonOf(await listWebhooks(ctx)), created: false }),
-  redeliver_webhook: async (ctx, input) => ({ json: jsonOf(await redeliverWebhook(ctx, input)), created: false }),
-  test_webhook: async (ctx, input) => ({ json: jsonOf(await testWebhook(ctx, input)), created: false }),
-  rotate_secret: async (ctx, input) => ({ json: jsonOf(await rotateSecret(ctx, input)), created: false }),
+  set_webhook: async (ctx, input) => answered(await setWebhook(ctx, input)),
+  list_webhooks: async (ctx) => answered(await listWebhooks(ctx)),
+  redeliver_webhook: async (ctx, input) => answered(await redeliverWebhook(ctx, input)),
+  test_webhook: async (ctx, input) => answered(await testWebhook(ctx, input)),
+  rotate_secret: async (ctx, input) => answered(await rotateSecret(ctx, input)),
   emit_event: async (ctx, input) => {
     const published = await emitEvent(ctx, input);
-    return { json: splicedAs(emitEventJson(published)), created: published.created };
+    return { json: splicedAs(emitEventJson(published)), created: published.created, result: published };
   },
-  list_events: async (ctx, input) => ({ json: splicedAs(listPageJson(await listEvents(ctx, input))), created: false }),
-  create_key: async (ctx, input) => ({ json: jsonOf(await createApiKey(ctx, input)), created: true }),
-  list_keys: async (ctx, input) => ({ json: jsonOf(await listApiKeys(ctx, input)), created: false }),
-  revoke_key: async (ctx, input) => ({ json: jsonOf(await revokeApiKey(ctx, input)), created: false }),
+  list_events: async (ctx, input) => {
+    const page = await listEvents(ctx, input);
+    return { json: splicedAs(listPageJson(page)), created: false, result: page };
+  },
+  create_key: async (ctx, input) => answered(await createApiKey(ctx, input), true),
+  list_keys: async (ctx, input) => answered(await listApiKeys(ctx, input)),
+  revoke_key: async (ctx, input) => answered(await revokeApiKey(ctx, input)),
 };
+
+/** An answer that is its response object, serialized. */
+function answered<T>(value: T, created = false): { json: JsonBody<T>; created: boolean; result: T } {
+  return { json: jsonOf(value), created, result: value };
+}
 
 /**
  * A validated request as the operation runs it: what it omitted, the schema's default (the one
@@ -93,16 +108,17 @@ export function withDefaults<Id extends OperationId>(operationId: Id, request: O
   return { ...OPERATION_DEFAULTS[operationId], ...request } as unknown as OperationInput<Id>;
 }
 
-/** Runs an operation on its validated request: the only way the edges call one. */
+/**
+ * Runs an operation on its validated request, for a caller proven to hold its permission (permit):
+ * the only way in, for the calls (answerOperation, heldRead, streamReads) and the library alike.
+ * `view` says how a feed read is made (ReadView); the other operations ignore it.
+ */
 export function runOperation<Id extends OperationId>(
   operationId: Id,
-  ctx: OperationContext,
+  ctx: OperationContext<PermissionOf<Id>>,
   request: Operations[Id]['request'],
-  options: CallOptions = {},
+  view: ReadView = {},
 ): Promise<OperationOutcome<Id>> {
   const run: Runner<Id> = runners[operationId];
-  return run(ctx, withDefaults(operationId, request), options);
+  return run(ctx, withDefaults(operationId, request), view);
 }
-
-/** An outcome's body as one string (for the transports that need the object, not the bytes). */
-export const outcomeText = (json: string | Buffer[]): string => (typeof json === 'string' ? json : Buffer.concat(json).toString('utf8'));

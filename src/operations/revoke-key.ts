@@ -2,13 +2,12 @@ import type { RevokeKeyRequest, RevokeKeyResponse } from '../../generated/types.
 import { keyView } from '../auth/api-keys.ts';
 import { revokeKeyEverywhere } from '../auth/revoke-everywhere.ts';
 import { forbidden, invalidArgument } from '../base/errors.ts';
-import { requirePermission, type OperationContext } from './context.ts';
+import type { OperationContext } from './context.ts';
 import { withinCallerScope } from './key-scope.ts';
 
 /** revoke_key: refused by every instance once the call answers. */
-export async function revokeApiKey(ctx: OperationContext, input: RevokeKeyRequest): Promise<RevokeKeyResponse> {
+export async function revokeApiKey(ctx: OperationContext<'admin'>, input: RevokeKeyRequest): Promise<RevokeKeyResponse> {
   const { principal } = ctx;
-  requirePermission(principal, 'admin');
   const { workspaceId } = principal;
   // A key of another workspace is answered like one that does not exist.
   const stored = await ctx.store.keys.find(workspaceId, input.id);

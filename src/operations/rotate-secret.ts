@@ -3,14 +3,15 @@ import type { RotateSecretResponse } from '../../generated/types.ts';
 import { invalidArgument } from '../base/errors.ts';
 import { endpointView } from '../webhooks/endpoint-view.ts';
 import { rotatedSecret } from '../webhooks/rotation.ts';
-import { requireWorkspaceAdmin, type OperationContext } from './context.ts';
+import { requireWholeWorkspace } from '../auth/principal.ts';
+import type { OperationContext } from './context.ts';
 
 /**
  * rotate_secret: a new signing secret for one endpoint, shown in full in this answer only; the
  * replaced one keeps signing deliveries (a second signature) for `grace_seconds`.
  */
-export async function rotateSecret(ctx: OperationContext, input: OperationInput<'rotate_secret'>): Promise<RotateSecretResponse> {
-  requireWorkspaceAdmin(ctx.principal);
+export async function rotateSecret(ctx: OperationContext<'admin'>, input: OperationInput<'rotate_secret'>): Promise<RotateSecretResponse> {
+  requireWholeWorkspace(ctx.principal, 'manage webhooks: endpoints see every mailbox');
   const { workspaceId } = ctx.principal;
   const now = ctx.clock.now().getTime();
   return ctx.store.write(async (tx) => {

@@ -6,13 +6,14 @@ import { newSigningSecret } from '../webhooks/signature.ts';
 import { endpointView } from '../webhooks/endpoint-view.ts';
 import { DEFAULT_ROTATION_GRACE_SECONDS, rotatedSecret } from '../webhooks/rotation.ts';
 import { urlProblem } from '../net/target-policy.ts';
-import { requireWorkspaceAdmin, type OperationContext } from './context.ts';
+import { requireWholeWorkspace } from '../auth/principal.ts';
+import type { OperationContext } from './context.ts';
 
 export const MAX_ENDPOINTS_PER_WORKSPACE = 20;
 
 /** set_webhook: creates, updates or removes the workspace's endpoint for a URL. */
-export async function setWebhook(ctx: OperationContext, input: SetWebhookRequest): Promise<SetWebhookResponse> {
-  requireWorkspaceAdmin(ctx.principal);
+export async function setWebhook(ctx: OperationContext<'admin'>, input: SetWebhookRequest): Promise<SetWebhookResponse> {
+  requireWholeWorkspace(ctx.principal, 'manage webhooks: endpoints see every mailbox');
   const { workspaceId } = ctx.principal;
   const now = ctx.clock.now().getTime();
 

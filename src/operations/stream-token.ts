@@ -1,7 +1,7 @@
 import type { StreamTokenResponse } from '../../generated/types.ts';
 import type { OperationInput } from '../../generated/operations.ts';
 import { streamPathOf } from '../contract/operations.ts';
-import { requirePermission, type OperationContext } from './context.ts';
+import type { OperationContext } from './context.ts';
 
 /** Where the contract serves event_feed to an EventSource (GET, `x-stream-of: event_feed`). */
 const STREAM_PATH = streamPathOf('event_feed');
@@ -12,10 +12,9 @@ const STREAM_PATH = streamPathOf('event_feed');
  * not stored, and the key behind it is looked up at each use.
  */
 export function streamToken(
-  ctx: Pick<OperationContext, 'principal' | 'clock' | 'streamTokens'>,
+  ctx: Pick<OperationContext<'read'>, 'principal' | 'clock' | 'streamTokens'>,
   input: OperationInput<'stream_token'>,
 ): StreamTokenResponse {
-  requirePermission(ctx.principal, 'read');
   // Expiries are whole seconds in the token: the answer says the one it holds.
   const expiresAtMs = Math.ceil((ctx.clock.now().getTime() + input.ttl_seconds * 1000) / 1000) * 1000;
   const token = ctx.streamTokens.mint(ctx.principal.keyId, expiresAtMs);

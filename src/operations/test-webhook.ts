@@ -1,7 +1,8 @@
 import type { TestWebhookRequest, TestWebhookResponse } from '../../generated/types.ts';
 import { invalidArgument, RateLimitedError } from '../base/errors.ts';
 import { sendTestDelivery } from '../webhooks/test-delivery.ts';
-import { requireWorkspaceAdmin, type OperationContext } from './context.ts';
+import { requireWholeWorkspace } from '../auth/principal.ts';
+import type { OperationContext } from './context.ts';
 
 /**
  * One test delivery per URL of a workspace per this many seconds, whichever instance is asked and
@@ -11,8 +12,8 @@ import { requireWorkspaceAdmin, type OperationContext } from './context.ts';
 export const TEST_WEBHOOK_COOLDOWN_SECONDS = 5;
 
 /** test_webhook: a signed test delivery to one endpoint, now, and what it answered. Writes nothing but the cooldown. */
-export async function testWebhook(ctx: OperationContext, input: TestWebhookRequest): Promise<TestWebhookResponse> {
-  requireWorkspaceAdmin(ctx.principal);
+export async function testWebhook(ctx: OperationContext<'admin'>, input: TestWebhookRequest): Promise<TestWebhookResponse> {
+  requireWholeWorkspace(ctx.principal, 'manage webhooks: endpoints see every mailbox');
   const endpoint = await ctx.store.webhooks.findEndpoint(ctx.principal.workspaceId, input.url);
   if (!endpoint) throw invalidArgument('no webhook endpoint has this url in this workspace');
   const now = ctx.clock.now().getTime();

@@ -1,6 +1,6 @@
 import { VerifiedKeys } from '../auth/verified-keys.ts';
-import { ChannelTrust } from './channel-trust.ts';
-import { FeedHeads } from '../feed/heads.ts';
+import { ChannelTrust } from '../changes/channel-trust.ts';
+import { FeedHeads } from './heads.ts';
 import type { ChangeEvents } from '../store/port/change-events.ts';
 
 /**
