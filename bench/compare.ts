@@ -3,7 +3,7 @@
  * base, and a mark where it is worse than the base by more than the noise threshold.
  */
 const num = (x: unknown) => (typeof x === 'number' && Number.isFinite(x) ? x : undefined);
-const fmt = (x: number | undefined, digits = 2) =>
+const fmt = (x: number | undefined, digits = Math.abs(x ?? 0) >= 100 ? 0 : 2) =>
   x === undefined ? 'n/a' : x.toLocaleString('en', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const ratio = (a: unknown, b: unknown) => (num(a) !== undefined && num(b) ? (a as number) / (b as number) : undefined);
 
