@@ -78,10 +78,18 @@ export const log = (line: string) => process.stderr.write(`${line}\n`);
 
 /** Run in reverse order at exit or on a signal; each must tolerate running twice. */
 export const cleanups: Array<() => Promise<void>> = [];
-export async function runCleanups(): Promise<void> {
-  while (cleanups.length > 0) await cleanups.pop()!().catch(() => {});
+let cleaning: Promise<void> | undefined;
+/** Runs the cleanups once, whoever asks first (the end of the run or a signal); later callers wait for the same. */
+export function runCleanups(): Promise<void> {
+  cleaning ??= (async () => {
+    while (cleanups.length > 0) await cleanups.pop()!().catch(() => {});
+  })();
+  return cleaning;
 }
+/** Set by Ctrl-C (or SIGTERM): what is still running then fails, and no result is written. */
+export const interruption = { happened: false };
 const onSignal = async () => {
+  interruption.happened = true;
   log('interrupted: cleaning up');
   await runCleanups();
   process.exit(130);

@@ -16,7 +16,21 @@ import { cpus, loadavg, release, totalmem } from 'node:os';
 import { writeFileSync } from 'node:fs';
 import { prepareBase } from './against.ts';
 import { compareTable } from './compare.ts';
-import { events, log, noise, options, outFile, quick, runCleanups, runId, P, TAIL_CLIENTS, TAIL_POLLS_MS, WRITER_RATE } from './config.ts';
+import {
+  events,
+  interruption,
+  log,
+  noise,
+  options,
+  outFile,
+  quick,
+  runCleanups,
+  runId,
+  P,
+  TAIL_CLIENTS,
+  TAIL_POLLS_MS,
+  WRITER_RATE,
+} from './config.ts';
 import { INGEST_CONCURRENCY, INGEST_WORKSPACES } from './config.ts';
 import { reachable } from './databases.ts';
 import { issue40Table, issue40Targets } from './issue40-targets.ts';
@@ -90,8 +104,11 @@ async function main(): Promise<Record<string, any>> {
   return results;
 }
 
+const never = () => new Promise<never>(() => {});
 try {
   const results = await main();
+  // Interrupted: the signal's handler cleans up and exits; a run cut short writes nothing.
+  if (interruption.happened) await never();
   writeFileSync(outFile, `${JSON.stringify(results, null, 2)}\n`);
   process.stdout.write(printTable(results));
   process.stdout.write(longPollTable(results));
@@ -99,6 +116,7 @@ try {
   process.stdout.write(compareTable(results, noise));
   log(`\nwrote ${outFile} in ${results.seconds} s`);
 } catch (err) {
+  if (interruption.happened) await never();
   await runCleanups();
   throw err;
 }

@@ -7,7 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { CursorCodec } from '../src/feed/cursor.ts';
 import { openStore } from '../src/store/open-store.ts';
-import { cleanups, events, INGEST_WORKSPACES, log, options, runId, TAIL_CLIENTS } from './config.ts';
+import { cleanups, events, INGEST_WORKSPACES, interruption, log, options, runId, TAIL_CLIENTS } from './config.ts';
 import type { PhaseContext } from './context.ts';
 import { copyDatabase, createDatabase, type Database, type Kind } from './databases.ts';
 import type { Phase } from './phases/index.ts';
@@ -95,6 +95,7 @@ async function runPhase(phase: Phase, ctx: PhaseContext): Promise<void> {
   try {
     await phase.run(ctx);
   } catch (err) {
+    if (interruption.happened) throw err;
     log(`[${ctx.kind}] base failed in ${phase.name}: ${(err as Error).message.slice(0, 2000)}`);
     ((ctx.result.failed ??= {}) as Record<string, string>)[phase.name] = (err as Error).message.slice(0, 2000);
   }
