@@ -52,6 +52,8 @@ export async function longPollPhase(o: {
   workspaces: LongPollWorkspace[];
   quick: boolean;
   profileDir?: string;
+  /** The checkout whose built server is measured (the current one by default). */
+  root?: string;
   log: (line: string) => void;
 }) {
   const polls = o.quick ? 300 : 1000;
@@ -79,6 +81,7 @@ export async function longPollPhase(o: {
 
   const serverOptions = (name: string) => ({
     env: SERVER_ENV,
+    root: o.root,
     ...(o.profileDir ? { cpuProfileDir: `${o.profileDir}/longpoll-${name}` } : {}),
   });
   // Fresh servers for each run: nothing one run leaves behind (its closed polls) weighs on the next.
@@ -156,6 +159,7 @@ async function oneWorkspace(o: Parameters<typeof longPollPhase>[0], seconds: num
     );
     const server = await startServer(o.databaseUrl, {
       env: ONE_WORKSPACE_ENV,
+      root: o.root,
       ...(o.profileDir ? { cpuProfileDir: `${o.profileDir}/longpoll-one-workspace-${polls}` } : {}),
     });
     let service: unknown;

@@ -21,7 +21,7 @@ import { median, round } from './stats.ts';
 
 const RETENTION_DAYS = 30;
 
-export async function partitionsPhase(o: { adminUrl: string; runId: string; events: number; log: (line: string) => void }) {
+export async function partitionsPhase(o: { adminUrl: string; runId: string; events: number; root?: string; log: (line: string) => void }) {
   const names = { partitioned: `event_feed_bench_${o.runId}_parts`, plain: `event_feed_bench_${o.runId}_plain` };
   const urlOf = (name: string) => Object.assign(new URL(o.adminUrl), { pathname: `/${name}` }).toString();
   const admin = knexFactory({ client: 'pg', connection: o.adminUrl });
@@ -55,7 +55,7 @@ export async function partitionsPhase(o: { adminUrl: string; runId: string; even
     const pageMs: Record<string, Record<string, number[]>> = { partitioned: {}, plain: {} };
     for (let round = 0; round < 2; round++) {
       for (const layout of ['plain', 'partitioned'] as const) {
-        const server = await startServer(urlOf(names[layout]));
+        const server = await startServer(urlOf(names[layout]), { root: o.root });
         try {
           for (const reader of readers) {
             o.log(`[partitions] ${layout}: replay by ${reader.label} (${reader.events.toLocaleString('en')} events), round ${round + 1}…`);

@@ -22,7 +22,13 @@ const WRITE_WORKSPACES = 16;
 
 const postmasterPid = (cluster: Cluster) => Number(readFileSync(join(cluster.dir, 'data', 'postmaster.pid'), 'utf8').split('\n', 1)[0]);
 
-export async function replicasPhase(o: { events: number; seconds: number; warmupSeconds: number; log: (line: string) => void }) {
+export async function replicasPhase(o: {
+  events: number;
+  seconds: number;
+  warmupSeconds: number;
+  root?: string;
+  log: (line: string) => void;
+}) {
   const clusters = await startPrimaryAndReplicas({ database: 'bench', replicas: [[]] });
   try {
     const [replica] = clusters.replicas;
@@ -75,7 +81,7 @@ export async function replicasPhase(o: { events: number; seconds: number; warmup
       o.log(
         `[replicas] ${READERS} catch-up readers while ${WRITERS} writers emit, ${withReplica ? 'with the replica' : 'primary alone'}, ${o.seconds} s…`,
       );
-      const server = await startServer(primaryUrl, { env: withReplica ? { DATABASE_READ_URLS: replicaUrl } : {} });
+      const server = await startServer(primaryUrl, { env: withReplica ? { DATABASE_READ_URLS: replicaUrl } : {}, root: o.root });
       try {
         if (withReplica) {
           for (const deadline = Date.now() + 15_000; ;) {

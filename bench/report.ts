@@ -128,19 +128,17 @@ export function evaluateTargets(r: any): Target[] {
   return t;
 }
 
-export function printTable(r: any): string {
-  const cols = ['', 'SQLite', 'Postgres'];
-  const rows: string[][] = [];
-  const both = (name: string, f: (d: any) => string) => rows.push([name, cell(r.sqlite, f), cell(r.postgres, f)]);
-  const cell = (d: any, f: (d: any) => string) => {
-    if (!d || d.skipped) return 'skipped';
-    try {
-      return f(d);
-    } catch {
-      return 'n/a';
-    }
-  };
-  const lat = (l: any) => `p50 ${fmt(l.p50, 2)} / p99 ${fmt(l.p99, 2)} ms`;
+/** The rows of the main table, built by the three groups of rows below. */
+interface Rows {
+  r: any;
+  rows: string[][];
+  both(name: string, f: (d: any) => string): void;
+  cell(d: any, f: (d: any) => string): string;
+  lat(l: any): string;
+}
+
+/** Seed, replay, ceiling, floor, Redis, depth and scoped keys. */
+function readRows({ r, rows, both, lat }: Rows): void {
   both('seed (events/s, s)', (d) => `${fmt(d.seed.eventsPerSecond)} ev/s, ${fmt(d.seed.seconds, 1)} s`);
   both('replay HTTP limit=500', (d) => `${fmt(d.replay.eventsPerSecond)} ev/s, ${fmt(d.replay.mbPerSecond, 1)} MB/s`);
   both('ceiling in-process', (d) => `${fmt(d.ceiling.eventsPerSecond)} ev/s, ${fmt(d.ceiling.mbPerSecond, 1)} MB/s`);
@@ -172,6 +170,10 @@ export function printTable(r: any): string {
         `${lat(d.sparse.scopes[scope].http.scoped)} (${fmt(d.sparse.scopes[scope].http.scoped.eventsPerPage, 0)} ev, ×${fmt(d.sparse.scopes[scope].ratio, 2)})`,
     );
   }
+}
+
+/** Tailing, ingestion, fan-out and workers. */
+function loadRows({ both, lat }: Rows): void {
   for (const [key, label] of [
     ['tail', 'poll 100 ms'],
     ['tailSlow', 'poll 1 s'],
@@ -240,6 +242,10 @@ export function printTable(r: any): string {
         `${fmt(cpu(d).tail.requestsPerSecond)} req/s, ${lat(cpu(d).tail.latency)}, ${fmt((cpu(d).tail.serverCpuSeconds / cpu(d).tail.totalSeconds) * 100, 0)}% of a core, ${cpu(d).tail.allDelivered ? 'all delivered' : 'MISSED EVENTS'}, RSS ${fmt(cpu(d).tail.rssMbAfter, 0)} MB`,
     );
   }
+}
+
+/** Replicas, MCP, webhooks, memory and the machine. */
+function otherRows({ r, rows, both, cell, lat }: Rows): void {
   const replicaRun = (run: any) =>
     `readers ${fmt(run.readers.eventsPerSecond)} ev/s, writers ${fmt(run.writers.eventsPerSecond)} ev/s; primary ${fmt(run.primaryCpuPerSecond * 100, 0)}% of a core, ${fmt(run.primaryCpuMsPer1000EventsServed, 2)} ms per 1,000 served`;
   rows.push(['replicas: 8 readers + 16 writers, primary alone', 'n/a', cell(r.postgres, (d) => replicaRun(d.replicas.primaryAlone))]);
@@ -270,7 +276,25 @@ export function printTable(r: any): string {
     (d) =>
       `${fmt(d.machineLoad.cpuPressureMean, 0)}% (max ${fmt(d.machineLoad.cpuPressureMax, 0)}%), ${fmt(d.machineLoad.loadavg1Mean, 1)}`,
   );
+}
 
+export function printTable(r: any): string {
+  const cols = ['', 'SQLite', 'Postgres'];
+  const rows: string[][] = [];
+  const both = (name: string, f: (d: any) => string) => rows.push([name, cell(r.sqlite, f), cell(r.postgres, f)]);
+  const cell = (d: any, f: (d: any) => string) => {
+    if (!d || d.skipped) return 'skipped';
+    try {
+      return f(d);
+    } catch {
+      return 'n/a';
+    }
+  };
+  const lat = (l: any) => `p50 ${fmt(l.p50, 2)} / p99 ${fmt(l.p99, 2)} ms`;
+  const t: Rows = { r, rows, both, cell, lat };
+  readRows(t);
+  loadRows(t);
+  otherRows(t);
   const widths = cols.map((c, i) => Math.max(c.length, ...rows.map((row) => (row[i] ?? '').length)));
   const line = (row: string[]) => `| ${row.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
   const out = [

@@ -81,11 +81,11 @@ async function startReceivers() {
 
 export async function webhookFairness(
   databaseUrl: string,
-  options: { seconds: number; env?: Record<string, string>; log: (line: string) => void },
+  options: { seconds: number; env?: Record<string, string>; root?: string; log: (line: string) => void },
 ): Promise<WebhookFairnessResult> {
   const serverEnv = { WEBHOOKS_ALLOW_INSECURE: '1', ...options.env };
   const receivers = await startReceivers();
-  const server = await startServer(databaseUrl, { env: serverEnv });
+  const server = await startServer(databaseUrl, { env: serverEnv, root: options.root });
   const pool = new Pool(server.url, { connections: 8 });
   const post = async (path: string, key: string, body: unknown) => {
     const { statusCode, body: answer } = await pool.request({
@@ -183,14 +183,17 @@ export async function webhookFairness(
  * The phase: the service's defaults, then (full runs only) with WEBHOOK_SLOTS_PER_WORKSPACE raised
  * to every slot, where only the lease budget and the round-robin over workspaces let the victim in.
  */
-export async function webhooksPhase(databaseUrl: string, options: { quick: boolean; log: (line: string) => void }) {
+export async function webhooksPhase(databaseUrl: string, options: { quick: boolean; root?: string; log: (line: string) => void }) {
   const seconds = options.quick ? 8 : 30;
-  const result: Record<string, WebhookFairnessResult> = { defaults: await webhookFairness(databaseUrl, { seconds, log: options.log }) };
+  const result: Record<string, WebhookFairnessResult> = {
+    defaults: await webhookFairness(databaseUrl, { seconds, root: options.root, log: options.log }),
+  };
   if (!options.quick) {
     options.log('  again, the noisy workspace allowed every slot (WEBHOOK_SLOTS_PER_WORKSPACE=16)');
     result.noisyMayTakeEverySlot = await webhookFairness(databaseUrl, {
       seconds,
       env: { WEBHOOK_SLOTS_PER_WORKSPACE: '16' },
+      root: options.root,
       log: options.log,
     });
   }
