@@ -3,6 +3,8 @@ import type { Config } from '../config.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { RequestValidator } from '../contract/request-validator.ts';
 import { CursorCodec } from '../feed/cursor.ts';
+import { ErasureKeys } from '../erasure/addresses.ts';
+import { ErasureRunner } from '../erasure/runner.ts';
 import { StreamTokens } from '../auth/stream-tokens.ts';
 import { GroupCommit } from '../feed/group-commit.ts';
 import { HeldReads } from '../feed/held-reads.ts';
@@ -75,6 +77,8 @@ export async function createServices(
   const changes = watchChanges(store);
   // Ages by the clock retention prunes by.
   const recent = new RecentEvents(() => clock.now().getTime());
+  const feed = new FeedReader(store, changes.heads, recent, clock, new SealedPages(config.pageCacheMb * MB));
+  const erasureKeys = new ErasureKeys(secret);
   return {
     calls: watchCalls(changes),
     store,
@@ -82,7 +86,12 @@ export async function createServices(
     streamTokens: new StreamTokens(secret),
     clock,
     changes,
-    feed: new FeedReader(store, changes.heads, recent, clock, new SealedPages(config.pageCacheMb * MB)),
+    feed,
+    // Runs only when asked (erase_person kicks it) until the server starts it to resume what a restart left.
+    erasures: {
+      keys: erasureKeys,
+      runner: new ErasureRunner(store, erasureKeys, (workspaceId) => feed.forget(workspaceId), { now: () => clock.now().getTime() }),
+    },
     heldReads: holdReads(store, changes, config),
     groupCommit: new GroupCommit(store, clock, changes.heads, recent, metrics && ((statement) => metrics.committed(statement))),
     requestValidator: new RequestValidator(),

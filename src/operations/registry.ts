@@ -10,9 +10,12 @@ import type { SharedReadMemory } from '../feed/shared-reads.ts';
 import type { OperationContext } from './context.ts';
 import { createApiKey } from './create-key.ts';
 import { emitEvent, emitEventJson } from './emit-event.ts';
+import { erasePerson } from './erase-person.ts';
+import { erasureStatus } from './erasure-status.ts';
 import { eventFeed, type FeedWait } from './event-feed.ts';
 import { feedCursor } from './feed-cursor.ts';
 import { listEvents, listPageJson } from './list-events.ts';
+import { listErasures } from './list-erasures.ts';
 import { listApiKeys } from './list-keys.ts';
 import { listWebhooks } from './list-webhooks.ts';
 import { redeliverWebhook } from './redeliver-webhook.ts';
@@ -82,6 +85,9 @@ const runners: { readonly [Id in OperationId]: Runner<Id> } = {
   create_key: async (ctx, input) => ({ json: jsonOf(await createApiKey(ctx, input)), created: true }),
   list_keys: async (ctx, input) => ({ json: jsonOf(await listApiKeys(ctx, input)), created: false }),
   revoke_key: async (ctx, input) => ({ json: jsonOf(await revokeApiKey(ctx, input)), created: false }),
+  erase_person: async (ctx, input) => ({ json: jsonOf(await erasePerson(ctx, input)), created: false }),
+  erasure_status: async (ctx, input) => ({ json: jsonOf(await erasureStatus(ctx, input)), created: false }),
+  list_erasures: async (ctx, input) => ({ json: jsonOf(await listErasures(ctx, input)), created: false }),
 };
 
 /**
