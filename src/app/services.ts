@@ -69,6 +69,8 @@ export async function createServices(
     | 'heldReadsPerKey'
     | 'heldReadsPerWorkspace'
     | 'streamStallMs'
+    | 'erasureBatchSeqs'
+    | 'erasurePauseMs'
   >,
   clock: Clock = systemClock,
   metrics?: Metrics,
@@ -90,7 +92,11 @@ export async function createServices(
     // Runs only when asked (erase_person kicks it) until the server starts it to resume what a restart left.
     erasures: {
       keys: erasureKeys,
-      runner: new ErasureRunner(store, erasureKeys, (workspaceId) => feed.forget(workspaceId), { now: () => clock.now().getTime() }),
+      runner: new ErasureRunner(store, erasureKeys, (workspaceId) => feed.forget(workspaceId), {
+        now: () => clock.now().getTime(),
+        batchSeqs: config.erasureBatchSeqs,
+        pauseMs: config.erasurePauseMs,
+      }),
     },
     heldReads: holdReads(store, changes, config),
     groupCommit: new GroupCommit(store, clock, changes.heads, recent, metrics && ((statement) => metrics.committed(statement))),
