@@ -63,6 +63,8 @@ export interface Config {
   /** erase_person: how many seqs one batch of an erasure looks at, and the pause between batches (ErasureRunner). */
   erasureBatchSeqs: number;
   erasurePauseMs: number;
+  /** How long an erasure's lease lasts unrenewed: another instance takes over one a dead instance left after this. */
+  erasureLeaseMs: number;
   /** Memory the answers in flight may hold (pages of events), in MiB: past it, requests wait, then get 429. */
   memoryBudgetMb: number;
   /** Pages that can no longer change kept in memory for the next reader (SealedPages), in MiB; 0: none. */
@@ -134,6 +136,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookDispatchIntervalMs: positive(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 500),
     erasureBatchSeqs: positive(env, 'ERASURE_BATCH_SEQS', 5000),
     erasurePauseMs: number(env, 'ERASURE_PAUSE_MS', 0),
+    erasureLeaseMs: positive(env, 'ERASURE_LEASE_MS', 30_000),
     memoryBudgetMb: memoryBudget(env),
     pageCacheMb: number(env, 'PAGE_CACHE_MB', 16),
     webhookSlots: integer(env, 'WEBHOOK_SLOTS', 16, 1),

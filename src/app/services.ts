@@ -71,6 +71,7 @@ export async function createServices(
     | 'streamStallMs'
     | 'erasureBatchSeqs'
     | 'erasurePauseMs'
+    | 'erasureLeaseMs'
   >,
   clock: Clock = systemClock,
   metrics?: Metrics,
@@ -96,6 +97,8 @@ export async function createServices(
         now: () => clock.now().getTime(),
         batchSeqs: config.erasureBatchSeqs,
         pauseMs: config.erasurePauseMs,
+        leaseMs: config.erasureLeaseMs,
+        pollMs: Math.min(5000, config.erasureLeaseMs),
       }),
     },
     heldReads: holdReads(store, changes, config),
