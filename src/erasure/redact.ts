@@ -14,7 +14,8 @@ export const ERASED = PERSONAL_REDACTION;
  * - every `email` field holding one of them becomes ERASED.email, and the `name` beside it (in
  *   the same object) ERASED.name; other people's addresses and names stay;
  * - every `text` field (a subject line, an SMTP diagnostic: words that may quote the person)
- *   becomes ERASED.text, a `name` with no address beside it too.
+ *   becomes ERASED.text, after the SMTP reply code it starts with if any ("550 5.1.1 [erased]");
+ *   a `name` with no address beside it becomes ERASED.name.
  * Key order and everything else are kept: ids, types, times and refs are not personal.
  */
 export function redactEnvelope(envelope: string, addresses: ReadonlySet<string>): string | undefined {
@@ -36,11 +37,21 @@ export function redactEnvelope(envelope: string, addresses: ReadonlySet<string>)
     for (const { parent, key } of places(event, field)) {
       if (typeof parent[key] !== 'string') continue;
       const besideAnAddress = fields.some((f) => f.kind === 'email' && sameParent(f, field) && typeof parent[f.path.at(-1)!] === 'string');
-      if (field.kind === 'text' || holders.has(parent) || !besideAnAddress) parent[key] = field.kind === 'name' ? ERASED.name : ERASED.text;
+      if (field.kind === 'text') parent[key] = erasedText(parent[key] as string);
+      else if (holders.has(parent) || !besideAnAddress) parent[key] = ERASED.name;
     }
   }
   return JSON.stringify(event);
 }
+
+// An SMTP reply's code and enhanced status ("550 5.1.1"): not personal, and what a reply's schema requires it to start with.
+const SMTP_CODE = /^\d{3}(?: \d\.\d{1,3}\.\d{1,3})?(?= |$)/;
+
+/** A free text erased: ERASED.text, after the SMTP reply code it started with, if any. */
+const erasedText = (text: string) => {
+  const code = SMTP_CODE.exec(text)?.[0];
+  return code === undefined ? ERASED.text : `${code} ${ERASED.text}`;
+};
 
 const sameParent = (a: PersonalField, b: PersonalField) =>
   a.path.length === b.path.length && a.path.slice(0, -1).every((part, i) => part === b.path[i]);
