@@ -2391,8 +2391,8 @@ export interface components {
             status: "pending" | "running" | "completed";
             /** @description Per address, its HMAC-SHA256 (hex) under a key derived from the service's secret, of the address in lower case: whoever holds an address can check it is here; nobody can read one back. */
             address_hashes: string[];
-            /** @description The id of the key that asked for it. */
-            requested_by: components["schemas"]["KeyId"];
+            /** @description The id of the key that asked for it, or `operator` for the command line (`event-feed erase`). */
+            requested_by: string;
             /**
              * Format: date-time
              * @description When it was asked (RFC 3339, UTC, milliseconds).
