@@ -86,6 +86,8 @@ for (const { kind, create, skip } of await databaseKinds()) {
   describe(`erase_person on ${kind}`, { skip: skip && 'Postgres unreachable (see notice above)' }, () => {
     let database: TestDatabase;
     let server: TestServer;
+    // Another instance on the same database, whose caches hold pages read before the erasure.
+    let second: TestServer;
     let receiver: Awaited<ReturnType<typeof startReceiver>>;
     const logged: string[] = [];
     let ws: string;
@@ -151,11 +153,18 @@ for (const { kind, create, skip } of await databaseKinds()) {
         cursors.push({ cursor: page.next_cursor, ids: [] });
         cursor = page.next_cursor;
       }
+      second = await startTestServer(database, INSECURE);
+      for (let after: string | undefined, i = 0; i < 30; i++) {
+        const page = (await second.post('/v1/event_feed', after ? { after, limit: 5 } : { limit: 5 }, reader)).json;
+        if (page.events.length === 0) break;
+        after = page.next_cursor;
+      }
       before_ = await rows(ws);
       otherBefore = await rows(other);
     });
     after(async () => {
       await receiver?.close();
+      await second?.stop();
       await server?.stop();
       await database?.drop();
     });
@@ -249,6 +258,23 @@ for (const { kind, create, skip } of await databaseKinds()) {
       }
       const otherFeed = await feed(otherAdmin);
       assert.ok(JSON.stringify(otherFeed).includes(CLAIRE), 'the other workspace still has her');
+    });
+
+    it("reaches another instance's caches", async () => {
+      await waitFor(
+        async () => {
+          let text = '';
+          for (let after: string | undefined, i = 0; i < 30; i++) {
+            const page = await second.post('/v1/event_feed', after ? { after, limit: 5 } : { limit: 5 }, reader);
+            if (page.json.events.length === 0) break;
+            text += page.text;
+            after = page.json.next_cursor;
+          }
+          return !text.toLowerCase().includes('claire');
+        },
+        10_000,
+        'the other instance to serve the erased events',
+      );
     });
 
     it('redelivers the erased events', async () => {
