@@ -306,6 +306,13 @@ for (const { kind, create, skip } of await databaseKinds()) {
       assert.equal(done.events_erased, 1);
     });
 
+    it('makes one erasure of the same request sent twice at once', async () => {
+      const [a, b] = await Promise.all([erase({ emails: ['personne@exemple.fr'] }), erase({ emails: ['Personne@Exemple.fr'] })]);
+      assert.equal(a.json.erasure.id, b.json.erasure.id);
+      assert.deepEqual([a.json.outcome, b.json.outcome].sort(), ['existing', 'started']);
+      await completed(a.json.erasure.id);
+    });
+
     it('never logs the address', () => {
       assert.ok(logged.length > 0);
       assert.ok(!logged.join('\n').toLowerCase().includes('claire'), 'the address reached the logs');

@@ -28,29 +28,28 @@ export async function erasePerson(ctx: OperationContext, input: OperationInput<'
   const hashes = addresses.map((address) => ctx.erasures.keys.hash(address)).sort();
   const requestKey = hashes.join(',');
   const head = await ctx.store.feedHead(workspaceId);
-  const last = await ctx.store.erasures.latestFor(workspaceId, requestKey);
-  if (last && (last.status !== 'completed' || last.throughSeq >= head)) {
-    if (last.status !== 'completed') ctx.erasures.runner.kick();
-    return { erasure: erasureView(last), outcome: 'existing' };
-  }
-  const from = last ? last.throughSeq : await ctx.store.prunedThrough(workspaceId);
+  const prunedThrough = await ctx.store.prunedThrough(workspaceId);
   const now = ctx.clock.now().getTime();
-  const id = newErasureId();
-  await ctx.store.erasures.insert({
-    id,
-    workspaceId,
-    status: 'pending',
-    addressHashes: hashes,
-    requestKey,
-    sealedAddresses: ctx.erasures.keys.seal(addresses),
-    requestedBy: keyId,
-    requestedAt: now,
-    completedAt: null,
-    fromSeq: from,
-    throughSeq: Math.max(from, head),
-    cursorSeq: from,
-    eventsErased: 0,
+  const { erasure, created } = await ctx.store.erasures.begin(workspaceId, requestKey, (last) => {
+    // Running, or completed with nothing stored since: that one answers.
+    if (last && (last.status !== 'completed' || last.throughSeq >= head)) return undefined;
+    const from = last ? last.throughSeq : prunedThrough;
+    return {
+      id: newErasureId(),
+      workspaceId,
+      status: 'pending',
+      addressHashes: hashes,
+      requestKey,
+      sealedAddresses: ctx.erasures.keys.seal(addresses),
+      requestedBy: keyId,
+      requestedAt: now,
+      completedAt: null,
+      fromSeq: from,
+      throughSeq: Math.max(from, head),
+      cursorSeq: from,
+      eventsErased: 0,
+    };
   });
-  ctx.erasures.runner.kick();
-  return { erasure: erasureView((await ctx.store.erasures.byId(workspaceId, id))!), outcome: 'started' };
+  if (erasure.status !== 'completed') ctx.erasures.runner.kick();
+  return { erasure: erasureView(erasure), outcome: created ? 'started' : 'existing' };
 }

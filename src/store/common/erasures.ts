@@ -37,46 +37,62 @@ const decode = (row: Row): ErasureRow => ({
   updatedAt: Number(row.updated_at),
 });
 
+const encode = (row: Omit<ErasureRow, 'updatedAt'>) => ({
+  id: row.id,
+  workspace_id: row.workspaceId,
+  status: row.status,
+  address_hashes: JSON.stringify(row.addressHashes),
+  request_key: row.requestKey,
+  sealed_addresses: row.sealedAddresses,
+  requested_by: row.requestedBy,
+  requested_at: row.requestedAt,
+  completed_at: row.completedAt,
+  from_seq: row.fromSeq,
+  through_seq: row.throughSeq,
+  cursor_seq: row.cursorSeq,
+  events_erased: row.eventsErased,
+  updated_at: row.requestedAt,
+});
+
+async function latestFor(db: Knex, workspaceId: string, requestKey: string): Promise<ErasureRow | undefined> {
+  const row = (await db('erasures')
+    .where({ workspace_id: workspaceId, request_key: requestKey })
+    .orderBy('requested_at', 'desc')
+    .orderBy('id', 'desc')
+    .first()) as Row | undefined;
+  return row && decode(row);
+}
+
 /** A LIKE pattern matching `needle` anywhere, its wildcards escaped (ESCAPE '\'). */
 const containing = (needle: string) => `%${needle.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /** The erasures' table and the batches that rewrite events (ErasureStore), on any database. */
 export function erasureTables(
   knex: Knex,
-  adapter: Pick<Adapter, 'readRows' | 'beginWrite' | 'errors'>,
+  adapter: Pick<Adapter, 'readRows' | 'beginWrite' | 'lockRow' | 'errors'>,
   forgetReadAhead: (workspaceId: string) => void,
 ): ErasureStore['erasures'] {
   return {
     forgetReadAhead,
-    insert: async (row) =>
-      void (await knex('erasures').insert({
-        id: row.id,
-        workspace_id: row.workspaceId,
-        status: row.status,
-        address_hashes: JSON.stringify(row.addressHashes),
-        request_key: row.requestKey,
-        sealed_addresses: row.sealedAddresses,
-        requested_by: row.requestedBy,
-        requested_at: row.requestedAt,
-        completed_at: row.completedAt,
-        from_seq: row.fromSeq,
-        through_seq: row.throughSeq,
-        cursor_seq: row.cursorSeq,
-        events_erased: row.eventsErased,
-        updated_at: row.requestedAt,
-      })),
+    begin: (workspaceId, requestKey, plan) =>
+      retryingTransient(
+        () =>
+          knex.transaction(async (trx) => {
+            await adapter.beginWrite(trx);
+            await adapter.lockRow(trx, 'workspaces', workspaceId);
+            const latest = await latestFor(trx, workspaceId, requestKey);
+            const row = plan(latest);
+            if (!row) return { erasure: latest!, created: false };
+            await trx('erasures').insert(encode(row));
+            return { erasure: (await latestFor(trx, workspaceId, requestKey))!, created: true };
+          }),
+        adapter.errors.retryable,
+      ),
     byId: async (workspaceId, id) => {
       const row = (await knex('erasures').where({ workspace_id: workspaceId, id }).first()) as Row | undefined;
       return row && decode(row);
     },
-    latestFor: async (workspaceId, requestKey) => {
-      const row = (await knex('erasures')
-        .where({ workspace_id: workspaceId, request_key: requestKey })
-        .orderBy('requested_at', 'desc')
-        .orderBy('id', 'desc')
-        .first()) as Row | undefined;
-      return row && decode(row);
-    },
+    latestFor: (workspaceId, requestKey) => latestFor(knex, workspaceId, requestKey),
     list: async (workspaceId, limit) =>
       (
         (await knex('erasures')

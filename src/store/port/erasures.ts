@@ -45,7 +45,16 @@ export interface ErasureBatch {
 
 export interface ErasureStore {
   erasures: {
-    insert(row: Omit<ErasureRow, 'updatedAt'>): Promise<void>;
+    /**
+     * One erasure request, decided while no other request of the workspace decides (a lock on the
+     * workspace's row): `plan` sees the newest erasure of the same request key and answers the row
+     * to insert, or undefined to answer that one (the same request twice makes one erasure).
+     */
+    begin(
+      workspaceId: string,
+      requestKey: string,
+      plan: (latest: ErasureRow | undefined) => Omit<ErasureRow, 'updatedAt'> | undefined,
+    ): Promise<{ erasure: ErasureRow; created: boolean }>;
     byId(workspaceId: string, id: string): Promise<ErasureRow | undefined>;
     /** The newest erasure of the workspace made for this request key. */
     latestFor(workspaceId: string, requestKey: string): Promise<ErasureRow | undefined>;
