@@ -122,7 +122,8 @@ export async function startServer(config: Config, log: Logger, options: StartOpt
   webhooks.start();
   // Erasures resume where a restart left them (ErasureRunner); other instances' batches reach this one's caches.
   services.erasures.runner.start(log);
-  const erasureWatch = watchErasures(store, (workspaceId) => services.feed.forget(workspaceId), { log });
+  services.erasures.rewrites.listen((workspaceId) => webhooks.rewrote(workspaceId));
+  const erasureWatch = watchErasures(store, (workspaceId) => services.erasures.rewrites.tell(workspaceId), { log });
   // Where a change channel exists (Postgres), every instance hears each commit and key change.
   const changes = store.listenForChanges?.(services.changes, log);
   // Replicas serve catch-up pages once a probe shows them up (Store.replicas).

@@ -5,6 +5,7 @@ import { RequestValidator } from '../contract/request-validator.ts';
 import { CursorCodec } from '../feed/cursor.ts';
 import { ErasureKeys } from '../erasure/addresses.ts';
 import { ErasureRunner } from '../erasure/runner.ts';
+import { Rewrites } from '../erasure/rewrites.ts';
 import { StreamTokens } from '../auth/stream-tokens.ts';
 import { GroupCommit } from '../feed/group-commit.ts';
 import { HeldReads } from '../feed/held-reads.ts';
@@ -82,6 +83,8 @@ export async function createServices(
   const recent = new RecentEvents(() => clock.now().getTime());
   const feed = new FeedReader(store, changes.heads, recent, clock, new SealedPages(config.pageCacheMb * MB));
   const erasureKeys = new ErasureKeys(secret);
+  const rewrites = new Rewrites();
+  rewrites.listen((workspaceId) => feed.forget(workspaceId));
   return {
     calls: watchCalls(changes),
     store,
@@ -93,7 +96,8 @@ export async function createServices(
     // Runs only when asked (erase_person kicks it) until the server starts it to resume what a restart left.
     erasures: {
       keys: erasureKeys,
-      runner: new ErasureRunner(store, erasureKeys, (workspaceId) => feed.forget(workspaceId), {
+      rewrites,
+      runner: new ErasureRunner(store, erasureKeys, (workspaceId) => rewrites.tell(workspaceId), {
         now: () => clock.now().getTime(),
         batchSeqs: config.erasureBatchSeqs,
         pauseMs: config.erasurePauseMs,
