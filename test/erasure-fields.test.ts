@@ -11,6 +11,7 @@ import { PERSONAL_FIELDS, PERSONAL_REDACTION } from '../generated/personal-field
 import { readEventTypes } from '../scripts/generate-event-types.ts';
 import { personalFieldsByType } from '../scripts/generate-personal-fields.ts';
 import { redactEnvelope } from '../src/erasure/redact.ts';
+import { ERASED_ADDRESS, ERASED_TEXT, shown } from '../src/http/view/erased.ts';
 import { contractErrors } from './support/contract.ts';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -83,5 +84,15 @@ describe('personal fields', () => {
         'an event without the address is left alone',
       );
     }
+  });
+
+  it("the web view shows the contract's redaction as « effacé »", () => {
+    assert.equal(ERASED_ADDRESS, PERSONAL_REDACTION.email);
+    assert.equal(ERASED_TEXT, PERSONAL_REDACTION.name);
+    assert.equal(ERASED_TEXT, PERSONAL_REDACTION.text);
+    assert.equal(shown(PERSONAL_REDACTION.email), '« effacé »');
+    assert.equal(shown(PERSONAL_REDACTION.name), '« effacé »');
+    assert.equal(shown(`550 5.1.1 ${PERSONAL_REDACTION.text}`), '550 5.1.1 « effacé »');
+    assert.equal(shown('claire.dubois@exemple.fr'), 'claire.dubois@exemple.fr');
   });
 });

@@ -1,8 +1,8 @@
 // How the view shows a value erase_person erased: « effacé », in place of the contract's
 // redaction (PERSONAL_REDACTION: the address erased@erased.invalid, a name or text `[erased]`,
 // a text that kept its SMTP reply code "550 5.1.1 [erased]").
-const ERASED_ADDRESS = 'erased@erased.invalid';
-const ERASED_TEXT = '[erased]';
+export const ERASED_ADDRESS = 'erased@erased.invalid';
+export const ERASED_TEXT = '[erased]';
 export const ERASED_FR = '« effacé »';
 
 /** The value as the list shows it: « effacé » where it was erased, unchanged otherwise. */
