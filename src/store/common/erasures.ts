@@ -101,8 +101,9 @@ export function erasureTables(
           .orderBy('id', 'desc')
           .limit(limit)) as Row[]
       ).map(decode),
+    // Off the write path (SQLite's read connection): every instance asks every few seconds.
     unfinished: async () =>
-      ((await knex('erasures').whereNot({ status: 'completed' }).orderBy('requested_at').orderBy('id')) as Row[]).map(decode),
+      (await adapter.readRows<Row>(`SELECT * FROM erasures WHERE status <> 'completed' ORDER BY requested_at, id`, [])).map(decode),
     claim: async (id, owner, now, until) => {
       const claimed = await knex('erasures')
         .where({ id })
@@ -127,10 +128,10 @@ export function erasureTables(
     },
     movedSince: async (sinceMs) =>
       (
-        (await knex('erasures').select('workspace_id', 'updated_at').where('updated_at', '>', sinceMs)) as Array<{
-          workspace_id: string;
-          updated_at: number | string;
-        }>
+        await adapter.readRows<{ workspace_id: string; updated_at: number | string }>(
+          'SELECT workspace_id, updated_at FROM erasures WHERE updated_at > ?',
+          [sinceMs],
+        )
       ).map((row) => ({ workspaceId: row.workspace_id, updatedAt: Number(row.updated_at) })),
   };
 }
