@@ -70,11 +70,26 @@ export interface Operations {
     response: Schemas['RevokeKeyResponse'];
     defaults: {};
   };
+  erase_person: {
+    request: Schemas['ErasePersonRequest'];
+    response: Schemas['ErasePersonResponse'];
+    defaults: {};
+  };
+  erasure_status: {
+    request: Schemas['ErasureStatusRequest'];
+    response: Schemas['ErasureStatusResponse'];
+    defaults: {};
+  };
+  list_erasures: {
+    request: Schemas['ListErasuresRequest'];
+    response: Schemas['ListErasuresResponse'];
+    defaults: {"limit":100};
+  };
 }
 
 export type OperationId = keyof Operations;
 
-export const OPERATION_IDS = ["event_feed","stream_token","emit_event","list_events","feed_cursor","set_webhook","list_webhooks","redeliver_webhook","test_webhook","rotate_secret","create_key","list_keys","revoke_key"] as const satisfies readonly OperationId[];
+export const OPERATION_IDS = ["event_feed","stream_token","emit_event","list_events","feed_cursor","set_webhook","list_webhooks","redeliver_webhook","test_webhook","rotate_secret","create_key","list_keys","revoke_key","erase_person","erasure_status","list_erasures"] as const satisfies readonly OperationId[];
 
 /** What an omitted request property means, per operation (the schema's `default`s). */
 export const OPERATION_DEFAULTS: { readonly [Id in OperationId]: Operations[Id]['defaults'] } = {
@@ -91,6 +106,9 @@ export const OPERATION_DEFAULTS: { readonly [Id in OperationId]: Operations[Id][
   create_key: {},
   list_keys: {"include_revoked":false,"limit":100},
   revoke_key: {},
+  erase_person: {},
+  erasure_status: {},
+  list_erasures: {"limit":100},
 };
 
 type Defaulted<Id extends OperationId> = keyof Operations[Id]['defaults'] & keyof Operations[Id]['request'];
@@ -126,6 +144,9 @@ export const OPERATION_TRAITS = {
   create_key: { answersPage: false, mayBeHeld: false, mayStream: false },
   list_keys: { answersPage: false, mayBeHeld: false, mayStream: false },
   revoke_key: { answersPage: false, mayBeHeld: false, mayStream: false },
+  erase_person: { answersPage: false, mayBeHeld: false, mayStream: false },
+  erasure_status: { answersPage: false, mayBeHeld: false, mayStream: false },
+  list_erasures: { answersPage: false, mayBeHeld: false, mayStream: false },
 } as const satisfies { readonly [Id in OperationId]: OperationTraits };
 
 /** The operations that have a trait: the compiler then knows which ones an edge may treat so. */
@@ -146,6 +167,9 @@ export const OPERATION_PERMISSIONS = {
   create_key: 'admin',
   list_keys: 'admin',
   revoke_key: 'admin',
+  erase_person: 'admin',
+  erasure_status: 'admin',
+  list_erasures: 'admin',
 } as const satisfies { readonly [Id in OperationId]: Permission };
 
 /** The permission an operation needs, as a type: its context's principal is proven to hold it (Permitted). */

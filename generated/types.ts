@@ -650,6 +650,99 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/erase_person": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase a person from the workspace's events
+         * @description Erases one or several people, by email address (at most 100 at once),
+         *     from every event of the workspace stored so far: in each event that
+         *     carries one of the addresses (the envelope's `subject.person`, the
+         *     data's `from`, `to`, `cc`, `recipient`), every field the contract marks
+         *     `x-personal` is replaced by the redaction of its kind
+         *     (`info.x-personal-redaction`): the address becomes
+         *     `erased@erased.invalid`, the display name beside it and the free texts
+         *     (`subject_line`, `diagnostic`, `smtp_response`) `[erased]`. Other
+         *     people's addresses in the same event stay. Ids, types, times, order
+         *     and every cursor are unchanged; an event without the addresses is left
+         *     byte for byte; other workspaces are untouched. Every copy follows:
+         *     `event_feed`, `list_events`, webhook deliveries still pending or
+         *     scheduled later (`redeliver_webhook`), and the pages the service keeps
+         *     in memory, on every instance.
+         *
+         *     The erasure runs in the background, in short batches that never make a
+         *     read wait, and resumes after a restart: the call answers at once with
+         *     its `erasure` (`status` `pending` or `running`); poll
+         *     `erasure_status` until it is `completed`. The same addresses asked
+         *     again answer the same erasure while it runs, or once completed if
+         *     nothing was stored since; otherwise a new one erases what came after.
+         *     The log (`list_erasures`) keeps, per erasure, when, which key, how many
+         *     events, and the addresses only as keyed hashes (HMAC-SHA256 under the
+         *     service's secret): the addresses themselves are never logged, and are
+         *     kept encrypted only until the erasure completes. Needs the `admin`
+         *     permission and a key not restricted to mailboxes.
+         */
+        post: operations["erase_person"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/erasure_status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Progress of an erasure
+         * @description The erasure `erase_person` answered, by its id: `status` (`pending`,
+         *     `running`, `completed`), how many events it has looked at and how many
+         *     it erased. An id of another workspace, or of none, is refused with
+         *     `invalid_argument`. Needs the `admin` permission.
+         */
+        post: operations["erasure_status"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/list_erasures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The workspace's erasure log
+         * @description The erasures of the workspace, newest first, at most `limit` (100 by
+         *     default): what a data-protection officer shows. Each says when it was
+         *     asked and completed, by which key, how many events it erased, and the
+         *     addresses only as keyed hashes (HMAC-SHA256 under the service's secret:
+         *     whoever holds an address can check it is there, nobody can read one
+         *     back). Needs the `admin` permission.
+         */
+        post: operations["list_erasures"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     event: {
@@ -2264,6 +2357,106 @@ export interface components {
             next_page_token: string | null;
         };
         /**
+         * ErasePersonRequest
+         * @description Parameters of `erase_person`: the addresses of the people to erase from the workspace's events.
+         * @example {
+         *       "emails": [
+         *         "claire.dubois@exemple.fr"
+         *       ]
+         *     }
+         */
+        ErasePersonRequest: {
+            /** @description The workspace to erase from: the key's own (the only one it may name). Omit for the key's workspace. */
+            workspace?: components["schemas"]["WorkspaceId"];
+            /** @description The addresses (1 to 100), compared without regard to case. */
+            emails: string[];
+        };
+        /**
+         * ErasureId
+         * @description Identifier of an erasure (`erase_person`): `ers_` followed by a ULID.
+         * @example ers_01M7YP4PBRWYWJNSSP15RRXJ6Y
+         */
+        ErasureId: string;
+        /**
+         * Erasure
+         * @description One erasure of people from a workspace's events, as its log keeps it: never the addresses, only their keyed hashes.
+         */
+        Erasure: {
+            id: components["schemas"]["ErasureId"];
+            workspace_id: components["schemas"]["WorkspaceId"];
+            /**
+             * @description `pending` (not started yet), `running`, or `completed` (every event stored when it was asked is erased, in every copy).
+             * @enum {string}
+             */
+            status: "pending" | "running" | "completed";
+            /** @description Per address, its HMAC-SHA256 (hex) under a key derived from the service's secret, of the address in lower case: whoever holds an address can check it is here; nobody can read one back. */
+            address_hashes: string[];
+            /** @description The id of the key that asked for it, or `operator` for the command line (`event-feed erase`). */
+            requested_by: string;
+            /**
+             * Format: date-time
+             * @description When it was asked (RFC 3339, UTC, milliseconds).
+             */
+            requested_at: string;
+            /**
+             * Format: date-time
+             * @description When it completed; null until then.
+             */
+            completed_at: string | null;
+            /** @description How many of the workspace's events it looks at: those stored when it was asked (since the last erasure of the same addresses, if any). */
+            events_to_scan: number;
+            /** @description How many of those it has looked at so far. */
+            events_scanned: number;
+            /** @description How many events it changed (those carrying one of the addresses). */
+            events_erased: number;
+        };
+        /**
+         * ErasePersonResponse
+         * @description The erasure `erase_person` started, or the one already made for the same addresses.
+         */
+        ErasePersonResponse: {
+            erasure: components["schemas"]["Erasure"];
+            /**
+             * @description `started`: a new erasure; `existing`: the same addresses were already being erased, or were erased with nothing stored since (the same erasure, no work done twice).
+             * @enum {string}
+             */
+            outcome: "started" | "existing";
+        };
+        /**
+         * ErasureStatusRequest
+         * @description Parameters of `erasure_status`: the erasure's id, as `erase_person` answered it.
+         */
+        ErasureStatusRequest: {
+            id: components["schemas"]["ErasureId"];
+        };
+        /**
+         * ErasureStatusResponse
+         * @description An erasure now.
+         */
+        ErasureStatusResponse: {
+            erasure: components["schemas"]["Erasure"];
+        };
+        /**
+         * ErasureListLimit
+         * @description The most erasures to return, newest first.
+         * @default 100
+         */
+        ErasureListLimit: number;
+        /**
+         * ListErasuresRequest
+         * @description Parameters of `list_erasures`.
+         */
+        ListErasuresRequest: {
+            limit?: components["schemas"]["ErasureListLimit"];
+        };
+        /**
+         * ListErasuresResponse
+         * @description The workspace's erasures, newest first.
+         */
+        ListErasuresResponse: {
+            erasures: components["schemas"]["Erasure"][];
+        };
+        /**
          * RevokeKeyRequest
          * @description Parameters of `revoke_key`: the id of the key to revoke (never the key itself).
          * @example {
@@ -3224,6 +3417,173 @@ export interface operations {
             500: components["responses"]["Internal"];
         };
     };
+    erase_person: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "emails": [
+                 *         "claire.dubois@exemple.fr"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErasePersonRequest"];
+            };
+        };
+        responses: {
+            /** @description The erasure, started (or the one already made for the same addresses). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "erasure": {
+                     *         "id": "ers_01M7YP4PBRWYWJNSSP15RRXJ6Y",
+                     *         "workspace_id": "ws_01M6DMBE00KKNS70D02MHHS0KA",
+                     *         "status": "running",
+                     *         "address_hashes": [
+                     *           "5d41402abc4b2a76b9719d911017c5925d41402abc4b2a76b9719d911017c592"
+                     *         ],
+                     *         "requested_by": "key_01JD4S9K2XQ7M3V8W5N6P4R2T1",
+                     *         "requested_at": "2026-11-21T09:14:03.512Z",
+                     *         "completed_at": null,
+                     *         "events_to_scan": 1000000,
+                     *         "events_scanned": 250000,
+                     *         "events_erased": 12
+                     *       },
+                     *       "outcome": "started"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErasePersonResponse"];
+                };
+            };
+            400: components["responses"]["InvalidArgument"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    erasure_status: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "ers_01M7YP4PBRWYWJNSSP15RRXJ6Y"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErasureStatusRequest"];
+            };
+        };
+        responses: {
+            /** @description The erasure now. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "erasure": {
+                     *         "id": "ers_01M7YP4PBRWYWJNSSP15RRXJ6Y",
+                     *         "workspace_id": "ws_01M6DMBE00KKNS70D02MHHS0KA",
+                     *         "status": "completed",
+                     *         "address_hashes": [
+                     *           "5d41402abc4b2a76b9719d911017c5925d41402abc4b2a76b9719d911017c592"
+                     *         ],
+                     *         "requested_by": "key_01JD4S9K2XQ7M3V8W5N6P4R2T1",
+                     *         "requested_at": "2026-11-21T09:14:03.512Z",
+                     *         "completed_at": "2026-11-21T09:14:09.200Z",
+                     *         "events_to_scan": 1000000,
+                     *         "events_scanned": 1000000,
+                     *         "events_erased": 48
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErasureStatusResponse"];
+                };
+            };
+            400: components["responses"]["InvalidArgument"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    list_erasures: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "limit": 100
+                 *     }
+                 */
+                "application/json": components["schemas"]["ListErasuresRequest"];
+            };
+        };
+        responses: {
+            /** @description The erasures, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "erasures": [
+                     *         {
+                     *           "id": "ers_01M7YP4PBRWYWJNSSP15RRXJ6Y",
+                     *           "workspace_id": "ws_01M6DMBE00KKNS70D02MHHS0KA",
+                     *           "status": "completed",
+                     *           "address_hashes": [
+                     *             "5d41402abc4b2a76b9719d911017c5925d41402abc4b2a76b9719d911017c592"
+                     *           ],
+                     *           "requested_by": "key_01JD4S9K2XQ7M3V8W5N6P4R2T1",
+                     *           "requested_at": "2026-11-21T09:14:03.512Z",
+                     *           "completed_at": "2026-11-21T09:14:09.200Z",
+                     *           "events_to_scan": 1000000,
+                     *           "events_scanned": 1000000,
+                     *           "events_erased": 48
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ListErasuresResponse"];
+                };
+            };
+            400: components["responses"]["InvalidArgument"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+        };
+    };
     receive_event: {
         parameters: {
             query?: never;
@@ -3419,6 +3779,15 @@ export type CreateKeyResponse = components['schemas']['CreateKeyResponse'];
 export type KeyPageLimit = components['schemas']['KeyPageLimit'];
 export type ListKeysRequest = components['schemas']['ListKeysRequest'];
 export type ListKeysResponse = components['schemas']['ListKeysResponse'];
+export type ErasePersonRequest = components['schemas']['ErasePersonRequest'];
+export type ErasureId = components['schemas']['ErasureId'];
+export type Erasure = components['schemas']['Erasure'];
+export type ErasePersonResponse = components['schemas']['ErasePersonResponse'];
+export type ErasureStatusRequest = components['schemas']['ErasureStatusRequest'];
+export type ErasureStatusResponse = components['schemas']['ErasureStatusResponse'];
+export type ErasureListLimit = components['schemas']['ErasureListLimit'];
+export type ListErasuresRequest = components['schemas']['ListErasuresRequest'];
+export type ListErasuresResponse = components['schemas']['ListErasuresResponse'];
 export type RevokeKeyRequest = components['schemas']['RevokeKeyRequest'];
 export type RevokeKeyResponse = components['schemas']['RevokeKeyResponse'];
 export type VersionResponse = components['schemas']['VersionResponse'];

@@ -13,6 +13,7 @@ import { asyncApiDocument } from './generate-asyncapi.ts';
 import { eventLabelsScript, eventTypeSchemaFiles, eventTypesModule, readEventTypes } from './generate-event-types.ts';
 import { mcpSchema } from './mcp-schema.ts';
 import { operationsModule } from './generate-operations.ts';
+import { personalFieldsModule } from './generate-personal-fields.ts';
 import { webhookSamplesModule } from './generate-webhook-samples.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -184,6 +185,8 @@ async function render(): Promise<Map<string, string>> {
     ['generated/operations.ts', operationsModule(doc)],
     ['generated/event-types.ts', eventTypesModule(types)],
     ['generated/event-labels.js', eventLabelsScript(types)],
+    // What erase_person redacts, per event type (x-personal); refuses a personal-looking field left unannotated.
+    ['generated/personal-fields.ts', personalFieldsModule(root, types, BANNER)],
     // The typed client's own copy (client/, @event-feed/client): its package ships only its folder.
     ['client/src/generated/api.ts', await typesModule(doc)],
     // Its command's deliveries (event-feed-client listen, check-receiver): header const and examples.

@@ -11,6 +11,7 @@ import type { AppServices } from './app/services.ts';
 import { schedulePruning } from './app/retention-schedule.ts';
 import { createServices } from './app/services.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
+import { watchErasures } from './erasure/watch.ts';
 import { WebhookSender } from './webhooks/send.ts';
 import { migrateDatabase } from './store/migrate-database.ts';
 import { openStore } from './store/open-store.ts';
@@ -119,6 +120,10 @@ export async function startServer(config: Config, log: Logger, options: StartOpt
     },
   );
   webhooks.start();
+  // Erasures resume where a restart left them (ErasureRunner); other instances' batches reach this one's caches.
+  services.erasures.runner.start(log);
+  services.erasures.rewrites.listen((workspaceId) => webhooks.rewrote(workspaceId));
+  const erasureWatch = watchErasures(store, (workspaceId) => services.erasures.rewrites.tell(workspaceId), { log });
   // Where a change channel exists (Postgres), every instance hears each commit and key change.
   const changes = store.listenForChanges?.(services.changes, log);
   // Replicas serve catch-up pages once a probe shows them up (Store.replicas).
@@ -146,6 +151,8 @@ export async function startServer(config: Config, log: Logger, options: StartOpt
       });
       await pruning.stop();
       await webhooks.stop();
+      erasureWatch.stop();
+      await services.erasures.runner.stop();
       await changes?.stop();
       await replicas?.stop();
       await scrapes?.close();

@@ -61,6 +61,11 @@ export interface Config {
   webhooksAllowInsecure: boolean;
   webhookTimeoutMs: number;
   webhookDispatchIntervalMs: number;
+  /** erase_person: how many seqs one batch of an erasure looks at, and the pause between batches (ErasureRunner). */
+  erasureBatchSeqs: number;
+  erasurePauseMs: number;
+  /** How long an erasure's lease lasts unrenewed: another instance takes over one a dead instance left after this. */
+  erasureLeaseMs: number;
   /** Memory the answers in flight may hold (pages of events), in MiB: past it, requests wait, then get 429. */
   memoryBudgetMb: number;
   /** Pages that can no longer change kept in memory for the next reader (SealedPages), in MiB; 0: none. */
@@ -130,6 +135,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhooksAllowInsecure: env.WEBHOOKS_ALLOW_INSECURE === '1',
     webhookTimeoutMs: positive(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
     webhookDispatchIntervalMs: positive(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 500),
+    erasureBatchSeqs: positive(env, 'ERASURE_BATCH_SEQS', 5000),
+    erasurePauseMs: number(env, 'ERASURE_PAUSE_MS', 0),
+    erasureLeaseMs: positive(env, 'ERASURE_LEASE_MS', 30_000),
     memoryBudgetMb: memoryBudget(env),
     pageCacheMb: number(env, 'PAGE_CACHE_MB', 16),
     webhookSlots: integer(env, 'WEBHOOK_SLOTS', 16, 1),

@@ -3,6 +3,9 @@ import type { Config } from './config.ts';
 import { systemClock, type Clock } from '../base/clock.ts';
 import { RequestValidator } from '../contract/request-validator.ts';
 import { CursorCodec } from '../feed/cursor.ts';
+import { ErasureKeys } from '../erasure/addresses.ts';
+import { ErasureRunner } from '../erasure/runner.ts';
+import { Rewrites } from '../erasure/rewrites.ts';
 import { StreamTokens } from '../auth/stream-tokens.ts';
 import { GroupCommit } from '../feed/group-commit.ts';
 import { HeldReads } from '../feed/held-reads.ts';
@@ -58,6 +61,9 @@ export async function createServices(
     | 'heldReadsPerKey'
     | 'heldReadsPerWorkspace'
     | 'streamStallMs'
+    | 'erasureBatchSeqs'
+    | 'erasurePauseMs'
+    | 'erasureLeaseMs'
   >,
   clock: Clock = systemClock,
   metrics?: Metrics,
@@ -66,6 +72,10 @@ export async function createServices(
   const changes = watchChanges(store);
   // Ages by the clock retention prunes by.
   const recent = new RecentEvents(() => clock.now().getTime());
+  const feed = new FeedReader(store, changes.heads, recent, clock, new SealedPages(config.pageCacheMb * MB));
+  const erasureKeys = new ErasureKeys(secret);
+  const rewrites = new Rewrites();
+  rewrites.listen((workspaceId) => feed.forget(workspaceId));
   return {
     calls: watchCalls(changes),
     store,
@@ -73,7 +83,19 @@ export async function createServices(
     streamTokens: new StreamTokens(secret),
     clock,
     changes,
-    feed: new FeedReader(store, changes.heads, recent, clock, new SealedPages(config.pageCacheMb * MB)),
+    feed,
+    // Runs only when asked (erase_person kicks it) until the server starts it to resume what a restart left.
+    erasures: {
+      keys: erasureKeys,
+      rewrites,
+      runner: new ErasureRunner(store, erasureKeys, (workspaceId) => rewrites.tell(workspaceId), {
+        now: () => clock.now().getTime(),
+        batchSeqs: config.erasureBatchSeqs,
+        pauseMs: config.erasurePauseMs,
+        leaseMs: config.erasureLeaseMs,
+        pollMs: Math.min(5000, config.erasureLeaseMs),
+      }),
+    },
     heldReads: holdReads(store, changes, config),
     groupCommit: new GroupCommit(store, clock, changes.heads, recent, metrics && ((statement) => metrics.committed(statement))),
     requestValidator: new RequestValidator(),

@@ -34,3 +34,4 @@ export const newRequestId = () => {
   const at = takeRandom(9);
   return `req_${pool.toString('base64url', at, at + 9)}`;
 };
+export const newErasureId = () => `ers_${ulid()}`;

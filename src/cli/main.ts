@@ -129,6 +129,20 @@ program
   );
 
 program
+  .command('erase')
+  .description("erase people by email address from a workspace's events (erase_person, run to its end); prints the log entry")
+  .requiredOption('--workspace <id>', 'the workspace')
+  .argument('<emails...>', 'the addresses (1 to 100)')
+  .action((emails: string[], options: { workspace: string }) =>
+    withDatabase(async (store) => {
+      const config = loadConfig();
+      const [{ createServices }, { eraseAsOperator }] = await Promise.all([import('../app/services.ts'), import('./erase.ts')]);
+      const services = await createServices(store, config);
+      console.log(JSON.stringify(await eraseAsOperator(services, options.workspace, emails), null, 2));
+    }),
+  );
+
+program
   .command('prune')
   .description('delete events older than RETENTION_DAYS now, in bounded batches (the server also does it on a schedule)')
   .action(() =>

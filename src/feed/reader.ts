@@ -54,6 +54,8 @@ const FIRST_PAGE_ATTEMPTS = 3;
  */
 export class FeedReader {
   readonly #shared = new SharedReads<FeedReadResult>();
+  /** Per workspace, how many times its stored events were rewritten (forget): a page read across one is not kept. */
+  readonly #rewrites = new Map<string, number>();
 
   constructor(
     private readonly storage: FeedStorage,
@@ -64,6 +66,17 @@ export class FeedReader {
     /** Pages that can no longer change, kept to answer the next reader of the same place. */
     private readonly sealed?: SealedPages,
   ) {}
+
+  /**
+   * The workspace's stored events were rewritten in place (an erasure, ErasureRunner): what this
+   * reader keeps of them (RecentEvents, SealedPages) is forgotten, and a page being read while it
+   * happened is not kept.
+   */
+  forget(workspaceId: string): void {
+    this.#rewrites.set(workspaceId, (this.#rewrites.get(workspaceId) ?? 0) + 1);
+    this.recent?.forget(workspaceId);
+    this.sealed?.forget(workspaceId);
+  }
 
   async read(r: FeedRead): Promise<FeedReadResult> {
     if (r.wokenAt === undefined) return this.#read(r, true);
@@ -117,11 +130,12 @@ export class FeedReader {
     // A page that can no longer change, already read for someone (SealedPages).
     const place = { workspaceId, afterSeq, limit, mailboxes: scope.mailboxes, withFacts };
     const sealed = this.sealed?.get(place);
+    const rewrites = this.#rewrites.get(workspaceId);
     const page = sealed ?? (await this.storage.readPage({ ...place, catchUp: this.#catchingUp(workspaceId, afterSeq, limit) }));
     // Refused if retention removed events after the cursor (assertCursorNotExpired); past this, an
     // empty page means nothing is after the cursor.
     await assertCursorNotExpired(this.storage, workspaceId, scope, afterSeq, page, this.clock.now().getTime());
-    if (sealed === undefined) this.sealed?.keep(place, page);
+    if (sealed === undefined && this.#rewrites.get(workspaceId) === rewrites) this.sealed?.keep(place, page);
     // An empty page is also what a cursor past the head reads: proven otherwise by a head known at
     // or past the cursor, else by the stored one (read after the page: heads only rise).
     if (page.count === 0 && !((this.heads.known(workspaceId) ?? -1) >= afterSeq))

@@ -147,6 +147,12 @@ export class RecentEvents {
     this.#chars -= gone;
   }
 
+  /** Forgets what was kept of the workspace (its stored events were rewritten: an erasure). */
+  forget(workspaceId: string): void {
+    const run = this.#runs.get(workspaceId);
+    if (run) this.#drop(workspaceId, run);
+  }
+
   #drop(workspaceId: string, run: Run): void {
     this.#runs.delete(workspaceId);
     this.#chars -= run.chars;

@@ -61,6 +61,16 @@ export class SealedPages {
     this.#bytesOf.set(key.workspaceId, (this.#bytesOf.get(key.workspaceId) ?? 0) + bytes);
   }
 
+  /** Forgets the workspace's pages (its stored events were rewritten: an erasure). */
+  forget(workspaceId: string): void {
+    for (const [id, entry] of this.#pages) {
+      if (entry.workspaceId !== workspaceId) continue;
+      this.#pages.delete(id);
+      this.#bytes -= entry.bytes;
+    }
+    this.#bytesOf.delete(workspaceId);
+  }
+
   /** Bytes held (tests, metrics). */
   get bytes(): number {
     return this.#bytes;

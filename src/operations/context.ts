@@ -7,6 +7,9 @@ import type { StreamTokens } from '../auth/stream-tokens.ts';
 import type { GroupCommit } from '../feed/group-commit.ts';
 import type { ReadBudget } from '../feed/read-budget.ts';
 import type { FeedReader } from '../feed/reader.ts';
+import type { ErasureKeys } from '../erasure/addresses.ts';
+import type { Rewrites } from '../erasure/rewrites.ts';
+import type { ErasureRunner } from '../erasure/runner.ts';
 import type { Store } from '../store/port.ts';
 import type { TargetPolicy } from '../net/target-policy.ts';
 
@@ -27,6 +30,8 @@ export interface Services {
   feed: FeedReader;
   /** emit_event's appends, sharing transactions under load. */
   groupCommit: GroupCommit;
+  /** erase_person's keys (the log's hashes, the sealed addresses), the runner that erases in the background, and who hears of its batches. */
+  erasures: { keys: ErasureKeys; runner: ErasureRunner; rewrites: Rewrites };
   /** Where webhooks may point; secure (public https only) when absent. */
   webhookPolicy?: TargetPolicy;
   /** redeliver_webhook's quota: it queues nothing more for an endpoint with this many pending deliveries (10,000 when absent). */

@@ -11,9 +11,12 @@ import type { PublishedEvent } from '../feed/published-event.ts';
 import type { OperationContext } from './context.ts';
 import { createApiKey } from './create-key.ts';
 import { emitEvent, emitEventJson } from './emit-event.ts';
+import { erasePerson } from './erase-person.ts';
+import { erasureStatus } from './erasure-status.ts';
 import { eventFeed, type ReadView } from './event-feed.ts';
 import { feedCursor, type FeedPosition } from './feed-cursor.ts';
 import { listEvents, listPageJson, type ListPage } from './list-events.ts';
+import { listErasures } from './list-erasures.ts';
 import { listApiKeys } from './list-keys.ts';
 import { listWebhooks } from './list-webhooks.ts';
 import { redeliverWebhook } from './redeliver-webhook.ts';
@@ -92,6 +95,9 @@ const runners: { readonly [Id in OperationId]: Runner<Id> } = {
   create_key: async (ctx, input) => answered(await createApiKey(ctx, input), true),
   list_keys: async (ctx, input) => answered(await listApiKeys(ctx, input)),
   revoke_key: async (ctx, input) => answered(await revokeApiKey(ctx, input)),
+  erase_person: async (ctx, input) => answered(await erasePerson(ctx, input)),
+  erasure_status: async (ctx, input) => answered(await erasureStatus(ctx, input)),
+  list_erasures: async (ctx, input) => answered(await listErasures(ctx, input)),
 };
 
 /** An answer that is its response object, serialized. */

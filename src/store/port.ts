@@ -10,6 +10,7 @@
  * no knex, no column encoding.
  */
 import type { ChangeStore } from './port/changes.ts';
+import type { ErasureStore } from './port/erasures.ts';
 import type { FeedStore } from './port/feed.ts';
 import type { KeyStore } from './port/keys.ts';
 import type { MaintenanceStore } from './port/maintenance.ts';
@@ -18,6 +19,7 @@ import type { WebhookStore } from './port/webhooks.ts';
 import type { WriteStore } from './port/writes.ts';
 
 export type * from './port/changes.ts';
+export type * from './port/erasures.ts';
 export type * from './port/feed.ts';
 export type * from './port/keys.ts';
 export type * from './port/maintenance.ts';
@@ -27,4 +29,4 @@ export type * from './port/writes.ts';
 export { isWhole } from './port/feed.ts';
 export { OutcomeUnknown } from './port/outcome-unknown.ts';
 
-export type Store = FeedStore & KeyStore & WebhookStore & WriteStore & ChangeStore & MaintenanceStore & OAuthStore;
+export type Store = FeedStore & KeyStore & WebhookStore & WriteStore & ChangeStore & MaintenanceStore & OAuthStore & ErasureStore;

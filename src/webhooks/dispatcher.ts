@@ -57,6 +57,8 @@ export class WebhookDispatcher {
   #fillAgain = false;
   #lastFill = { at: -Infinity, ms: 0 };
   #attempts = 0;
+  /** Per workspace, how many times its events were rewritten (rewrote): a drain stops sending what it read before one. */
+  readonly #rewrites = new Map<string, number>();
   #stopped = false;
 
   constructor(
@@ -133,15 +135,25 @@ export class WebhookDispatcher {
     this.#slots.set(endpoint.id, drain);
   }
 
+  /**
+   * The workspace's stored events were rewritten (an erasure): deliveries read before are not
+   * sent as read; their drain stops, and the next one reads them again, rewritten.
+   */
+  rewrote(workspaceId: string): void {
+    this.#rewrites.set(workspaceId, (this.#rewrites.get(workspaceId) ?? 0) + 1);
+  }
+
   /** Sends an endpoint's due deliveries in order until none is left, one fails, or the lease budget is spent. Never rejects. */
   async #drain(endpoint: EndpointRow): Promise<void> {
     const leased = performance.now();
     // After a failure, the endpoint's other deliveries wait an interval instead of following at once.
     let pauseUntil: number | null = null;
     try {
+      const rewrites = this.#rewrites.get(endpoint.workspace_id);
       const due = await this.store.webhooks.dueDeliveries(endpoint.id, this.clock.now().getTime(), this.options.deliveriesPerLease);
       for (const delivery of due) {
         if (performance.now() - leased >= this.options.leaseBudgetMs) return;
+        if (this.#rewrites.get(endpoint.workspace_id) !== rewrites) return;
         const startedAt = this.clock.now().getTime();
         if (!(await this.store.webhooks.renewLease(endpoint.id, this.#owner, startedAt + this.options.leaseMs))) return;
         if (delivery.envelope === null) {

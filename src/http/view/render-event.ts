@@ -1,6 +1,7 @@
 // One event as a row of the list: a button (it opens the detail) with its type, time, person,
 // mailbox and a line of details. Text only (textContent): nothing of an event is read as HTML.
 import type { EventEnvelope } from './api-types.ts';
+import { ERASED_FR, shown } from './erased.ts';
 import { countFormat, formatTime } from './french-format.ts';
 import { typeLabel } from './labels.ts';
 
@@ -8,9 +9,9 @@ import { typeLabel } from './labels.ts';
 function detailLine(event: EventEnvelope): string {
   const data: Partial<Record<string, unknown>> = typeof event.data === 'object' && event.data ? event.data : {};
   const parts: string[] = [];
-  if (typeof data.subject_line === 'string') parts.push(`Objet : ${data.subject_line || '(sans objet)'}`);
-  if (typeof data.recipient === 'string') parts.push(`Destinataire : ${data.recipient}`);
-  if (typeof data.diagnostic === 'string') parts.push(`Diagnostic : ${data.diagnostic}`);
+  if (typeof data.subject_line === 'string') parts.push(`Objet : ${shown(data.subject_line) || '(sans objet)'}`);
+  if (typeof data.recipient === 'string') parts.push(`Destinataire : ${shown(data.recipient)}`);
+  if (typeof data.diagnostic === 'string') parts.push(`Diagnostic : ${shown(data.diagnostic)}`);
   if (typeof data.size_bytes === 'number') parts.push(`Taille : ${countFormat.format(data.size_bytes)} octets`);
   if (typeof data.delivery_ms === 'number') parts.push(`Délai : ${countFormat.format(data.delivery_ms)} ms`);
   return parts.join(' · ');
@@ -18,8 +19,12 @@ function detailLine(event: EventEnvelope): string {
 
 function personText(event: EventEnvelope): string {
   const person: Partial<EventEnvelope['subject']['person']> = event.subject?.person ?? {};
-  if (person.name && person.email) return `${person.name} <${person.email}>`;
-  return person.email || person.name || '—';
+  const email = person.email && shown(person.email);
+  const name = person.name && shown(person.name);
+  // An erased person: « effacé » once, not a name and an address both erased.
+  if (email === ERASED_FR && (!name || name === ERASED_FR)) return `Personne ${ERASED_FR}`;
+  if (name && email) return `${name} <${email}>`;
+  return email || name || '—';
 }
 
 function span(className: string, text: string): HTMLSpanElement {

@@ -49,6 +49,15 @@ export class ReadAhead {
     return page && (page.count === q.limit || page.cutAtByteCap) ? { ...page, prefetched: true } : undefined;
   }
 
+  /** Drops what was read ahead of `workspaceId`'s feed (its events were rewritten: an erasure). */
+  forget(workspaceId: string): void {
+    for (const [key, ahead] of this.#pending) {
+      if (!key.startsWith(`${workspaceId} `)) continue;
+      ahead.cancelled = true;
+      this.#pending.delete(key);
+    }
+  }
+
   schedule(q: PageQuery): void {
     const key = keyOf(q);
     if (this.#pending.has(key)) return;

@@ -3,6 +3,7 @@ import type { OpenedStore } from '../database-kind.ts';
 import type { WriteTx } from '../port.ts';
 import type { Adapter } from './adapter.ts';
 import { searchEvents } from './event-search.ts';
+import { erasureTables } from './erasures.ts';
 import { eventsAfter, feedHead, feedHeads, readPageRows } from './events.ts';
 import { pageReader } from './feed-page.ts';
 import { countActiveKeys, findKey, insertKey, keyById, keysAfter, listKeys, revokeKey } from './keys.ts';
@@ -96,6 +97,7 @@ export function createStore(adapter: Adapter): OpenedStore {
     },
 
     oauth: oauthTables(knex, readRows),
+    erasures: erasureTables(knex, adapter, readPage.forget),
 
     ping: async () => void (await knex.raw('select 1')),
     poolUse: () => poolUse(knex),
