@@ -1,10 +1,21 @@
 import pino, { type Logger } from 'pino';
+import { traceLogFields } from './tracing/log-fields.ts';
+import { tracingWanted } from './tracing/settings.ts';
 
 export type { Logger };
 
-/** `fields` go on every line (a worker's number under `serve --workers`). */
+/**
+ * `fields` go on every line (a worker's number under `serve --workers`). With tracing asked for
+ * (the standard OTEL_* variables: tracingWanted), each line written within a span also carries its
+ * `trace_id` and `span_id` (traceLogFields); without, no line pays for looking.
+ */
 export function createLogger(level: string, fields?: Record<string, unknown>): Logger {
-  return pino({ level, base: fields ?? undefined, timestamp: pino.stdTimeFunctions.isoTime });
+  return pino({
+    level,
+    base: fields ?? undefined,
+    timestamp: pino.stdTimeFunctions.isoTime,
+    ...(tracingWanted(process.env) ? { mixin: traceLogFields } : {}),
+  });
 }
 
 /**
