@@ -7,6 +7,7 @@ import { PAGE_RESERVATION_BYTES } from '../limits/page-bytes.ts';
 import type { AppServices } from '../app/services.ts';
 import { requirePermission, type OperationContext } from '../operations/context.ts';
 import { revokedKey, type Call } from './call.ts';
+import { spanEvent } from '../tracing/spans.ts';
 
 /**
  * How long a woken held read may wait for its page's memory. Many polls of one workspace wake at
@@ -108,7 +109,10 @@ export class OperationCall<Id extends OperationId> {
     this.call.letGoOfMemory();
     this.#admitted = false;
     this.call.watchRevocation();
+    // Traced, the wait is two events of the request's span, not a span of its own (a poll may wait minutes).
+    spanEvent('held read waiting');
     const why = await wait();
+    spanEvent('held read woken', { 'event_feed.held_read.wake': why });
     if (this.call.revoked) throw revokedKey();
     // The woken read's memory is the shared read's (sharedReadMemory), not this call's.
     if (why === 'moved') await this.beforeRead(deadlineMs, false);

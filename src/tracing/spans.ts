@@ -88,10 +88,10 @@ export function inDatabaseSpan<T>(operation: string, system: string, work: () =>
   return result;
 }
 
-/** Ends a span that failed: its error's kind only (a message may quote data). */
+/** Ends a span that failed: its error's kind only (a message may quote data), or the words given (fixed ones). */
 export function endFailed(span: Span, err: unknown): void {
   span.setStatus({ code: SpanStatusCode.ERROR });
-  span.setAttribute('error.type', err instanceof Error ? err.name : typeof err);
+  span.setAttribute('error.type', typeof err === 'string' ? err : err instanceof Error ? err.name : typeof err);
   span.end();
 }
 
