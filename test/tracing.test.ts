@@ -3,6 +3,7 @@
  * exporting to a real OTLP/HTTP receiver started here, on SQLite and on Postgres.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { databaseKinds, type TestDatabase } from './support/databases.ts';
 import { CLIENT, SERVER, startOtlpReceiver, type ReceivedSpan } from './support/otlp-receiver.ts';
@@ -12,6 +13,12 @@ import { startReceiver, waitFor } from './support/webhook-receiver.ts';
 
 const INCOMING_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const EMAIL = 'claire.dubois@exemple.fr';
+const TYPES = JSON.parse(readFileSync(new URL('../schemas/event-types.json', import.meta.url), 'utf8')).types as Array<{
+  type: string;
+  data: string;
+}>;
+const DELIVERED = TYPES.find((t) => t.type === 'mail.delivered')!;
+const DELIVERED_DATA = JSON.parse(readFileSync(new URL(`../schemas/${DELIVERED.data}`, import.meta.url), 'utf8')).examples[0];
 
 const post = (url: string, path: string, body: unknown, key: string, headers: Record<string, string> = {}) =>
   fetch(`${url}${path}`, {
@@ -67,7 +74,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
         const emitted = await post(
           server.url,
           '/v1/emit_event',
-          { type: 'mail.delivered', subject: { person: { email: EMAIL }, refs: { mailbox_id: 'mbx_contact' } }, data: {} },
+          { type: 'mail.delivered', subject: { person: { email: EMAIL }, refs: { mailbox_id: 'mbx_contact' } }, data: DELIVERED_DATA },
           keys.writer!,
         );
         assert.equal(emitted.status, 201, await emitted.text());
@@ -130,7 +137,8 @@ for (const { kind, create, skip } of await databaseKinds()) {
       });
 
       it('waits of held reads are events of the read span', async () => {
-        const read = await post(server.url, '/v1/event_feed', { cursor: undefined }, keys.reader!, { prefer: 'wait=1' });
+        const head = (await (await post(server.url, '/v1/event_feed', {}, keys.reader!)).json()) as { next_cursor: string };
+        const read = await post(server.url, '/v1/event_feed', { after: head.next_cursor }, keys.reader!, { prefer: 'wait=1' });
         assert.equal(read.status, 200);
         await waitForSpan(otlp.spans, (span) => span.events.some((event) => event.name === 'held read waiting'));
       });
