@@ -70,6 +70,13 @@ const belowContract = (path: string) =>
 /** ARCHITECTURE.md's "Import rules", one entry each (besides the circles, SQL and the client's folder, tested below). */
 const IMPORT_RULES: ImportRule[] = [
   {
+    rule: 'src/tracing/ imports nothing of the service (the store, feed/, the edges and webhooks/ call it)',
+    from: under('tracing'),
+    forbidden: (path) => path.startsWith('src/') && !inFolder(path, 'tracing'),
+    planted: { file: 'src/tracing/made-up.ts', imports: '../store/port.ts' },
+    allowed: { file: 'src/tracing/made-up.ts', imports: './spans.ts' },
+  },
+  {
     rule: 'src/store/ imports nothing from the layers above it (feed/, auth/, webhooks/, operations/, the edges, app/, metrics/, cli/, demo/)',
     from: under('store'),
     forbidden: under('feed', 'auth', 'webhooks', 'operations', 'http', 'mcp', 'oauth', 'edge', 'app', 'metrics', 'cli', 'demo'),
