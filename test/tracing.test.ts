@@ -46,7 +46,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
           writer: { permissions: ['write'] },
           reader: { permissions: ['read'] },
         }));
-        secrets.push(...Object.values(keys), EMAIL);
+        secrets.push(...Object.values(keys), EMAIL, hooks.url, DELIVERED_DATA.internet_message_id, DELIVERED_DATA.smtp_response);
         server = await startProcessServer({
           databaseUrl: db.url,
           env: {
