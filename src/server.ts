@@ -21,6 +21,9 @@ import { reportToPrimary } from './metrics/cluster.ts';
 import { listenForScrapes, type MetricsListener } from './metrics/listener.ts';
 import { Metrics } from './metrics/metrics.ts';
 import { countingAttempts } from './metrics/webhook-attempts.ts';
+import { serviceVersion } from './contract/version.ts';
+import { tracingSettings } from './tracing/settings.ts';
+import { startTracing, type RunningTracing } from './tracing/start.ts';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -48,6 +51,11 @@ export interface StartOptions {
 /** Opens the database, migrates it, optionally seeds the demo, and listens. */
 export async function startServer(config: Config, log: Logger, options: StartOptions = {}): Promise<RunningServer> {
   await migrateDatabase(config.databaseUrl, log);
+  // Before the store opens: traced, its calls are spans (openStore). Only the standard OTEL_* variables say.
+  const traceSettings = tracingSettings(process.env);
+  const tracing: RunningTracing | undefined = traceSettings ? await startTracing(traceSettings, serviceVersion().version) : undefined;
+  if (traceSettings)
+    log.info({ exporter: traceSettings.exporter, protocol: traceSettings.protocol, sampler: traceSettings.sampler.name }, 'tracing on');
   const store = openStore(config.databaseUrl, { checkpointInBackground: true, readUrls: config.databaseReadUrls });
   // Counted only when someone may scrape them: with METRICS_PORT unset, no request pays for a count.
   const metrics = config.metricsPort === undefined ? undefined : new Metrics();
@@ -96,6 +104,7 @@ export async function startServer(config: Config, log: Logger, options: StartOpt
     listening?.close();
     await oauth?.close();
     await store.close();
+    await tracing?.stop();
     throw err;
   }
   const { port } = server.address() as AddressInfo;
@@ -158,6 +167,8 @@ export async function startServer(config: Config, log: Logger, options: StartOpt
       await scrapes?.close();
       await oauth?.close();
       await store.close();
+      // Last: the spans of everything above are exported before the process ends.
+      await tracing?.stop();
     })());
   return { url, server, connections, services, webhooks, close, ...(scrapes ? { metricsUrl: scrapes.url } : {}) };
 }

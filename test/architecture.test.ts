@@ -64,8 +64,7 @@ const ADAPTER_FOLDERS = files
 const inAnAdapter = (path: string) => ADAPTER_FOLDERS.some((folder) => path.startsWith(`src/store/${folder}/`));
 
 /** What contract/ may import: the generated files and src/base/, below everything. */
-const belowContract = (path: string) =>
-  path.startsWith('generated/') || inFolder(path, 'contract') || inFolder(path, 'base');
+const belowContract = (path: string) => path.startsWith('generated/') || inFolder(path, 'contract') || inFolder(path, 'base');
 
 /** ARCHITECTURE.md's "Import rules", one entry each (besides the circles, SQL and the client's folder, tested below). */
 const IMPORT_RULES: ImportRule[] = [
@@ -77,9 +76,30 @@ const IMPORT_RULES: ImportRule[] = [
     allowed: { file: 'src/store/common/migrations/made-up.ts', imports: '../weeks.ts' },
   },
   {
+    rule: 'src/tracing/ imports nothing of the service (the store, feed/, the edges and webhooks/ call it)',
+    from: under('tracing'),
+    forbidden: (path) => path.startsWith('src/') && !inFolder(path, 'tracing'),
+    planted: { file: 'src/tracing/made-up.ts', imports: '../store/port.ts' },
+    allowed: { file: 'src/tracing/made-up.ts', imports: './spans.ts' },
+  },
+  {
     rule: 'src/store/ imports nothing from the layers above it (feed/, auth/, webhooks/, operations/, the edges, app/, metrics/, cli/, demo/)',
     from: under('store'),
-    forbidden: under('feed', 'auth', 'webhooks', 'operations', 'http', 'mcp', 'oauth', 'calls', 'front-door', 'app', 'metrics', 'cli', 'demo'),
+    forbidden: under(
+      'feed',
+      'auth',
+      'webhooks',
+      'operations',
+      'http',
+      'mcp',
+      'oauth',
+      'calls',
+      'front-door',
+      'app',
+      'metrics',
+      'cli',
+      'demo',
+    ),
     planted: { file: 'src/store/common/made-up.ts', imports: '../../feed/cursor.ts' },
     allowed: { file: 'src/store/common/made-up.ts', imports: '../../contract/spec.ts' },
   },
@@ -558,7 +578,8 @@ const moduleIn = (place: string) => (place.endsWith('.ts') ? place : `${place}ma
 const plantedImport = (from: string, to: string) => ({ from: moduleIn(from), to: moduleIn(to), line: 1, typeOnly: true });
 
 /** Things a module of the edges (http/, mcp/) must not do: the call pays, admits and reserves (Call, answerOperation). */
-const ACCOUNTING = /\.(?:pay|payWhenAble|reservePage|settle|settleAnswer|refund|admit|admitPage|admitShared|admitSharedMemory|keepShare|takeForAddress|chargeAddress|charge|chargeForBytes|take|letGoOfMemory|resizeMemory|beforeRead|waitBetweenReads)\(/;
+const ACCOUNTING =
+  /\.(?:pay|payWhenAble|reservePage|settle|settleAnswer|refund|admit|admitPage|admitShared|admitSharedMemory|keepShare|takeForAddress|chargeAddress|charge|chargeForBytes|take|letGoOfMemory|resizeMemory|beforeRead|waitBetweenReads)\(/;
 
 function accountingIn(file: SourceFile): string[] {
   return [...nodesOf(file)]
@@ -595,7 +616,8 @@ describe('architecture: layers that only point down', () => {
         }
     }
     for (const { holds } of LAYERS)
-      for (const a of holds) for (const b of holds) if (a !== b) assert.equal(layerViolations([plantedImport(a, b)]).length, 1, `${a} → ${b}`);
+      for (const a of holds)
+        for (const b of holds) if (a !== b) assert.equal(layerViolations([plantedImport(a, b)]).length, 1, `${a} → ${b}`);
     assert.deepEqual(layerViolations([plantedImport('src/limits/', 'src/feed/')]).length, 1, 'limits importing the feed');
   });
 

@@ -2,9 +2,18 @@ import pino, { type Logger } from 'pino';
 
 export type { Logger };
 
-/** `fields` go on every line (a worker's number under `serve --workers`). */
-export function createLogger(level: string, fields?: Record<string, unknown>): Logger {
-  return pino({ level, base: fields ?? undefined, timestamp: pino.stdTimeFunctions.isoTime });
+/**
+ * `fields` go on every line (a worker's number under `serve --workers`); `mixin`, when given, adds
+ * its fields to each line (with tracing on, the command passes traceLogFields: the line's
+ * `trace_id` and `span_id`; without, no line pays for looking).
+ */
+export function createLogger(level: string, fields?: Record<string, unknown>, mixin?: () => Record<string, unknown>): Logger {
+  return pino({
+    level,
+    base: fields ?? undefined,
+    timestamp: pino.stdTimeFunctions.isoTime,
+    ...(mixin ? { mixin } : {}),
+  });
 }
 
 /**

@@ -8,6 +8,7 @@ import { PAGE_RESERVATION_BYTES } from '../limits/page-bytes.ts';
 import type { RateState } from '../limits/rate-limiter.ts';
 import { principalOfKey } from '../auth/api-keys.ts';
 import type { ReadBudget } from '../feed/read-budget.ts';
+import { spanEvent } from '../tracing/spans.ts';
 import type { CallServices } from './call-services.ts';
 import { bearerPrincipal, type BearerLookup } from './credentials.ts';
 
@@ -262,7 +263,10 @@ export class Call implements ReadBudget {
     this.settle(0);
     this.letGoOfMemory();
     this.watchRevocation();
+    // Traced, the wait is two events of the request's span, not a span of its own (a poll may wait minutes).
+    spanEvent('held read waiting');
     const why = await wait();
+    spanEvent('held read woken', { 'event_feed.held_read.wake': why });
     if (this.revoked) throw revokedKey();
     if (why === 'moved') await this.beforeRead(deadlineMs, false);
     return why;

@@ -2,6 +2,8 @@ import cluster from 'node:cluster';
 import { systemClock } from '../base/clock.ts';
 import type { Config } from '../app/config.ts';
 import { createLogger } from '../base/log.ts';
+import { traceLogFields } from '../tracing/log-fields.ts';
+import { tracingWanted } from '../tracing/settings.ts';
 import { migrateDatabase } from '../store/migrate-database.ts';
 import { openStore } from '../store/open-store.ts';
 import { superviseWorkers } from './workers.ts';
@@ -14,7 +16,9 @@ import { superviseWorkers } from './workers.ts';
  */
 export async function serve(config: Config, options: { seedDemo?: boolean; workers: number }): Promise<void> {
   if (cluster.isPrimary && options.workers > 1) return servePrimary(config, options.workers, options.seedDemo === true);
-  const log = createLogger(config.logLevel, cluster.isWorker ? { worker: cluster.worker!.id } : undefined);
+  // With tracing asked for (the standard OTEL_* variables), each line written within a span carries its ids.
+  const traced = tracingWanted(process.env) ? traceLogFields : undefined;
+  const log = createLogger(config.logLevel, cluster.isWorker ? { worker: cluster.worker!.id } : undefined, traced);
   // Loaded here, not at the top: the primary of `serve --workers` never serves, and stays small without it.
   const { startServer } = await import('../server.ts');
   // A worker counts; its primary serves the metrics of all (workersExposition).

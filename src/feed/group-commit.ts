@@ -7,6 +7,7 @@ import type { FeedHeads } from './heads.ts';
 import type { RecentEvents } from './recent-events.ts';
 import { appendPrepared, prepareEvent, type Appended } from './publish.ts';
 import type { PublishedEvent } from './published-event.ts';
+import { currentTraceparent, inGroupCommitSpan, recordingSpan, type Span } from '../tracing/spans.ts';
 
 /** The most events one shared transaction takes; the rest wait for the next one. */
 export const GROUP_COMMIT_MAX_EVENTS = 256;
@@ -37,6 +38,8 @@ interface Pending {
   event: NewEvent;
   resolve(published: PublishedEvent): void;
   reject(err: unknown): void;
+  /** The emit's span while tracing is on and its trace is sampled: the group commit links to it. */
+  span?: Span;
 }
 
 /**
@@ -100,8 +103,12 @@ export class GroupCommit {
   append(workspaceId: string, input: EmitEventRequest): Promise<PublishedEvent> {
     // Built before waiting, outside any transaction: a bad occurred_at fails here, alone.
     const event = prepareEvent(workspaceId, input, this.clock.now());
+    // Traced (tracing on), the emit's trace context goes with its outbox rows (its deliveries join it).
+    const traceContext = currentTraceparent();
+    if (traceContext !== undefined) event.traceContext = traceContext;
+    const span = traceContext === undefined ? undefined : recordingSpan();
     return new Promise((resolve, reject) => {
-      const pending = { workspaceId, event, resolve, reject };
+      const pending: Pending = { workspaceId, event, resolve, reject, ...(span ? { span } : {}) };
       const lane = this.#lanes.get(workspaceId);
       if (lane) {
         lane.push(pending);
@@ -199,9 +206,15 @@ export class GroupCommit {
     try {
       // Atomic alone, in each adapter's cheapest way (Postgres: one statement, no BEGIN and COMMIT;
       // SQLite: one synchronous transaction on the writing connection).
-      result = await this.store.retryingTransient(() =>
-        appendPrepared(this.store, appends, storedAt, { skipLocked: this.store.appends.skipLocked }),
-      );
+      // Traced, one span for the statement the batch's emits share, linked from each (inGroupCommitSpan).
+      const append = () =>
+        this.store.retryingTransient(() => appendPrepared(this.store, appends, storedAt, { skipLocked: this.store.appends.skipLocked }));
+      result = await (batch.some((pending) => pending.span)
+        ? inGroupCommitSpan(
+            batch.map((pending) => pending.span),
+            append,
+          )
+        : append());
     } catch (err) {
       this.heads?.appendSettled(groups.keys());
       for (const pending of batch) pending.reject(appendFailure(err, pending.event.id));

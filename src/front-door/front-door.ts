@@ -4,6 +4,7 @@ import type { Metrics } from '../metrics/metrics.ts';
 import { clientAddress } from './client-address.ts';
 import { RefusalLog } from './refusal-log.ts';
 import { startRequest, type EdgeResponse, type RequestLocals } from './request-context.ts';
+import { inContext } from '../tracing/spans.ts';
 
 /** A transport served over HTTP (the API and its site, MCP): which requests it takes, and how it answers one. */
 export interface Edge {
@@ -28,6 +29,8 @@ export function frontDoor(log: Logger, settings: FrontDoorSettings, edges: reado
     const locals = startRequest(req, res, log, clientAddress(req, settings.trustProxyHops), refusals, settings.metrics);
     const edge = edges.find((candidate) => candidate.takes(req));
     if (!edge) throw new Error(`no edge takes ${req.method} ${req.url}: the last edge must take every request`);
-    edge.handle(req, res, locals);
+    // Traced, the request is handled in its server span's context: what it calls makes its children.
+    if (locals.trace) inContext(locals.trace.context, () => edge.handle(req, res, locals));
+    else edge.handle(req, res, locals);
   };
 }

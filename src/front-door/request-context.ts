@@ -5,6 +5,9 @@ import type { Logger } from '../base/log.ts';
 import { newRequestId } from '../base/ids.ts';
 import { operationLabel, type Metrics, type Transport } from '../metrics/metrics.ts';
 import type { RefusalLog } from './refusal-log.ts';
+import { spanLogFields } from '../tracing/log-fields.ts';
+import { endServerSpan } from '../tracing/server-span.ts';
+import { startServerSpan, type ServerSpan } from '../tracing/spans.ts';
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
@@ -30,6 +33,8 @@ export interface RequestLocals {
   bytes?: number;
   /** Set for the first refusals of a window (RefusalLog.note): their request line is written. */
   logRefusal?: boolean;
+  /** The request's SERVER span while tracing is on (startServerSpan), ended with its answer. */
+  trace?: ServerSpan;
 }
 
 /** A response as both edges see it: express keeps `locals` on it, the /v1 edge sets it first. */
@@ -53,6 +58,12 @@ export function startRequest(
   const given = req.headers['x-request-id'];
   const requestId = typeof given === 'string' && CLIENT_REQUEST_ID.test(given) ? given : newRequestId();
   const locals: RequestLocals = { requestId, clientAddress, refusals, transport: 'http' };
+  const trace = startServerSpan(req.headers, req.method ?? 'HTTP');
+  if (trace) {
+    locals.trace = trace;
+    // 'close' also ends one whose client left before its answer was written.
+    res.once('close', () => endServerSpan(trace.span, locals, res.statusCode, res.writableFinished));
+  }
   res.locals = locals;
   res.setHeader('X-Request-Id', requestId);
   res.setHeader('X-Content-Type-Options', 'nosniff');
@@ -100,6 +111,7 @@ function requestLine(req: IncomingMessage, res: EdgeResponse, locals: RequestLoc
     key_id: locals.principal?.keyId,
     error_code: locals.errorCode,
     limit: locals.limit,
+    ...(locals.trace ? spanLogFields(locals.trace.span) : {}),
   };
 }
 

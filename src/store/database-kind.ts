@@ -42,6 +42,8 @@ export interface DatabaseKind {
   readonly name: KindName;
   /** Its name for people: `SQLite`, `Postgres`. */
   readonly label: string;
+  /** Its name in OpenTelemetry's semantic conventions (`db.system.name` of its spans: tracedStore). */
+  readonly telemetryName: string;
   /** The URL schemes it answers to, lower case with their colon: `sqlite:`, `postgres:`. */
   readonly schemes: readonly string[];
   /** How its URLs look, for people: `sqlite:<path>`, `postgres://…`. */

@@ -1,3 +1,5 @@
+import { tracingOn } from '../tracing/active.ts';
+import { tracedStore } from './traced-store.ts';
 import type { Knex } from 'knex';
 import type { DatabaseKind, KindName, OpenedStore, OpenOptions } from './database-kind.ts';
 import { notStoredOnAnyDatabase } from './postgres/write-outcome.ts';
@@ -38,7 +40,10 @@ export function servesReadReplicas(url: string): boolean {
 
 /** The Store for DATABASE_URL: `sqlite:<path>`, `sqlite::memory:`, or `postgres://…`. */
 export function openStore(url: string, options: OpenOptions = {}): OpenedStore {
-  return checkedKindOf(url).open(url, options);
+  const kind = checkedKindOf(url);
+  const store = kind.open(url, options);
+  // Only once tracing has started (startTracing): off, the store is the adapter's own, untouched.
+  return tracingOn() ? tracedStore(store, kind.telemetryName) : store;
 }
 
 /** Throws the message a person needs when DATABASE_URL names no database this service knows. */

@@ -8,6 +8,7 @@ import { nextDelayMs } from './retry-schedule.ts';
 import { signingSecrets } from './rotation.ts';
 import type { WebhookSender } from './send.ts';
 import type { EndpointRow } from '../store/port.ts';
+import { endFailed, startDeliverySpan, type Span } from '../tracing/spans.ts';
 
 /** Why the service disables an endpoint (WebhookEndpoint.disabled_reason). */
 export const DISABLED_GONE = 'the endpoint answered 410 Gone';
@@ -169,10 +170,24 @@ export class WebhookDispatcher {
           logFailedAttempt(this.log, endpoint, delivery, { status: null, error: 'the event is past retention', errorCode: null }, null);
           continue;
         }
+        // Traced, the attempt is a CLIENT span in the emit's trace (the outbox row's trace_context).
+        const traced = startDeliverySpan(delivery.trace_context, {
+          'event_feed.workspace_id': delivery.workspace_id,
+          'event_feed.webhook.endpoint_id': endpoint.id,
+          'event_feed.event_id': delivery.event_id,
+          'event_feed.webhook.attempt': delivery.attempts + 1,
+        });
         const result = await this.sender.send(
-          { url: endpoint.url, secrets: signingSecrets(endpoint, startedAt), eventId: delivery.event_id, body: delivery.envelope },
+          {
+            url: endpoint.url,
+            secrets: signingSecrets(endpoint, startedAt),
+            eventId: delivery.event_id,
+            body: delivery.envelope,
+            ...(traced ? { traceHeaders: traced.headers } : {}),
+          },
           Math.floor(startedAt / 1000),
         );
+        if (traced) endDeliverySpan(traced.span, result);
         this.#attempts++;
         const ended = this.clock.now().getTime();
         if (result.error === null) {
@@ -219,4 +234,11 @@ export class WebhookDispatcher {
       await this.store.webhooks.releaseLease(endpoint.id, this.#owner, pauseUntil).catch(() => {});
     }
   }
+}
+
+/** Ends an attempt's span with its answer's status, or the fixed words of its failure's kind. */
+function endDeliverySpan(span: Span, result: { status: number | null; error: string | null }): void {
+  if (result.status !== null) span.setAttribute('http.response.status_code', result.status);
+  if (result.error === null) span.end();
+  else endFailed(span, result.status === null ? 'no answer' : String(result.status));
 }

@@ -9,6 +9,8 @@ export interface Delivery {
   eventId: string;
   /** The envelope exactly as stored and as the feed serves it: these bytes are signed and sent. */
   body: string;
+  /** Trace headers of the attempt's span (`traceparent`) while tracing is on, sent with it. */
+  traceHeaders?: Record<string, string>;
 }
 
 export interface AttemptResult {
@@ -66,6 +68,7 @@ export class WebhookSender {
           'webhook-id': delivery.eventId,
           'webhook-timestamp': String(nowSeconds),
           'webhook-signature': signatureHeader(delivery.secrets, delivery.eventId, nowSeconds, delivery.body),
+          ...delivery.traceHeaders,
         },
         body: delivery.body,
       });

@@ -98,7 +98,17 @@ export async function dueDeliveries(db: Db, sql: SqlPieces, endpointId: string, 
     .leftJoin('events as e', function () {
       this.on('e.workspace_id', '=', 'd.workspace_id').andOn('e.seq', '=', 'd.event_seq');
     })
-    .select('d.id', 'd.endpoint_id', 'd.workspace_id', 'd.event_seq', 'd.event_id', 'd.attempts', 'd.created_at', 'e.envelope')
+    .select(
+      'd.id',
+      'd.endpoint_id',
+      'd.workspace_id',
+      'd.event_seq',
+      'd.event_id',
+      'd.attempts',
+      'd.created_at',
+      'd.trace_context',
+      'e.envelope',
+    )
     .where('d.endpoint_id', endpointId)
     .andWhereRaw(`${sql.notIndexed}d.next_attempt_at <= ?`, [now])
     .orderBy('d.event_seq')

@@ -18,6 +18,8 @@ export interface NewEvent {
    * whether it gave occurred_at; null when the server generated the id.
    */
   clientId: { occurredAtGiven: boolean } | null;
+  /** The emit's trace context (a W3C traceparent) while tracing is on, kept with the deliveries it owes. */
+  traceContext?: string;
 }
 
 /** One workspace's share of an append: its events, in the order they take in its feed. */

@@ -47,6 +47,8 @@ export interface DueDelivery {
   /** When the delivery was queued (ms). */
   created_at: number;
   envelope: string | null;
+  /** The emit's traceparent, when it was traced (migration 014). */
+  trace_context: string | null;
 }
 
 export interface AttemptRecord {

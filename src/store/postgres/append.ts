@@ -213,7 +213,13 @@ function pgAppendStatement(
     ? [sorted[0]!.workspaceId, sorted[0]!.events.length]
     : [sorted.map((a) => a.workspaceId), sorted.map((a) => a.events.length)];
   const newestSeen = single ? (newest.get(sorted[0]!.workspaceId) ?? null) : sorted.map((a) => newest.get(a.workspaceId) ?? null);
-  return { ...statementFor(single, skipLocked, notifyChannel), values: [...counters, storedAt, ...columns, newestSeen] };
+  // Traced emits (tracing on) carry their trace contexts as $12, for their outbox rows; a batch
+  // without any takes the statement without it.
+  const traces = sorted.flatMap((a) => a.events.map((event) => event.traceContext ?? null));
+  if (!traces.some((trace) => trace !== null)) {
+    return { ...statementFor(single, skipLocked, notifyChannel, false), values: [...counters, storedAt, ...columns, newestSeen] };
+  }
+  return { ...statementFor(single, skipLocked, notifyChannel, true), values: [...counters, storedAt, ...columns, newestSeen, traces] };
 }
 
 // Each bump also moves the workspace's newest stored_at to GREATEST(it, $3) (migration 009) and
@@ -265,12 +271,12 @@ const BUMPS = {
  * a measurable share of ingestion into one workspace.
  */
 const statements = new Map<string, { name: string; text: string }>();
-function statementFor(single: boolean, skipLocked: boolean, notifyChannel: string): { name: string; text: string } {
+function statementFor(single: boolean, skipLocked: boolean, notifyChannel: string, traced: boolean): { name: string; text: string } {
   const bump = `${single ? 'one' : 'many'} ${skipLocked ? 'skip' : 'wait'}` as const;
-  const key = `${bump} ${notifyChannel}`;
+  const key = `${bump} ${notifyChannel}${traced ? ' traced' : ''}`;
   let statement = statements.get(key);
   if (!statement) {
-    statement = { name: `event_feed_append_${statements.size + 1}`, text: statementText(BUMPS[bump], notifyChannel) };
+    statement = { name: `event_feed_append_${statements.size + 1}`, text: statementText(BUMPS[bump], notifyChannel, traced) };
     statements.set(key, statement);
   }
   return statement;
@@ -282,7 +288,7 @@ function statementFor(single: boolean, skipLocked: boolean, notifyChannel: strin
  * position in its workspace's part, $6 id, $7 type, $8 mailbox, $9 occurred_at_ms, $10 envelope),
  * and $11 the guard (see the bumps).
  */
-function statementText(bump: string, notifyChannel: string): string {
+function statementText(bump: string, notifyChannel: string, traced: boolean): string {
   const insert = `inserted AS (
     INSERT INTO events (workspace_id, seq, id, type, mailbox_id, occurred_at_ms, stored_at, envelope)
     SELECT r.workspace_id, b.last_seq - b.k + r.ord, r.id, r.type, r.mailbox_id, r.occurred_at_ms, b.stored_at, r.envelope
@@ -296,9 +302,14 @@ function statementText(bump: string, notifyChannel: string): string {
   // matchesTypes, which SQLite applies in process; the webhook tests hold
   // both to it. Emitted types are the contract's, so a prefix matches exactly what it expands to.
   const deliveries = `, outbox AS (
-    INSERT INTO webhook_deliveries (endpoint_id, workspace_id, event_seq, event_id, attempts, next_attempt_at, created_at)
-    SELECT w.id, i.workspace_id, i.seq, i.id, 0, $3::bigint, $3::bigint
-      FROM inserted i JOIN webhook_endpoints w ON w.workspace_id = i.workspace_id AND w.enabled
+    INSERT INTO webhook_deliveries (endpoint_id, workspace_id, event_seq, event_id, attempts, next_attempt_at, created_at${traced ? ', trace_context' : ''})
+    SELECT w.id, i.workspace_id, i.seq, i.id, 0, $3::bigint, $3::bigint${traced ? ', t.trace_context' : ''}
+      FROM inserted i JOIN webhook_endpoints w ON w.workspace_id = i.workspace_id AND w.enabled${
+        traced
+          ? `
+      JOIN unnest($4::text[], $6::text[], $12::text[]) AS t(workspace_id, id, trace_context) ON t.workspace_id = i.workspace_id AND t.id = i.id`
+          : ''
+      }
      WHERE json_array_length(w.event_types::json) = 0 OR EXISTS (
        SELECT 1 FROM json_array_elements_text(w.event_types::json) AS f(filter)
         WHERE f.filter = i.type OR (f.filter LIKE '%.*' AND starts_with(i.type, left(f.filter, -1))))

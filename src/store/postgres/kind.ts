@@ -26,6 +26,7 @@ function appendInTransaction(
 /** Postgres: `postgres://…` or `postgresql://…`, through pg; may have read replicas. */
 export const postgresKind: DatabaseKind = {
   name: 'postgres',
+  telemetryName: 'postgresql',
   label: 'Postgres',
   schemes: ['postgres:', 'postgresql:'],
   urlForm: 'postgres://…',

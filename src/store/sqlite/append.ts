@@ -22,7 +22,7 @@ const INSERT_EVENT =
   'INSERT INTO events (workspace_id, seq, id, type, mailbox_id, occurred_at_ms, stored_at, envelope) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
 const ENABLED_ENDPOINTS = 'SELECT id, workspace_id, event_types FROM webhook_endpoints WHERE workspace_id = ? AND enabled = 1';
 const INSERT_DELIVERY =
-  'INSERT INTO webhook_deliveries (endpoint_id, workspace_id, event_seq, event_id, attempts, next_attempt_at, created_at) VALUES (?, ?, ?, ?, 0, ?, ?)';
+  'INSERT INTO webhook_deliveries (endpoint_id, workspace_id, event_seq, event_id, attempts, next_attempt_at, created_at, trace_context) VALUES (?, ?, ?, ?, 0, ?, ?, ?)';
 
 /**
  * Runs `work` in one transaction on the database's writing connection, which no other query of
@@ -80,7 +80,7 @@ export function sqliteAppendEvents(conn: SqliteConnection, sorted: WorkspaceAppe
   const insertEvent = conn.prepare(INSERT_EVENT);
   const endpointsOf = conn.prepare(ENABLED_ENDPOINTS);
   const firstSeqs = new Map<string, number>();
-  const deliveries: Array<[string, string, number, string]> = [];
+  const deliveries: Array<[string, string, number, string, string | null]> = [];
   for (const { workspaceId, events } of sorted) {
     const row = bump.get(events.length, storedAt, workspaceId) as
       { last_seq: number | bigint; last_stored_at: number | bigint } | undefined;
@@ -94,17 +94,18 @@ export function sqliteAppendEvents(conn: SqliteConnection, sorted: WorkspaceAppe
     const endpoints = endpointsOf.all(workspaceId) as Array<{ id: string; workspace_id: string; event_types: string }>;
     if (endpoints.length === 0) continue;
     const seqOf = new Map(events.map((event, i) => [event.id, firstSeq + i]));
+    const traceOf = new Map(events.map((event) => [event.id, event.traceContext ?? null]));
     for (const owed of deliveriesOwed(
       endpoints,
       events.map((event) => ({ workspaceId, id: event.id, type: event.type })),
     )) {
-      deliveries.push([owed.endpointId, owed.workspaceId, seqOf.get(owed.eventId)!, owed.eventId]);
+      deliveries.push([owed.endpointId, owed.workspaceId, seqOf.get(owed.eventId)!, owed.eventId, traceOf.get(owed.eventId)!]);
     }
   }
   if (deliveries.length > 0) {
     const insertDelivery = conn.prepare(INSERT_DELIVERY);
-    for (const [endpointId, workspaceId, seq, eventId] of deliveries)
-      insertDelivery.run(endpointId, workspaceId, seq, eventId, storedAt, storedAt);
+    for (const [endpointId, workspaceId, seq, eventId, traceContext] of deliveries)
+      insertDelivery.run(endpointId, workspaceId, seq, eventId, storedAt, storedAt, traceContext);
   }
   return firstSeqs;
 }

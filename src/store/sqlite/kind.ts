@@ -21,6 +21,7 @@ function fileOf(url: string): string {
 /** SQLite, embedded: `sqlite:<path>` or `sqlite::memory:`, through better-sqlite3. */
 export const sqliteKind: DatabaseKind = {
   name: 'sqlite',
+  telemetryName: 'sqlite',
   label: 'SQLite',
   schemes: [SCHEME],
   urlForm: 'sqlite:<path>',
