@@ -263,6 +263,16 @@ function otherRows({ r, rows, both, cell, lat }: Rows): void {
     d.webhooks.noisyMayTakeEverySlot ? victim(d.webhooks.noisyMayTakeEverySlot) : 'not run (--quick)',
   );
   both(
+    'erasure: one address, time / other workspace event_feed p99 before → during',
+    (d) =>
+      `${fmt(d.erasure.eraseSeconds, 1)} s for ${fmt(d.erasure.erasedEvents)} of ${fmt(d.erasure.events)} events; p99 ${fmt(d.erasure.otherFeedBefore.p99, 0)} → ${fmt(d.erasure.otherFeedDuring.p99, 0)} ms`,
+  );
+  rows.push([
+    'tracing off / 100 % / 1 %: page CPU, emit CPU (ms)',
+    cell(r.sqlite, (d) => d.tracing.map((v: any) => `${v.variant} ${fmt(v.pageCpuMs, 2)} / ${fmt(v.emitCpuMs, 2)}`).join('; ')),
+    'n/a',
+  ]);
+  both(
     'server RSS replay: start→peak',
     (d) => `${fmt(d.memory.replay.startMb, 0)} → ${fmt(d.memory.replay.peakMb, 0)} MB (growth ${fmt(d.memory.replay.growthMb, 1)})`,
   );

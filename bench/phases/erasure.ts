@@ -1,3 +1,4 @@
+import type { Phase } from './phase.ts';
 /**
  * The erasure phase: the time to erase one address across N events of one workspace
  * (erase_person, then erasure_status until `completed`), and the latency of another workspace's
@@ -211,3 +212,28 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   });
   console.log(JSON.stringify(result, null, 2));
 }
+
+/**
+ * The phase in the bench's table: one address erased across a large workspace (1,000,000 events
+ * on SQLite, 100,000 on Postgres; a tenth of that with --quick), and another workspace's
+ * event_feed p99 meanwhile, on a database of its own (a fresh SQLite file; on Postgres the run's
+ * database, last, once every other phase is done).
+ */
+export const erasureBenchPhase: Phase = {
+  name: 'erasure',
+  server: 'own',
+  compares: false,
+  async run(ctx) {
+    const events = (ctx.kind === 'sqlite' ? 1_000_000 : 100_000) / (quick ? 50 : 1);
+    benchLog(`[${ctx.kind}] erasure: one address across ${events} events, another workspace read meanwhile…`);
+    ctx.result.erasure = await erasurePhase({
+      events,
+      ...(ctx.kind === 'postgres' ? { databaseUrl: ctx.database.url } : {}),
+      log: benchLog,
+    });
+  },
+};
+
+/** The bench's flags are not this module's to parse (it also runs alone, with its own): only --quick is looked at. */
+const quick = process.argv.includes('--quick');
+const benchLog = (line: string) => console.error(line);

@@ -4,6 +4,7 @@
  */
 import { ceilingPhase } from './ceiling.ts';
 import { depthPhase } from './depth.ts';
+import { erasureBenchPhase } from './erasure.ts';
 import { ingestPhase } from './ingest.ts';
 import { longpollPhase } from './longpoll.ts';
 import { mcpPhase } from './mcp.ts';
@@ -14,6 +15,7 @@ import { replayPhase } from './replay.ts';
 import { replicasPhase } from './replicas.ts';
 import { sparsePhase } from './sparse.ts';
 import { tailPhase } from './tail.ts';
+import { tracingBenchPhase } from './tracing.ts';
 import { webhooksPhase } from './webhooks.ts';
 import { workersPhase } from './workers.ts';
 
@@ -33,6 +35,8 @@ export const PHASES: readonly Phase[] = [
   replicasPhase,
   partitionsPhase,
   webhooksPhase,
+  tracingBenchPhase,
+  erasureBenchPhase,
 ];
 
 /** The phases `--phases` names (`all`: every one), in the table's order; an unknown name is an error. */

@@ -1,3 +1,4 @@
+import type { Phase } from './phase.ts';
 /**
  * What tracing costs (issue 43): the page (event_feed), emit and long-poll figures of one service
  * with tracing off, on at 100 % and on at 1 % (OTEL_TRACES_SAMPLER=parentbased_traceidratio,
@@ -174,3 +175,19 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const figures = await measureTracingCost(quick ? { pages: 60, emits: 60, polls: 10 } : undefined);
   console.table(figures);
 }
+
+/** The phase in the bench's table: page, emit and long-poll with tracing off, on at 100 % and at 1 %, in the same run (SQLite). */
+export const tracingBenchPhase: Phase = {
+  name: 'tracing',
+  server: 'own',
+  compares: false,
+  only: 'sqlite',
+  async run(ctx) {
+    benchLog(`[${ctx.kind}] tracing: page, emit and long-poll, off / 100 % / 1 %…`);
+    ctx.result.tracing = await measureTracingCost(quick ? { pages: 60, emits: 60, polls: 10 } : { pages: 300, emits: 300, polls: 50 });
+  },
+};
+
+/** The bench's flags are not this module's to parse (it also runs alone, with its own): only --quick is looked at. */
+const quick = process.argv.includes('--quick');
+const benchLog = (line: string) => console.error(line);
