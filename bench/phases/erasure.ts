@@ -215,7 +215,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
 
 /**
  * The phase in the bench's table: one address erased across a large workspace (1,000,000 events
- * on SQLite, 100,000 on Postgres; a tenth of that with --quick), and another workspace's
+ * on SQLite, 100,000 on Postgres; a fiftieth of that with --quick), and another workspace's
  * event_feed p99 meanwhile, on a database of its own (a fresh SQLite file; on Postgres the run's
  * database, last, once every other phase is done).
  */
