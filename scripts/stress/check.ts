@@ -71,8 +71,34 @@ export function check(
   const note = (msg: string) => {
     if (r.samples.length < MAX_SAMPLES) r.samples.push(msg);
   };
+  const tally = { r, note };
+  const stored = storedInOrder(store, workspaces, truth, tally, counters);
+  checkWriters(store, txs, truth, stored.truthById, tally);
+  checkReaders(workspaces, readers, txs, stored, tally);
 
-  // --- the database, per workspace, in key order; position = rank (1-based) ---
+  return r;
+}
+
+/** Where the counts go, and the samples that say what was found. */
+interface Tally {
+  r: CheckResult;
+  note: (msg: string) => void;
+}
+
+/** The database's events per workspace in key order (position = rank, 1-based), checked gap-free where the store promises it. */
+interface Stored {
+  byWs: Map<string, TruthRow[]>;
+  truthById: Map<string, TruthRow>;
+  posById: Map<string, number>;
+}
+
+function storedInOrder(
+  store: FeedStore,
+  workspaces: string[],
+  truth: TruthRow[],
+  { r, note }: Tally,
+  counters?: Map<string, number>,
+): Stored {
   const byWs = new Map<string, TruthRow[]>(workspaces.map((ws) => [ws, []]));
   const truthById = new Map<string, TruthRow>();
   for (const row of truth) {
@@ -104,7 +130,11 @@ export function check(
     }
   }
 
-  // --- writers' records against the database ---
+  return { byWs, truthById, posById };
+}
+
+/** The writers' records against the database: committed all there, rolled back or failed absent, each transaction whole and consecutive. */
+function checkWriters(store: FeedStore, txs: TxRecord[], truth: TruthRow[], truthById: Map<string, TruthRow>, { r, note }: Tally): void {
   const known = new Map<string, TxRecord>();
   for (const tx of txs) {
     for (const id of tx.ids) known.set(id, tx);
@@ -153,8 +183,16 @@ export function check(
       note(`stored event ${row.id} was never written by a writer`);
     }
   }
+}
 
-  // --- readers against the database ---
+/** The readers against the database: each event owed delivered once, in order, nothing else; readers and cursors agree. */
+function checkReaders(
+  workspaces: string[],
+  readers: ReaderResult[],
+  txs: TxRecord[],
+  { byWs, truthById, posById }: Stored,
+  { r, note }: Tally,
+): void {
   const failedIds = new Set(txs.filter((tx) => tx.outcome === 'rolledBack' || tx.outcome === 'failed').flatMap((tx) => tx.ids));
   for (const ws of workspaces) {
     const rows = byWs.get(ws)!;
@@ -229,7 +267,6 @@ export function check(
       }
     }
   }
-  return r;
 }
 
 export const violations = (c: CheckResult) => c.lost + c.duplicated + c.reordered + c.partial + c.phantom + c.holes + c.disagree;

@@ -110,14 +110,9 @@ export async function runPostgres(cfg: PostgresRunConfig): Promise<RunResult> {
     let kills = 0;
     let commitKills = 0;
     let readerKills = 0;
-    const terminate = async (pid: number) => {
+    const terminate = (pid: number) => {
       terminated.add(pid);
-      // Only a backend of this run's database: never another session that happens to get a recycled pid.
-      const res = await admin.raw(
-        'select pg_terminate_backend(pid) as ok from pg_stat_activity where pid = ? and datname = current_database()',
-        [pid],
-      );
-      return res.rows[0]?.ok === true;
+      return terminateBackend(admin, pid);
     };
     const commitKillProbability = cfg.kills ? (cfg.commitKillProbability ?? 0.04) : 0;
     const commitCutProbability = cfg.kills ? (cfg.commitCutProbability ?? 0.03) : 0;
@@ -131,12 +126,7 @@ export async function runPostgres(cfg: PostgresRunConfig): Promise<RunResult> {
         if (Date.now() >= deadline) break;
         if (Math.random() < 0.1) {
           // A reader's backend, busy or idle between pages: the reader must retry from the same cursor.
-          const res = await admin.raw(
-            `select pg_terminate_backend(pid) as ok from pg_stat_activity
-              where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'
-                and query ilike 'select%order by%' and query not ilike '%pg_stat_activity%' limit 1`,
-          );
-          readerKills += res.rows.filter((row: { ok: boolean }) => row.ok).length;
+          readerKills += await killAReader(admin);
           continue;
         }
         const entries = [...registry.values()];
@@ -203,33 +193,14 @@ export async function runPostgres(cfg: PostgresRunConfig): Promise<RunResult> {
     await killing;
     await Promise.all(inFlightKills);
     // Every killed or cut backend gone: an interrupted COMMIT is now durable or void, never pending.
-    for (let waited = 0; ; waited += 20) {
-      const alive = terminated.size
-        ? await admin('pg_stat_activity')
-            .whereIn('pid', [...terminated])
-            .andWhere('datname', admin.raw('current_database()'))
-            .select('pid')
-        : [];
-      if (alive.length === 0) break;
-      if (waited > 15000) throw new Error('terminated backends still present after 15 s');
-      await sleep(20);
-    }
+    await untilBackendsGone(admin, terminated);
     writersDone = true;
     const readerOutcomes = await Promise.allSettled(reading);
     for (const o of [...writerResults, ...readerOutcomes]) if (o.status === 'rejected') throw o.reason;
     const writerStats = writerResults.map((o) => (o as PromiseFulfilledResult<Awaited<(typeof writing)[number]>>).value);
 
-    const truth = await cfg.store.truth(admin);
-    const counters = await cfg.store.counters?.(admin);
     const readerResults = readers.map((r) => r.result());
-    const checked = check(
-      cfg.store,
-      workspaces,
-      writerStats.flatMap((w) => w.records),
-      readerResults,
-      truth,
-      counters,
-    );
+    const checked = await checkRun(cfg, admin, workspaces, writerStats, readerResults);
     return finish(
       {
         label: cfg.label,
@@ -255,4 +226,58 @@ export async function runPostgres(cfg: PostgresRunConfig): Promise<RunResult> {
     await Promise.allSettled(dbs.map((db) => db.destroy()));
     await database.drop();
   }
+}
+
+/** Terminates a backend of this run's database: never another session that happens to get a recycled pid. */
+async function terminateBackend(admin: Knex, pid: number): Promise<boolean> {
+  const res = await admin.raw(
+    'select pg_terminate_backend(pid) as ok from pg_stat_activity where pid = ? and datname = current_database()',
+    [pid],
+  );
+  return res.rows[0]?.ok === true;
+}
+
+/** A reader's backend, busy or idle between pages (the reader must retry from the same cursor): how many were killed. */
+async function killAReader(admin: Knex): Promise<number> {
+  const res = await admin.raw(
+    `select pg_terminate_backend(pid) as ok from pg_stat_activity
+      where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'
+        and query ilike 'select%order by%' and query not ilike '%pg_stat_activity%' limit 1`,
+  );
+  return res.rows.filter((row: { ok: boolean }) => row.ok).length;
+}
+
+/** Waits until every killed or cut backend is gone (15 s at most). */
+async function untilBackendsGone(admin: Knex, terminated: ReadonlySet<number>): Promise<void> {
+  for (let waited = 0; ; waited += 20) {
+    const alive = terminated.size
+      ? await admin('pg_stat_activity')
+          .whereIn('pid', [...terminated])
+          .andWhere('datname', admin.raw('current_database()'))
+          .select('pid')
+      : [];
+    if (alive.length === 0) return;
+    if (waited > 15000) throw new Error('terminated backends still present after 15 s');
+    await sleep(20);
+  }
+}
+
+/** The run's records against what the database holds at the end (check). */
+async function checkRun(
+  cfg: PostgresRunConfig,
+  admin: Knex,
+  workspaces: string[],
+  writerStats: Array<{ records: Parameters<typeof check>[2] }>,
+  readerResults: Parameters<typeof check>[3],
+) {
+  const truth = await cfg.store.truth(admin);
+  const counters = await cfg.store.counters?.(admin);
+  return check(
+    cfg.store,
+    workspaces,
+    writerStats.flatMap((w) => w.records),
+    readerResults,
+    truth,
+    counters,
+  );
 }

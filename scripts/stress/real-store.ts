@@ -54,7 +54,10 @@ export const realStore: FeedStore = {
     await publishInTransaction(trx, ws, events, new Date());
   },
   async read(db, principal, after, limit) {
-    const page = await eventFeed({ cursors: codec, principal: permit(principal, 'read'), feed: readerFor(db) }, after === undefined ? { limit } : { after, limit });
+    const page = await eventFeed(
+      { cursors: codec, principal: permit(principal, 'read'), feed: readerFor(db) },
+      after === undefined ? { limit } : { after, limit },
+    );
     return { events: pageEnvelopes(page.events).map(seenFromEnvelope), nextCursor: page.next_cursor };
   },
   cursorKey: (ws, cursor) => codec.decode(ws, cursor),

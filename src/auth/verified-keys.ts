@@ -15,6 +15,13 @@ interface Kept {
   epoch: number | undefined;
 }
 
+/** What VerifiedKeys.unchangedSince compares with: the forgets, the channel's epoch and the time when a call looked its key up. */
+export interface KeysSnapshot {
+  forgets: number;
+  epoch: number | undefined;
+  at: number;
+}
+
 /** Taken before looking a key up in the database; `keep` checks it. */
 export interface KeyMark {
   forgets: number;
@@ -77,6 +84,26 @@ export class VerifiedKeys {
   mark(): KeyMark | undefined {
     if (this.trust.check() === 'unknown') return undefined;
     return { forgets: this.#forgets, epoch: this.trust.mark() };
+  }
+
+  /** Taken before a call looks its key up: `unchangedSince` then tells whether looking again could find anything else. */
+  snapshot(): KeysSnapshot | undefined {
+    if (this.trust.check() === 'unknown') return undefined;
+    return { forgets: this.#forgets, epoch: this.trust.mark(), at: this.now() };
+  }
+
+  /**
+   * Nothing forgotten since the snapshot, the trust unbroken, and still within the time a kept key
+   * is believed (HEARD_KEY_TTL_MS, or VERIFIED_KEY_TTL_MS without the channel): a key found valid
+   * then would be found valid now (`lookup` would answer it kept), so a call checking again need
+   * not look (Call.recheck). The same guarantees as `lookup`, without its hash and map.
+   */
+  unchangedSince(snapshot: KeysSnapshot | undefined): boolean {
+    if (snapshot === undefined || snapshot.forgets !== this.#forgets) return false;
+    const trust = this.trust.check();
+    if (trust === 'unknown') return false;
+    const heard = trust === 'heard' && this.trust.unbroken(snapshot.epoch);
+    return this.now() - snapshot.at <= (heard ? HEARD_KEY_TTL_MS : VERIFIED_KEY_TTL_MS);
   }
 
   /** A lookup begun at `mark` found this key valid. */

@@ -7,6 +7,8 @@ import type { Wake } from '../feed/held-reads.ts';
 import { PAGE_RESERVATION_BYTES } from '../limits/page-bytes.ts';
 import type { RateState } from '../limits/rate-limiter.ts';
 import { principalOfKey } from '../auth/api-keys.ts';
+import type { KeysSnapshot } from '../auth/verified-keys.ts';
+import { isAccessToken } from '../oauth/tokens.ts';
 import type { ReadBudget } from '../feed/read-budget.ts';
 import { spanEvent } from '../tracing/spans.ts';
 import type { CallServices } from './call-services.ts';
@@ -50,17 +52,23 @@ export class Call implements ReadBudget {
   readonly #services: CallServices;
   /** Looks the caller up again (its credential kept only for this: never logged, never echoed). */
   readonly #lookUpAgain: () => Promise<BearerLookup>;
-  readonly #life = new AbortController();
+  /** Made only when someone listens (a held read, a stream, a wait for tokens): a plain page's call never needs one. */
+  #life: AbortController | undefined;
+  #endedAs: CallEnd | undefined;
   #memory: Reservation | undefined;
   /** Shares of reservations held with other calls (a read shared by polls woken together: SharedReads). */
   #shares: Array<() => void> = [];
   #reservedTokens = 0;
   #unwatch: (() => void) | undefined;
 
-  private constructor(services: CallServices, principal: Principal, lookUpAgain: () => Promise<BearerLookup>) {
+  /** The verified keys as they stood when the key was looked up (API keys and stream tokens; never an OAuth token, revocable on its own). */
+  readonly #lookedUpAt: KeysSnapshot | undefined;
+
+  private constructor(services: CallServices, principal: Principal, lookUpAgain: () => Promise<BearerLookup>, lookedUpAt?: KeysSnapshot) {
     this.#services = services;
     this.principal = principal;
     this.#lookUpAgain = lookUpAgain;
+    this.#lookedUpAt = lookedUpAt;
   }
 
   /**
@@ -71,7 +79,7 @@ export class Call implements ReadBudget {
   static open(services: CallServices, token: string | undefined, address: string, oauthResource?: string): Promise<Call> {
     const lookUp = (): Promise<BearerLookup> =>
       token === undefined ? Promise.resolve({}) : bearerPrincipal(services, token, oauthResource);
-    return Call.#identified(services, token, address, lookUp);
+    return Call.#identified(services, token, address, lookUp, token === undefined || !isAccessToken(token));
   }
 
   /**
@@ -86,7 +94,7 @@ export class Call implements ReadBudget {
       const principal = claims && (await principalOfKey(services.store, claims.keyId, services.changes.keys));
       return principal ? { principal } : { refusal };
     };
-    return Call.#identified(services, token, address, lookUp);
+    return Call.#identified(services, token, address, lookUp, true);
   }
 
   /**
@@ -102,12 +110,15 @@ export class Call implements ReadBudget {
     token: string | undefined,
     address: string,
     lookUp: () => Promise<BearerLookup>,
+    standsWithItsKey: boolean,
   ): Promise<Call> {
     const { rateLimiter } = services;
+    // Taken before the lookup: a revocation heard while it runs makes the recheck look again.
+    const lookedUpAt = standsWithItsKey ? services.changes.keys.snapshot() : undefined;
     if (!rateLimiter.enabled) {
       const found = await lookUp();
       if (!found.principal) throw unauthorized(found.refusal);
-      return new Call(services, found.principal, lookUp);
+      return new Call(services, found.principal, lookUp, lookedUpAt);
     }
     const digest = token === undefined ? undefined : KnownTokens.digest(token);
     const known = digest !== undefined && rateLimiter.knownTokens.has(digest);
@@ -130,20 +141,24 @@ export class Call implements ReadBudget {
     }
     if (!known) rateLimiter.chargeAddress(address, -1);
     rateLimiter.knownTokens.remember(digest!);
-    return new Call(services, found.principal, lookUp);
+    return new Call(services, found.principal, lookUp, lookedUpAt);
   }
 
   /** Aborted when the call ends or its key is revoked (`reason` is the CallEnd). */
   get signal(): AbortSignal {
+    if (!this.#life) {
+      this.#life = new AbortController();
+      if (this.#endedAs) this.#life.abort(this.#endedAs);
+    }
     return this.#life.signal;
   }
 
   get ended(): boolean {
-    return this.#life.signal.aborted;
+    return this.#endedAs !== undefined;
   }
 
   get revoked(): boolean {
-    return this.#life.signal.reason === 'revoked';
+    return this.#endedAs === 'revoked';
   }
 
   /** One request's token (or `cost`) from the key's and its workspace's buckets: 429 rate_limited when either is empty. */
@@ -305,6 +320,9 @@ export class Call implements ReadBudget {
    */
   async recheck(): Promise<void> {
     if (this.revoked) throw revokedKey();
+    // Nothing heard of any key since this one was looked up, and within the time a verified key is
+    // believed: looking again would find the same (VerifiedKeys.unchangedSince).
+    if (this.#services.changes.keys.unchangedSince(this.#lookedUpAt)) return;
     if (!(await this.stillValid())) {
       this.#end('revoked');
       throw revokedKey();
@@ -334,7 +352,10 @@ export class Call implements ReadBudget {
   }
 
   #end(why: CallEnd): void {
-    if (!this.ended) this.#life.abort(why);
+    if (!this.#endedAs) {
+      this.#endedAs = why;
+      this.#life?.abort(why);
+    }
     this.letGoOfMemory();
     this.#unwatch?.();
     this.#unwatch = undefined;

@@ -46,6 +46,9 @@ export class CursorCodec implements TokenKeys {
       cursor = this.#positions.encode(workspaceId, seq);
       if (this.#encoded.size >= ENCODED_CURSORS_KEPT) this.#encoded.delete(this.#encoded.keys().next().value!);
       this.#encoded.set(key, cursor);
+      // What this codec just made decodes to `seq`: a replaying client sends it back at its next
+      // page, which then skips the HMAC and the AES block (a good part of a page's CPU).
+      if (Number.isSafeInteger(seq) && seq >= 0) this.#remember(`${workspaceId} ${cursor}`, seq);
     }
     return cursor;
   }
@@ -56,10 +59,14 @@ export class CursorCodec implements TokenKeys {
     let seq = this.#verified.get(key);
     if (seq === undefined) {
       seq = this.#positions.decode(workspaceId, cursor).seq;
-      if (this.#verified.size >= VERIFIED_CURSORS_KEPT) this.#verified.delete(this.#verified.keys().next().value!);
-      this.#verified.set(key, seq);
+      this.#remember(key, seq);
     }
     return seq;
+  }
+
+  #remember(key: string, seq: number): void {
+    if (this.#verified.size >= VERIFIED_CURSORS_KEPT) this.#verified.delete(this.#verified.keys().next().value!);
+    this.#verified.set(key, seq);
   }
 
   /** HMAC-SHA256 with the server secret, for every token the service signs (PageTokenCodec too). */
