@@ -3,7 +3,7 @@
  * Under `--against`, the seeded database is copied for the base's server and every phase that
  * measures a server runs on both sides in turn, alternating which goes first.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CursorCodec } from '../src/feed/cursor.ts';
 import { openStore } from '../src/store/open-store.ts';
@@ -111,6 +111,7 @@ export async function benchDatabase(kind: Kind, withRedis: boolean, phases: Phas
     const seeding = await seedDatabase(database);
     const copy = base ? await copyDatabase(database, 'base') : undefined;
     if (copy) cleanups.push(copy.drop);
+    if (copy && base) await forgetMigrationsUnknownTo(copy, base.root);
     const sideOf = (side: 'current' | 'base', db: Database, root: string): PhaseContext => {
       const { seed: seedFigures, ...shared } = seeding;
       const profileDir = options.profile ? join(options.profile, `${kind}-${runId}${side === 'base' ? '-base' : ''}`) : undefined;
@@ -136,5 +137,29 @@ export async function benchDatabase(kind: Kind, withRedis: boolean, phases: Phas
       if (ctx.side === 'base') await ctx.database.drop();
     }
     await database.drop();
+  }
+}
+
+/**
+ * The base's server refuses a database that records migrations it does not have (knex: "the
+ * migration directory is corrupt"): the copy seeded by this code forgets those records. What
+ * they made (a table, a nullable column) stays and is ignored by the older code.
+ */
+async function forgetMigrationsUnknownTo(copy: Database, baseRoot: string): Promise<void> {
+  const names = new Set(
+    readFileSync(join(baseRoot, 'src/store/common/migrate.ts'), 'utf8')
+      .match(/'\d{3}_[a-z0-9_]+'/g)
+      ?.map((n) => n.slice(1, -1)),
+  );
+  const db = openStore(copy.url);
+  try {
+    const recorded = (await db.knex('knex_migrations').select('name')) as Array<{ name: string }>;
+    const unknown = recorded.map((row) => row.name).filter((name) => !names.has(name));
+    if (unknown.length > 0) {
+      await db.knex('knex_migrations').whereIn('name', unknown).delete();
+      log(`[${copy.kind}] the base knows no migration ${unknown.join(', ')}: forgotten in its copy`);
+    }
+  } finally {
+    await db.close();
   }
 }
