@@ -1,7 +1,7 @@
 import { VerifiedKeys } from '../auth/verified-keys.ts';
 import { ChannelTrust } from '../changes/channel-trust.ts';
 import { FeedHeads } from './heads.ts';
-import type { ChangeEvents } from '../store/port/change-events.ts';
+import type { ChangeEvents } from '../store/port/changes.ts';
 
 /**
  * What this process hears of the changes anyone makes to its database, and what it keeps because

@@ -3,9 +3,6 @@
  * the databases differ here, the port says so as a capability, never as a name.
  */
 import type { Logger } from '../../base/log.ts';
-import type { ChangeEvents } from './change-events.ts';
-
-export type { ChangeEvents } from './change-events.ts';
 
 /** A read replica as the service sees it now (/readyz, logs). */
 export interface ReplicaStatus {
@@ -47,4 +44,25 @@ export interface ChangeStore {
     status(): ReplicaStatus[];
     watch(log: Logger): { stop(): Promise<void> };
   };
+}
+
+/**
+ * What a change channel (listenForChanges: Postgres LISTEN) reports to whoever keeps what
+ * was heard: the channel itself coming and going, and the changes it carries. Storage reports
+ * through these callbacks and imports nothing above it; the process's ChangeWatch
+ * (ChangeWatch) implements them.
+ */
+export interface ChangeEvents {
+  /**
+   * The channel is up and verified: from now on every change will be reported. `roundTrip`
+   * resolves once every change committed before it was sent has been reported (it rejects if it
+   * cannot tell).
+   */
+  opened(roundTrip: () => Promise<void>): void;
+  /** The channel dropped: changes may go unreported until `opened` again. */
+  lost(): void;
+  /** A commit moved the workspace's head (its last seq) to `seq`. */
+  headMoved(workspaceId: string, seq: number): void;
+  /** The API key was changed or deleted (a revocation, an operator's SQL). */
+  keyChanged(keyId: string): void;
 }

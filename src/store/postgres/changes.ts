@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Client, Notification } from 'pg';
 import { safeErrorFields, type Logger } from '../../base/log.ts';
-import type { ChangeEvents } from '../port/change-events.ts';
+import type { ChangeEvents } from '../port/changes.ts';
 import type { ChangeListener } from '../port.ts';
 import { pgModule } from './connection.ts';
 
