@@ -153,8 +153,7 @@ export function sendPage(res: Response, status: number, html: string, nonce: str
   res.status(status);
   res.setHeader('Content-Type', 'text/html; charset=utf-8');
   res.setHeader('Cache-Control', 'no-store');
-  res.setHeader('X-Frame-Options', 'DENY');
-  res.setHeader('Referrer-Policy', 'no-referrer');
+  // Framing, the Referer and sniffing are refused for every answer (setSecurityHeaders); the policy is this page's own.
   res.setHeader(
     'Content-Security-Policy',
     [
