@@ -1,11 +1,15 @@
 import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/server/auth/clients.js';
 import { CustomOAuthError, InvalidClientMetadataError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthClientInformationFull } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { OAuthStore } from '../store/port.ts';
 import type { ClientMetadataDocuments } from './client-metadata-documents.ts';
 import { isDocumentClientId } from './client-metadata-documents.ts';
 import { MAX_CLIENT_ID_LENGTH, MAX_CLIENT_NAME_LENGTH, MAX_REGISTERED_CLIENTS, UNUSED_CLIENT_MS } from './limits.ts';
 import { MAX_REDIRECT_URIS, redirectUriProblem } from './redirect-uris.ts';
+
+/** The client looked up by the request in progress (OAuthClients.resolving). */
+const resolved = new AsyncLocalStorage<OAuthClientInformationFull>();
 
 /**
  * The clients the SDK's handlers (authorize, token, revoke) look up, and dynamic registration
@@ -26,7 +30,14 @@ export class OAuthClients implements OAuthRegisteredClientsStore {
     private readonly now: () => number,
   ) {}
 
+  /** The client a request already looked up (authorizeGate), given again to what `then` starts, without a second lookup. */
+  static resolving(client: OAuthClientInformationFull, then: () => void): void {
+    resolved.run(client, then);
+  }
+
   async getClient(clientId: string): Promise<OAuthClientInformationFull | undefined> {
+    const known = resolved.getStore();
+    if (known?.client_id === clientId) return known;
     if (clientId.length === 0 || clientId.length > MAX_CLIENT_ID_LENGTH) return undefined;
     if (isDocumentClientId(clientId)) return this.documents.client(clientId);
     const row = await this.store.oauth.client(clientId);

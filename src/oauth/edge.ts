@@ -13,6 +13,7 @@ import type { AppServices } from '../app/services.ts';
 import { OAuthAddressLimits } from './address-limits.ts';
 import { ClientMetadataDocuments } from './client-metadata-documents.ts';
 import { OAuthClients } from './clients.ts';
+import { authorizeGate, keepErrorRedirectsVerified } from './authorize-gate.ts';
 import { consentHandler } from './consent.ts';
 import { OAuthProvider } from './provider.ts';
 import { issuerUrl, mcpResource, OAUTH_SCOPE } from './urls.ts';
@@ -82,6 +83,7 @@ function oauthApp(services: AppServices, documents: ClientMetadataDocuments, log
   app.use(['/authorize', '/token', '/revoke'], express.urlencoded({ extended: false, limit: BODY_LIMIT, parameterLimit: 50 }));
   app.use('/register', express.json({ limit: BODY_LIMIT }));
   app.use('/authorize', issuerOnRedirects(issuer.href));
+  app.use('/authorize', authorizeGate(clients));
 
   // The SDK's metadata, with what this server does beyond it: every client is public (OAuthClients),
   // client ids may be metadata documents, and authorization responses carry `iss` (RFC 9207).
@@ -126,13 +128,15 @@ function oauthApp(services: AppServices, documents: ClientMetadataDocuments, log
  * Every authorization response carries the issuer (RFC 9207 §2), which the metadata promises
  * (`authorization_response_iss_parameter_supported`): consentHandler adds it to its own; this adds it to
  * the error redirects the SDK's authorize handler makes itself (an invalid request after the client
- * and redirect URI were checked).
+ * and redirect URI were checked), which go only to a verified redirect URI (keepErrorRedirectsVerified).
  */
 function issuerOnRedirects(issuer: string) {
   return (_req: Request, res: Response, next: NextFunction) => {
     const redirect = res.redirect.bind(res) as (status: number, url: string) => void;
     res.redirect = ((statusOrUrl: number | string, maybeUrl?: string) => {
-      const [status, url] = typeof statusOrUrl === 'number' ? [statusOrUrl, maybeUrl!] : [302, statusOrUrl];
+      const [status, asked] = typeof statusOrUrl === 'number' ? [statusOrUrl, maybeUrl!] : [302, statusOrUrl];
+      const url = keepErrorRedirectsVerified(res, asked);
+      if (url === undefined) return;
       const target = new URL(url);
       if (!target.searchParams.has('iss')) target.searchParams.set('iss', issuer);
       redirect(status, target.href);
