@@ -1654,7 +1654,7 @@ export interface components {
             /** @description The error. */
             error: {
                 /**
-                 * @description Stable, machine-readable code: `unauthorized` (401: missing or invalid API key), `forbidden` (403: the key lacks the permission, or the mailbox is outside its scope), `invalid_argument` (400 or 413: bad request), `rate_limited` (429: retry after `Retry-After` seconds), `internal` (500: server fault).
+                 * @description Stable, machine-readable code: `unauthorized` (401: missing or invalid API key), `forbidden` (403: the key lacks the permission, or the mailbox is outside its scope), `invalid_argument` (400 or 413: bad request), `rate_limited` (429: retry after `Retry-After` seconds), `internal` (500: server fault; 503 with `Retry-After` when the fault is temporary: the database unreachable, its disk full, read-only).
                  * @enum {string}
                  */
                 code: "unauthorized" | "forbidden" | "invalid_argument" | "rate_limited" | "internal";
@@ -2460,6 +2460,22 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /**
+         * @description A temporary failure of the database (`internal`): it cannot be reached, its disk is full,
+         *     or it is read-only for now (a failover, a standby). Nothing was changed by the request
+         *     (an `emit_event` whose outcome is unknown says so and carries `event_id`, the id to retry
+         *     with); retry after `Retry-After` seconds. The body carries a `request_id` to quote to support.
+         */
+        Unavailable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: never;
     requestBodies: never;
@@ -2637,6 +2653,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     stream_token: {
@@ -2680,6 +2697,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     event_feed_stream: {
@@ -2722,6 +2740,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     emit_event: {
@@ -2777,6 +2796,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            503: components["responses"]["Unavailable"];
         };
     };
     list_events: {
@@ -2808,6 +2828,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     feed_cursor: {
@@ -2848,6 +2869,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     set_webhook: {
@@ -2888,6 +2910,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     list_webhooks: {
@@ -2920,6 +2943,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     redeliver_webhook: {
@@ -2970,6 +2994,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     test_webhook: {
@@ -3025,6 +3050,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     rotate_secret: {
@@ -3065,6 +3091,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     create_key: {
@@ -3120,6 +3147,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     list_keys: {
@@ -3170,6 +3198,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     revoke_key: {
@@ -3222,6 +3251,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     receive_event: {

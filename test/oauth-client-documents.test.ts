@@ -116,7 +116,7 @@ describe('clients named by their metadata document', () => {
       );
       assert.equal(refused.status, 400, path);
       assert.equal(pageError(refused).error, 'invalid_client', path);
-      assert.match(pageError(refused).error_description, reason, path);
+      assert.match(pageError(refused).error_description ?? '', reason, path);
       assert.equal(refused.headers.get('location'), null, `${path}: never redirected`);
     }
   });
@@ -126,7 +126,7 @@ describe('clients named by their metadata document', () => {
     docs.documents.set('/target.json', { body: clientDoc('/moved.json') });
     const refused = await openConsent(authorizationUrl(insecure.url, { clientId: `${docs.url}/moved.json`, challenge: pkce().challenge }));
     assert.equal(refused.status, 400);
-    assert.match(pageError(refused).error_description, /HTTP 302/);
+    assert.match(pageError(refused).error_description ?? '', /HTTP 302/);
     assert.equal(docs.hits.get('/target.json'), undefined);
   });
 
@@ -151,7 +151,7 @@ describe('clients named by their metadata document', () => {
     );
     const ms = performance.now() - started;
     assert.equal(refused.status, 400);
-    assert.match(pageError(refused).error_description, /could not be fetched/);
+    assert.match(pageError(refused).error_description ?? '', /could not be fetched/);
     assert.ok(ms < 8000, `${ms.toFixed(0)} ms`);
   });
 
@@ -167,7 +167,7 @@ describe('clients named by their metadata document', () => {
       const refused = await openConsent(authorizationUrl(strict.url, { clientId, challenge: pkce().challenge }));
       assert.equal(refused.status, 400, clientId);
       assert.equal(pageError(refused).error, 'invalid_client');
-      assert.match(pageError(refused).error_description, /URL refused/, clientId);
+      assert.match(pageError(refused).error_description ?? '', /URL refused/, clientId);
     }
     assert.equal(docs.hits.get('/private.json'), undefined, 'no request was made');
   });

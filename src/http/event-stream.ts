@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { OperationIdWith, Operations } from '../../generated/operations.ts';
 import type { OperationCall } from '../edge/operation-call.ts';
 import type { EdgeResponse } from '../edge/request-context.ts';
+import { answerFor } from '../edge/temporary-failure.ts';
 import { ApiError, invalidArgument, toErrorBody } from '../errors.ts';
 import { envelopeSlices, type FeedPage } from '../feed/page.ts';
 import { safeErrorFields, type Logger } from '../log.ts';
@@ -113,8 +114,9 @@ export async function streamEventFeed(
   } catch (err) {
     if (!res.headersSent) throw err;
     if (call.ended && !call.revoked) return;
-    const { body } = toErrorBody(err, requestId);
-    if (!(err instanceof ApiError)) log.error({ ...safeErrorFields(err), request_id: requestId }, 'event stream failed');
+    const answer = answerFor(err);
+    const { body } = toErrorBody(answer, requestId);
+    if (!(answer instanceof ApiError)) log.error({ ...safeErrorFields(err), request_id: requestId }, 'event stream failed');
     res.end(`event: error\ndata: ${JSON.stringify(body)}\n\n`);
   } finally {
     slot.release();

@@ -4,6 +4,7 @@ import type { OperationInput, Operations } from '../../generated/operations.ts';
 import type { Call } from '../edge/call.ts';
 import { operationById } from '../contract/operations.ts';
 import { OperationCall } from '../edge/operation-call.ts';
+import { answerFor } from '../edge/temporary-failure.ts';
 import { ApiError, invalidArgument, toErrorBody } from '../errors.ts';
 import { feedPageJson } from '../feed/page.ts';
 import type { Logger } from '../log.ts';
@@ -93,9 +94,12 @@ export async function callTool(
   }
 }
 
-function toolError(err: unknown, requestId: string, log: Logger): CallToolResult {
+function toolError(thrown: unknown, requestId: string, log: Logger): CallToolResult {
+  const err = answerFor(thrown);
   const { body } = toErrorBody(err, requestId);
   if (!(err instanceof ApiError)) log.error({ ...safeErrorFields(err), request_id: requestId }, 'unhandled error in MCP tool');
+  else if (err.status >= 500 && err.cause !== undefined)
+    log.error({ ...safeErrorFields(err.cause), request_id: requestId }, err.message.slice(0, 120));
   // The error object is not put in structuredContent: the SDK client validates any
   // structuredContent against the tool's outputSchema, even on errors, and would throw.
   return {
