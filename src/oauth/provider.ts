@@ -17,7 +17,7 @@ import type { VerifiedKeys } from '../auth/verified-keys.ts';
 import type { OAuthGrantRow, OAuthTokenHashes, Store } from '../store/port.ts';
 import type { OAuthClients } from './clients.ts';
 import { beginConsent } from './consent.ts';
-import { ACCESS_TOKEN_TTL_MS, MAX_STATE_LENGTH, REFRESH_TOKEN_TTL_MS } from './limits.ts';
+import { ACCESS_TOKEN_TTL_MS, MAX_PENDING_REQUESTS_PER_ADDRESS, MAX_STATE_LENGTH, REFRESH_TOKEN_TTL_MS, REQUEST_TTL_MS } from './limits.ts';
 import { canonicalResource, mcpResource, OAUTH_SCOPE } from './urls.ts';
 
 /** What the provider works with: the store, the clients, this process's verified keys, its clock and public origin. */
@@ -73,7 +73,11 @@ export class OAuthProvider implements OAuthServerProvider {
       scope: OAUTH_SCOPE,
       resource,
     });
-    if (!started)
+    if (started === 'address_full')
+      throw new TemporarilyUnavailableError(
+        `${MAX_PENDING_REQUESTS_PER_ADDRESS} authorization requests from this address are waiting for consent; each expires ${REQUEST_TTL_MS / 60_000} minutes after it was made`,
+      );
+    if (started === 'full')
       throw new TemporarilyUnavailableError('too many authorization requests are waiting right now; try again in a few minutes');
   }
 

@@ -15,6 +15,7 @@ import * as sqliteNewestStoredAt from './migrations/010_sqlite_newest_stored_at.
 import * as webhookRotationAndHealth from './migrations/011_webhook_rotation_and_health.ts';
 import * as webhookTestCooldowns from './migrations/012_webhook_test_cooldowns.ts';
 import * as oauth from './migrations/013_oauth.ts';
+import * as oauthAddresses from './migrations/014_oauth_addresses.ts';
 
 // Migrations are imported modules (no loader needed for the knex CLI); names are stable forever:
 // never rename or reorder one (existing databases are migrated by name).
@@ -32,6 +33,7 @@ const migrations: Record<string, Knex.Migration | KindMigration> = {
   '011_webhook_rotation_and_health': webhookRotationAndHealth,
   '012_webhook_test_cooldowns': webhookTestCooldowns,
   '013_oauth': oauth,
+  '014_oauth_addresses': oauthAddresses,
 };
 
 /** The migrations as knex runs them on a database of `kind` (a KindMigration's step for it). */
