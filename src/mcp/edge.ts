@@ -43,7 +43,7 @@ export function createMcpEdge(services: AppServices, log: Logger, settings: McpE
   const app: Express = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  app.use(mcpRouter(services, log, new OriginPolicy(settings.allowedOrigins)));
+  app.use(mcpRouter(services, log, new OriginPolicy(settings.allowedOrigins, () => services.publicOrigin)));
   app.use(nothingHere(log));
   app.use(errorHandler(log));
   return {

@@ -214,6 +214,7 @@ export function consentHandler(deps: ConsentDeps) {
             refresh_sha256: null,
             refresh_expires_at: null,
             revoked_at: null,
+            issuer: issuerUrl(deps.origin).href,
           },
           { maxPerKey: MAX_GRANTS_PER_KEY, now: at },
         );

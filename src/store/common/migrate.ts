@@ -16,6 +16,7 @@ import * as webhookRotationAndHealth from './migrations/011_webhook_rotation_and
 import * as webhookTestCooldowns from './migrations/012_webhook_test_cooldowns.ts';
 import * as oauth from './migrations/013_oauth.ts';
 import * as oauthAddresses from './migrations/014_oauth_addresses.ts';
+import * as oauthIssuers from './migrations/015_oauth_issuers.ts';
 
 // Migrations are imported modules (no loader needed for the knex CLI); names are stable forever:
 // never rename or reorder one (existing databases are migrated by name).
@@ -34,6 +35,7 @@ const migrations: Record<string, Knex.Migration | KindMigration> = {
   '012_webhook_test_cooldowns': webhookTestCooldowns,
   '013_oauth': oauth,
   '014_oauth_addresses': oauthAddresses,
+  '015_oauth_issuers': oauthIssuers,
 };
 
 /** The migrations as knex runs them on a database of `kind` (a KindMigration's step for it). */

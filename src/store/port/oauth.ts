@@ -66,6 +66,8 @@ export interface OAuthGrantRow {
   refresh_sha256: string | null;
   refresh_expires_at: number | null;
   revoked_at: number | null;
+  /** The issuer URL of the authorization server that issued it (its code and refresh tokens redeem there only); null for a grant from before issuers were kept. */
+  issuer: string | null;
 }
 
 /** The OAuth authorization server's tables: registered clients, pending requests, grants. */
