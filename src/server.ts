@@ -67,7 +67,7 @@ export async function startServer(config: Config, log: Logger, options: StartOpt
     services = await createServices(store, config, options.clock, metrics);
     demo = options.seedDemo ? await demoAtStart(store, services.clock, config.databaseUrl) : undefined;
     // MCP at /mcp, OAuth for assistants (its metadata, /authorize, /token…), the HTTP API and its site for everything else.
-    oauth = createOAuthEdge(services, log);
+    oauth = createOAuthEdge(services, log, { registrationAllowedOrigins: config.oauthRegistrationAllowedOrigins });
     const edges = [
       createMcpEdge(services, log, { allowedOrigins: config.mcpAllowedOrigins }),
       oauth,

@@ -125,7 +125,7 @@ for (const { kind, create, skip } of await databaseKinds()) {
       clock.ms = start + 3 * 3600_000;
     });
 
-    it('a key restricted to mailboxes gets the same position, and its feed shows its mailboxes from there', async () => {
+    it('a key restricted to mailboxes gets a position of its own mailboxes, and its feed shows them from there', async () => {
       const ws = await server.workspace();
       const { key } = await server.key(ws, ['read', 'write']);
       const { key: restricted } = await server.key(ws, ['read'], ['mbx_a']);
@@ -137,16 +137,59 @@ for (const { kind, create, skip } of await databaseKinds()) {
       const fromA = await emit(key, 'mbx_a', 2);
       const at = iso(t0 + 30_000);
       const cursor = await cursorFor(restricted, { at });
-      assert.equal(cursor, await cursorFor(key, { at }));
       assert.deepEqual(
         (await feed(restricted, cursor)).events.map((e) => e.id),
         [fromA],
       );
       assert.deepEqual(
-        (await feed(key, cursor)).events.map((e) => e.id),
+        (await feed(key, await cursorFor(key, { at }))).events.map((e) => e.id),
         [fromB, fromA],
       );
-      assert.equal(await cursorFor(restricted), await cursorFor(key), 'now too');
+      const now = await cursorFor(restricted);
+      assert.equal(now, (await feed(restricted, cursor)).next_cursor, 'now: where its full read ends');
+      assert.deepEqual((await feed(restricted, now)).events, []);
+    });
+
+    it('a restricted key’s positions tell nothing of other mailboxes’ events: now and times, over HTTP and MCP', async () => {
+      const ws = await server.workspace();
+      const { key } = await server.key(ws, ['read', 'write']);
+      const { key: restricted } = await server.key(ws, ['read'], ['mbx_a']);
+      const client = await mcpClient(server.url, restricted);
+      try {
+        const both = async (body: { at?: string }) => {
+          const http = await cursorFor(restricted, body);
+          const mcp = await client.callTool({ name: 'feed_cursor', arguments: body });
+          assert.equal(mcp.isError, undefined);
+          assert.deepEqual(mcp.structuredContent, { cursor: http });
+          return http;
+        };
+        const t0 = clock.ms;
+        const emptyNow = await both({});
+        // Hidden events only: nothing a restricted key is given may change.
+        for (let i = 0; i < 3; i++) {
+          clock.ms += MINUTE;
+          await emit(key, 'mbx_b', i);
+        }
+        assert.equal(await both({}), emptyNow, 'now is unmoved by another mailbox’s events');
+        const times = [t0 - MINUTE, t0 + 30_000, t0 + 90_000, t0 + 150_000, clock.ms + MINUTE].map(iso);
+        const before = await Promise.all(times.map((at) => both({ at })));
+        assert.equal(new Set(before).size, 1, 'every time over hidden events gives one position');
+        clock.ms += MINUTE;
+        await emit(key, 'mbx_a', 10);
+        const afterOwn = await both({});
+        assert.notEqual(afterOwn, emptyNow, 'its own mailbox moves it');
+        for (let i = 0; i < 3; i++) {
+          clock.ms += MINUTE;
+          await emit(key, 'mbx_b', 20 + i);
+        }
+        assert.equal(await both({}), afterOwn, 'then others’ events again do not');
+        const t1 = clock.ms;
+        assert.equal(await both({ at: iso(t1 - 30_000) }), await both({ at: iso(t1 - 150_000) }), 'bisecting hidden events learns nothing');
+        assert.equal(await both({ at: iso(t1 - 30_000) }), afterOwn);
+        for (const at of times) assert.equal(await both({ at }), emptyNow, 'times before its event, unmoved');
+      } finally {
+        await client.close();
+      }
     });
 
     it('refuses invalid values (400 invalid_argument), and a key without read (403)', async () => {

@@ -116,7 +116,7 @@ describe('MCP origins that are allowed', () => {
       { origin: server.url },
       { origin: `http://localhost:${port}`, host: `localhost:${port}` },
       { origin: `http://[::1]:${port}`, host: `[::1]:${port}` },
-      { origin: `https://10.1.2.3`, host: '10.1.2.3' },
+      { origin: `http://10.1.2.3`, host: '10.1.2.3' },
       { origin: 'https://app.example.com' },
       { origin: 'https://app.example.com', host: 'evil.example.com' },
       { origin: 'http://localhost:6274' },
@@ -142,6 +142,15 @@ describe('MCP origins that are allowed', () => {
       403,
       'the scheme is part of the origin',
     );
+  });
+
+  it("the deployment's own host under another scheme is another origin (issue 41 #7): https://host is refused by an http service", async () => {
+    for (const headers of [
+      { origin: `https://127.0.0.1:${port}`, host: `127.0.0.1:${port}` },
+      { origin: `https://localhost:${port}`, host: `localhost:${port}` },
+      { origin: 'https://10.1.2.3', host: '10.1.2.3' },
+    ])
+      assert.equal((await post(server, { ...headers, authorization: `Bearer ${key}` })).status, 403, JSON.stringify(headers));
   });
 
   it('MCP_ALLOWED_ORIGINS takes origins only: anything else stops the service at start', () => {

@@ -12,7 +12,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { sqliteDatabase } from './support/databases.ts';
-import { authorizationUrl, consentWithKey, exchangeCode, mcpFeed, openConsent, pkce } from './support/oauth.ts';
+import { authorizationUrl, consentWithKey, exchangeCode, mcpFeed, openConsent, pageError, pkce } from './support/oauth.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 
 const REDIRECT = 'http://127.0.0.1:7777/callback';
@@ -115,8 +115,8 @@ describe('clients named by their metadata document', () => {
         authorizationUrl(insecure.url, { clientId: `${docs.url}${path}`, redirectUri: REDIRECT, challenge: pkce().challenge }),
       );
       assert.equal(refused.status, 400, path);
-      assert.equal(refused.json?.error, 'invalid_client', path);
-      assert.match(refused.json.error_description, reason, path);
+      assert.equal(pageError(refused).error, 'invalid_client', path);
+      assert.match(pageError(refused).error_description ?? '', reason, path);
       assert.equal(refused.headers.get('location'), null, `${path}: never redirected`);
     }
   });
@@ -126,7 +126,7 @@ describe('clients named by their metadata document', () => {
     docs.documents.set('/target.json', { body: clientDoc('/moved.json') });
     const refused = await openConsent(authorizationUrl(insecure.url, { clientId: `${docs.url}/moved.json`, challenge: pkce().challenge }));
     assert.equal(refused.status, 400);
-    assert.match(refused.json.error_description, /HTTP 302/);
+    assert.match(pageError(refused).error_description ?? '', /HTTP 302/);
     assert.equal(docs.hits.get('/target.json'), undefined);
   });
 
@@ -140,7 +140,7 @@ describe('clients named by their metadata document', () => {
       }),
     );
     assert.equal(refused.status, 400);
-    assert.equal(refused.json.error, 'invalid_request');
+    assert.equal(pageError(refused).error, 'invalid_request');
   });
 
   it('gives up on a document that does not come within 5 s', async () => {
@@ -151,7 +151,7 @@ describe('clients named by their metadata document', () => {
     );
     const ms = performance.now() - started;
     assert.equal(refused.status, 400);
-    assert.match(refused.json.error_description, /could not be fetched/);
+    assert.match(pageError(refused).error_description ?? '', /could not be fetched/);
     assert.ok(ms < 8000, `${ms.toFixed(0)} ms`);
   });
 
@@ -166,8 +166,8 @@ describe('clients named by their metadata document', () => {
     ]) {
       const refused = await openConsent(authorizationUrl(strict.url, { clientId, challenge: pkce().challenge }));
       assert.equal(refused.status, 400, clientId);
-      assert.equal(refused.json.error, 'invalid_client');
-      assert.match(refused.json.error_description, /URL refused/, clientId);
+      assert.equal(pageError(refused).error, 'invalid_client');
+      assert.match(pageError(refused).error_description ?? '', /URL refused/, clientId);
     }
     assert.equal(docs.hits.get('/private.json'), undefined, 'no request was made');
   });

@@ -88,6 +88,8 @@ export interface Config {
   mcpAllowedOrigins: string[];
   /** Origins whose pages may read the event stream of GET /v1/event_feed/stream (CORS_ALLOWED_ORIGINS; none by default). */
   corsAllowedOrigins: string[];
+  /** Origins whose pages may register an OAuth client at /register (OAUTH_REGISTRATION_ALLOWED_ORIGINS; none by default: no CORS header). */
+  oauthRegistrationAllowedOrigins: string[];
   /**
    * The origin clients reach the service at (PUBLIC_URL, e.g. `https://feed.example.com`): what the
    * OAuth metadata advertises as the issuer and the MCP resource (`<origin>/mcp`). Behind a proxy it
@@ -176,12 +178,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsHost: env.METRICS_HOST || '127.0.0.1',
     mcpAllowedOrigins: allowedOrigins(env, 'MCP_ALLOWED_ORIGINS'),
     corsAllowedOrigins: allowedOrigins(env, 'CORS_ALLOWED_ORIGINS'),
+    oauthRegistrationAllowedOrigins: allowedOrigins(env, 'OAUTH_REGISTRATION_ALLOWED_ORIGINS'),
     publicUrl: publicUrl(env),
   };
 }
 
-/** MCP_ALLOWED_ORIGINS, CORS_ALLOWED_ORIGINS: origins as browsers send them (`https://app.example.com`, `http://localhost:6274`), comma-separated. */
-function allowedOrigins(env: NodeJS.ProcessEnv, name: 'MCP_ALLOWED_ORIGINS' | 'CORS_ALLOWED_ORIGINS'): string[] {
+/** MCP_ALLOWED_ORIGINS, CORS_ALLOWED_ORIGINS, OAUTH_REGISTRATION_ALLOWED_ORIGINS: origins as browsers send them (`https://app.example.com`, `http://localhost:6274`), comma-separated. */
+function allowedOrigins(
+  env: NodeJS.ProcessEnv,
+  name: 'MCP_ALLOWED_ORIGINS' | 'CORS_ALLOWED_ORIGINS' | 'OAUTH_REGISTRATION_ALLOWED_ORIGINS',
+): string[] {
   const entries = (env[name] ?? '')
     .split(',')
     .map((entry) => entry.trim())

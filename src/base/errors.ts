@@ -46,6 +46,20 @@ export class RateLimitedError extends ApiError {
   }
 }
 
+/** Seconds a client is told to wait (Retry-After) before retrying after a temporary failure of the database. */
+export const TEMPORARY_RETRY_AFTER_SECONDS = 2;
+
+/**
+ * A failure that is the database's and temporary (unreachable, disk full, read-only): 503 with
+ * Retry-After, the contract's `internal` body, and a message that says to retry. Nothing was
+ * stored unless the message says the outcome is unknown (then `eventId` names what to retry with).
+ */
+export class ServiceUnavailableError extends ApiError {
+  constructor(message: string, eventId?: string) {
+    super('internal', message, 503, { 'Retry-After': String(TEMPORARY_RETRY_AFTER_SECONDS) }, eventId);
+  }
+}
+
 export const invalidArgument = (message: string) => new ApiError('invalid_argument', message);
 export const forbidden = (message: string) => new ApiError('forbidden', message);
 export const unauthorized = (message = 'missing or invalid API key') => new ApiError('unauthorized', message);

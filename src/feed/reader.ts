@@ -169,6 +169,11 @@ export class FeedReader {
       const startsAtOldest =
         scope.whole && page.count > 0 ? scope.readRightAfter(afterSeq, page) : (await this.storage.prunedThrough(workspaceId)) === afterSeq;
       if (startsAtOldest) this.#learnHead(r, afterSeq, page, mark, startedAt);
+      // Nothing for a restricted key: where it stands is its own mailboxes' watermark, not the
+      // workspace's (which moves as retention prunes other mailboxes' events); no event of its
+      // mailboxes lies between the two (each pruned one is at or below the former).
+      if (startsAtOldest && page.count === 0 && scope.mailboxes !== null)
+        return { events: page, afterSeq: Math.min(afterSeq, await this.storage.prunedThroughMailboxes(workspaceId, scope.mailboxes)) };
       if (startsAtOldest || attempt === FIRST_PAGE_ATTEMPTS) return { events: page, afterSeq };
     }
   }

@@ -41,7 +41,7 @@ export interface RequestLocals {
 export type EdgeResponse = ServerResponse & { locals?: RequestLocals };
 
 /**
- * Every response carries a request id (the client's when it sent a sane one), `nosniff`, and is
+ * Every response carries a request id (the client's when it sent a sane one) and is
  * logged once at info level, except most of those refused by a rate limit: the edge that refuses
  * one counts it (noteRefusal, RefusalLog), and only the first few of a window get a line. With
  * metrics on, the same end of the response is counted (Metrics.request). Runs first for every
@@ -66,7 +66,6 @@ export function startRequest(
   }
   res.locals = locals;
   res.setHeader('X-Request-Id', requestId);
-  res.setHeader('X-Content-Type-Options', 'nosniff');
   // Only when requests are logged or counted: a 'finish' listener on every response cost a fifth
   // of an emit's server CPU (bench: 0.20 against 0.16 ms per event).
   const logging = log.isLevelEnabled('info');

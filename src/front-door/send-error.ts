@@ -5,9 +5,11 @@ import { safeErrorFields } from '../base/log.ts';
 import { ApiError, toErrorBody } from '../base/errors.ts';
 import { noteError, noteRefusal } from './request-context.ts';
 import { sendJson } from './send-json.ts';
+import { answerFor } from './temporary-failure.ts';
 
 /** The contract's error body for any thrown value; works on a plain response as on express's. */
-export function sendError(res: ServerResponse, requestId: string, err: unknown, log: Logger): void {
+export function sendError(res: ServerResponse, requestId: string, thrown: unknown, log: Logger): void {
+  const err = answerFor(thrown);
   const { status, body, headers } = toErrorBody(err, requestId);
   noteError(res, err);
   if (!(err instanceof ApiError)) log.error({ ...safeErrorFields(err), request_id: requestId }, 'unhandled error');

@@ -3,6 +3,7 @@ import { streamOperation } from '../calls/answer-operation.ts';
 import type { Call } from '../calls/call.ts';
 import type { CallServices } from '../calls/call-services.ts';
 import type { EdgeResponse } from '../front-door/request-context.ts';
+import { answerFor } from '../front-door/temporary-failure.ts';
 import { ApiError, invalidArgument, toErrorBody } from '../base/errors.ts';
 import { envelopeSlices, type FeedPage } from '../feed/page.ts';
 import { safeErrorFields, type Logger } from '../base/log.ts';
@@ -55,47 +56,55 @@ export async function streamEventFeed(
   const lastEventId = req.headers['last-event-id'];
   const request = async () => {
     const parsed = await body();
-    if (typeof lastEventId === 'string' && lastEventId.length > 512) throw invalidArgument('Last-Event-ID must be a cursor (at most 512 characters)');
+    if (typeof lastEventId === 'string' && lastEventId.length > 512)
+      throw invalidArgument('Last-Event-ID must be a cursor (at most 512 characters)');
     return parsed;
   };
   const { workspaceId } = call.principal;
-  const refused = await streamOperation(services, call, request, {
-    open: () => {
-      res.writeHead(200, {
-        'Content-Type': 'text/event-stream; charset=utf-8',
-        'Cache-Control': 'no-store',
-        // nginx would otherwise buffer the stream.
-        'X-Accel-Buffering': 'no',
-      });
-      res.write(`retry: ${RETRY_MS}\n\n`);
+  const refused = await streamOperation(
+    services,
+    call,
+    request,
+    {
+      open: () => {
+        res.writeHead(200, {
+          'Content-Type': 'text/event-stream; charset=utf-8',
+          'Cache-Control': 'no-store',
+          // nginx would otherwise buffer the stream.
+          'X-Accel-Buffering': 'no',
+        });
+        res.write(`retry: ${RETRY_MS}\n\n`);
+      },
+      write: (page) => {
+        const frames = framesOf(page, (seq) => services.cursors.encode(workspaceId, seq));
+        if (res.locals) res.locals.bytes = (res.locals.bytes ?? 0) + frames.bytes;
+        const room = writeAll(res, frames.chunks);
+        const taken = room ? Promise.resolve(true) : drained(res, services.heldReads.limits.stallMs, call.signal);
+        return {
+          bytes: frames.bytes,
+          taken: taken.then((ok) => {
+            if (!ok) res.destroy();
+            return ok;
+          }),
+        };
+      },
+      idle: () => {
+        if (!res.writableNeedDrain) res.write(': keep-alive\n\n');
+      },
+      end: () => res.end(),
+      fail: (err) => {
+        const answer = answerFor(err);
+        const { body: error } = toErrorBody(answer, requestId);
+        if (!(answer instanceof ApiError)) log.error({ ...safeErrorFields(err), request_id: requestId }, 'event stream failed');
+        res.end(`event: error\ndata: ${JSON.stringify(error)}\n\n`);
+      },
     },
-    write: (page) => {
-      const frames = framesOf(page, (seq) => services.cursors.encode(workspaceId, seq));
-      if (res.locals) res.locals.bytes = (res.locals.bytes ?? 0) + frames.bytes;
-      const room = writeAll(res, frames.chunks);
-      const taken = room ? Promise.resolve(true) : drained(res, services.heldReads.limits.stallMs, call.signal);
-      return {
-        bytes: frames.bytes,
-        taken: taken.then((ok) => {
-          if (!ok) res.destroy();
-          return ok;
-        }),
-      };
+    {
+      idleMs: KEEP_ALIVE_MS,
+      socket: req.socket,
+      ...(typeof lastEventId === 'string' && lastEventId !== '' ? { lastEventId } : {}),
     },
-    idle: () => {
-      if (!res.writableNeedDrain) res.write(': keep-alive\n\n');
-    },
-    end: () => res.end(),
-    fail: (err) => {
-      const { body: error } = toErrorBody(err, requestId);
-      if (!(err instanceof ApiError)) log.error({ ...safeErrorFields(err), request_id: requestId }, 'event stream failed');
-      res.end(`event: error\ndata: ${JSON.stringify(error)}\n\n`);
-    },
-  }, {
-    idleMs: KEEP_ALIVE_MS,
-    socket: req.socket,
-    ...(typeof lastEventId === 'string' && lastEventId !== '' ? { lastEventId } : {}),
-  });
+  );
   if (!refused) return;
   if (refused.rate) setRateLimitHeaders(res, refused.rate);
   throw refused.error;

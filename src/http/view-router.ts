@@ -34,6 +34,12 @@ export function viewRouter(): Router {
   for (const { path, dir, file, type } of ASSETS) {
     router.get(path, (_req, res) => sendAsset(res, dir, file, type));
   }
+  // The sign-in form's target when its script did not load: its key field has no name, so nothing
+  // of it is sent, and this answers back to the page without reading or echoing the body.
+  router.post('/', (_req, res) => {
+    res.setHeader('Cache-Control', 'no-store');
+    res.redirect(303, '/');
+  });
   // Like the files above: revalidated each time (no-cache), by its Last-Modified (express answers 304).
   router.get('/view.js', async (_req, res) => {
     const { text, modified } = await viewScript();

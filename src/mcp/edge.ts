@@ -46,7 +46,7 @@ export function createMcpEdge(services: McpServices, log: Logger, settings: McpE
   const app: Express = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  app.use(mcpRouter(services, log, new OriginPolicy(settings.allowedOrigins)));
+  app.use(mcpRouter(services, log, new OriginPolicy(settings.allowedOrigins, () => services.publicOrigin)));
   app.use(nothingHere(log));
   app.use(errorHandler(log));
   return {
@@ -151,7 +151,8 @@ function mcpRouter(services: McpServices, log: Logger, origins: OriginPolicy): R
     if (message.method === 'tools/call' && message.id !== undefined) {
       // Refused or not, a message pays its token, as in the stateless generation.
       const refused = transportProblem(req) ?? handshakeVersionProblem(req);
-      if (refused) return paidAnswer(res, call, undefined, () => res.status(refused.status).json(errorResponse(null, -32000, refused.message)));
+      if (refused)
+        return paidAnswer(res, call, undefined, () => res.status(refused.status).json(errorResponse(null, -32000, refused.message)));
       const params = toolCallParams(message.params);
       if ('problem' in params)
         return paidAnswer(res, call, message.id, () => res.status(200).json(errorResponse(message.id, INVALID_PARAMS, params.problem)));
@@ -183,47 +184,47 @@ function mcpRouter(services: McpServices, log: Logger, origins: OriginPolicy): R
  */
 function authenticate(services: McpServices, log: Logger) {
   return async (req: Request, res: Response, next: NextFunction) => {
-  const header = req.headers.authorization;
-  // OAuth access tokens are taken here, for this deployment's MCP resource (mcpResource), besides API keys.
-  const origin = services.publicOrigin;
-  try {
-    const call = await Call.open(
-      services,
-      bearerToken(header),
-      (res.locals as RequestLocals).clientAddress,
-      origin && mcpResource(origin),
-    );
-    (res.locals as RequestLocals).principal = call.principal;
-    res.locals.call = call;
-    res.once('close', () => call.end());
-    return next();
-  } catch (err) {
-    noteError(res, err);
-    if (err instanceof ApiError && err.code === 'unauthorized') {
-      const description =
-        header === undefined
-          ? 'missing Authorization header'
-          : bearerToken(header) === undefined
-            ? 'malformed Authorization header'
-            : err.message;
-      // resource_metadata: where an assistant finds how to get a token (RFC 9728 §5.1).
-      res.set(
-        'WWW-Authenticate',
-        `Bearer error="invalid_token", error_description="${description}"${origin ? `, ${challengeParams(origin)}` : ''}`,
+    const header = req.headers.authorization;
+    // OAuth access tokens are taken here, for this deployment's MCP resource (mcpResource), besides API keys.
+    const origin = services.publicOrigin;
+    try {
+      const call = await Call.open(
+        services,
+        bearerToken(header),
+        (res.locals as RequestLocals).clientAddress,
+        origin && mcpResource(origin),
       );
-      return void res.status(401).json(toErrorBody(err, String(res.locals.requestId)).body);
+      (res.locals as RequestLocals).principal = call.principal;
+      res.locals.call = call;
+      res.once('close', () => call.end());
+      return next();
+    } catch (err) {
+      noteError(res, err);
+      if (err instanceof ApiError && err.code === 'unauthorized') {
+        const description =
+          header === undefined
+            ? 'missing Authorization header'
+            : bearerToken(header) === undefined
+              ? 'malformed Authorization header'
+              : err.message;
+        // resource_metadata: where an assistant finds how to get a token (RFC 9728 §5.1).
+        res.set(
+          'WWW-Authenticate',
+          `Bearer error="invalid_token", error_description="${description}"${origin ? `, ${challengeParams(origin)}` : ''}`,
+        );
+        return void res.status(401).json(toErrorBody(err, String(res.locals.requestId)).body);
+      }
+      if (err instanceof ApiError && err.code === 'rate_limited') {
+        noteRefusal(res);
+        for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
+        return void res.status(429).json(errorResponse(null, -32000, `rate_limited: ${err.message}`));
+      }
+      log.error({ ...safeErrorFields(err), request_id: String(res.locals.requestId) }, 'MCP authentication failed');
+      return void res
+        .status(500)
+        .json(errorResponse(null, -32603, `internal error; quote request id ${String(res.locals.requestId)} to support`));
     }
-    if (err instanceof ApiError && err.code === 'rate_limited') {
-      noteRefusal(res);
-      for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
-      return void res.status(429).json(errorResponse(null, -32000, `rate_limited: ${err.message}`));
-    }
-    log.error({ ...safeErrorFields(err), request_id: String(res.locals.requestId) }, 'MCP authentication failed');
-    return void res
-      .status(500)
-      .json(errorResponse(null, -32603, `internal error; quote request id ${String(res.locals.requestId)} to support`));
-  }
-};
+  };
 }
 
 /** The body, one JSON-RPC message at most MAX_BODY_BYTES long; a parse error answered as JSON-RPC's. */

@@ -9,7 +9,9 @@ import { normalizedOrigin } from '../net/origins.ts';
  * A request without `Origin` is not a browser's (assistants, the SDK, curl): it is served, its key
  * decides. A browser's request is served when its origin is
  * - listed in MCP_ALLOWED_ORIGINS (a web client on another origin, the deployment's public name), or
- * - the deployment's own origin as the request names it (`Origin`'s host is the `Host` header),
+ * - the deployment's public origin (AppServices.publicOrigin, PUBLIC_URL) exactly, or
+ * - the deployment's own origin as the request names it (`Origin`'s host is the `Host` header, and
+ *   its scheme the public origin's: `https://host` is another origin than an http service's),
  *   when that host is one a rebinding page cannot take: an IP address or `localhost`. Under DNS
  *   rebinding the browser believes it talks to the attacker's name, so Host and Origin agree with
  *   each other there too; only a name the attacker cannot hold tells them apart. A deployment that
@@ -18,8 +20,11 @@ import { normalizedOrigin } from '../net/origins.ts';
 export class OriginPolicy {
   readonly #listed: ReadonlySet<string>;
 
-  constructor(allowedOrigins: readonly string[]) {
+  readonly #publicOrigin: () => string | undefined;
+
+  constructor(allowedOrigins: readonly string[], publicOrigin: () => string | undefined = () => undefined) {
     this.#listed = new Set(allowedOrigins.map((origin) => normalizedOrigin(origin) ?? origin));
+    this.#publicOrigin = publicOrigin;
   }
 
   allows(req: IncomingMessage): boolean {
@@ -28,8 +33,13 @@ export class OriginPolicy {
     const origin = normalizedOrigin(header);
     if (origin === undefined) return false;
     if (this.#listed.has(origin)) return true;
+    const own = this.#publicOrigin();
+    if (own !== undefined && origin === own) return true;
+    const url = new URL(origin);
+    // The scheme counts: the service's own (its public origin's; http while it is not known).
+    if (url.protocol !== (own === undefined ? 'http:' : new URL(own).protocol)) return false;
     const host = req.headers.host?.toLowerCase();
-    return host !== undefined && new URL(origin).host === host && unforgeableHost(new URL(origin).hostname);
+    return host !== undefined && url.host === host && unforgeableHost(url.hostname);
   }
 }
 

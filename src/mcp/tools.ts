@@ -8,6 +8,7 @@ import { ApiError, invalidArgument, toErrorBody } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import { safeErrorFields } from '../base/log.ts';
 import { withDefaults, type OperationOutcome, type OperationResult, type ReadView } from '../operations/registry.ts';
+import { answerFor } from '../front-door/temporary-failure.ts';
 import { summarizeFeedCursor } from './text/feed-cursor-summary.ts';
 import { summarizeFeedPage } from './text/feed-summary.ts';
 import { summarizeListPage } from './text/list-events-summary.ts';
@@ -45,9 +46,17 @@ export type ToolAnswer = { page: ToolPage } | { error: CallToolResult; thrown: u
  * its text included), with French text beside the HTTP response body. Failures are tool results
  * with isError (the code leads the text), never protocol errors.
  */
-export async function callTool(services: CallServices, call: Call, name: string, args: unknown, requestId: string, log: Logger): Promise<ToolAnswer> {
+export async function callTool(
+  services: CallServices,
+  call: Call,
+  name: string,
+  args: unknown,
+  requestId: string,
+  log: Logger,
+): Promise<ToolAnswer> {
   if (!isTool(name)) {
-    const error = payForMessage(call)?.error ?? invalidArgument(`unknown tool "${name.slice(0, 60)}"; tools/list gives the available tools`);
+    const error =
+      payForMessage(call)?.error ?? invalidArgument(`unknown tool "${name.slice(0, 60)}"; tools/list gives the available tools`);
     return { error: toolError(error, requestId, log), thrown: error };
   }
   let text = '';
@@ -71,9 +80,12 @@ function textOf<Name extends McpToolName>(name: Name, outcome: OperationOutcome<
   return text(outcome.result, withDefaults(name, (args ?? {}) as Operations[Name]['request']));
 }
 
-function toolError(err: unknown, requestId: string, log: Logger): CallToolResult {
+function toolError(thrown: unknown, requestId: string, log: Logger): CallToolResult {
+  const err = answerFor(thrown);
   const { body } = toErrorBody(err, requestId);
   if (!(err instanceof ApiError)) log.error({ ...safeErrorFields(err), request_id: requestId }, 'unhandled error in MCP tool');
+  else if (err.status >= 500 && err.cause !== undefined)
+    log.error({ ...safeErrorFields(err.cause), request_id: requestId }, err.message.slice(0, 120));
   // The error object is not put in structuredContent: the SDK client validates any
   // structuredContent against the tool's outputSchema, even on errors, and would throw.
   return {

@@ -1,11 +1,22 @@
 import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/server/auth/clients.js';
 import { CustomOAuthError, InvalidClientMetadataError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthClientInformationFull } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { OAuthStore } from '../store/port.ts';
 import type { ClientMetadataDocuments } from './client-metadata-documents.ts';
 import { isDocumentClientId } from './client-metadata-documents.ts';
-import { MAX_CLIENT_ID_LENGTH, MAX_CLIENT_NAME_LENGTH, MAX_REGISTERED_CLIENTS, UNUSED_CLIENT_MS } from './limits.ts';
+import {
+  MAX_CLIENT_ID_LENGTH,
+  MAX_CLIENT_NAME_LENGTH,
+  MAX_REGISTERED_CLIENTS,
+  MAX_UNUSED_CLIENTS_PER_ADDRESS,
+  UNUSED_CLIENT_MS,
+} from './limits.ts';
+import { requestAddress } from './request-address.ts';
 import { MAX_REDIRECT_URIS, redirectUriProblem } from './redirect-uris.ts';
+
+/** The client looked up by the request in progress (OAuthClients.resolving). */
+const resolved = new AsyncLocalStorage<OAuthClientInformationFull>();
 
 /**
  * The clients the SDK's handlers (authorize, token, revoke) look up, and dynamic registration
@@ -26,10 +37,18 @@ export class OAuthClients implements OAuthRegisteredClientsStore {
     private readonly now: () => number,
   ) {}
 
+  /** The client a request already looked up (authorizeGate), given again to what `then` starts, without a second lookup. */
+  static resolving(client: OAuthClientInformationFull, then: () => void): void {
+    resolved.run(client, then);
+  }
+
   async getClient(clientId: string): Promise<OAuthClientInformationFull | undefined> {
+    const known = resolved.getStore();
+    if (known?.client_id === clientId) return known;
     if (clientId.length === 0 || clientId.length > MAX_CLIENT_ID_LENGTH) return undefined;
     if (isDocumentClientId(clientId)) return this.documents.client(clientId);
-    const row = await this.store.oauth.client(clientId);
+    // A client nobody consented to within UNUSED_CLIENT_MS of its registration has expired.
+    const row = await this.store.oauth.client(clientId, this.now() - UNUSED_CLIENT_MS);
     return row ? (JSON.parse(row.metadata) as OAuthClientInformationFull) : undefined;
   }
 
@@ -62,10 +81,16 @@ export class OAuthClients implements OAuthRegisteredClientsStore {
     };
     const now = this.now();
     const stored = await this.store.oauth.registerClient(
-      { client_id, metadata: JSON.stringify(client), created_at: now, used_at: null },
-      { cap: MAX_REGISTERED_CLIENTS, unusedBefore: now - UNUSED_CLIENT_MS },
+      { client_id, metadata: JSON.stringify(client), created_at: now, used_at: null, address: requestAddress() },
+      { cap: MAX_REGISTERED_CLIENTS, perAddress: MAX_UNUSED_CLIENTS_PER_ADDRESS, unusedBefore: now - UNUSED_CLIENT_MS },
     );
-    if (!stored) throw new CustomOAuthError('temporarily_unavailable', 'too many clients are registered right now; try again later');
+    if (stored === 'address_full')
+      throw new CustomOAuthError(
+        'temporarily_unavailable',
+        `${MAX_UNUSED_CLIENTS_PER_ADDRESS} clients registered from this address are not used yet; each expires ${UNUSED_CLIENT_MS / 60_000} minutes after its registration unless a person consents to it`,
+      );
+    if (stored === 'full')
+      throw new CustomOAuthError('temporarily_unavailable', 'too many clients are registered right now; try again later');
     return client;
   }
 }

@@ -131,13 +131,16 @@ ${who(view)}
 }
 
 /** A request that cannot go on (expired, unknown, from another browser…): nothing to do but start again from the assistant. */
-export function errorPage(nonce: string, message: string): string {
+export function errorPage(nonce: string, message: string, detail?: { code: string; description: string }): string {
+  const technical = detail
+    ? `\n<p class="note" id="oauth-error">Détail technique : <code>${escape(detail.code)}</code> : <span>${escape(detail.description)}</span></p>`
+    : '';
   return page(
     nonce,
     'Autorisation impossible',
     `<h1>Autorisation impossible</h1>
 <p class="error" role="alert">${escape(message)}</p>
-<p>Relancez la connexion depuis votre assistant.</p>`,
+<p>Relancez la connexion depuis votre assistant.</p>${technical}`,
   );
 }
 
@@ -153,8 +156,7 @@ export function sendPage(res: Response, status: number, html: string, nonce: str
   res.status(status);
   res.setHeader('Content-Type', 'text/html; charset=utf-8');
   res.setHeader('Cache-Control', 'no-store');
-  res.setHeader('X-Frame-Options', 'DENY');
-  res.setHeader('Referrer-Policy', 'no-referrer');
+  // Framing, the Referer and sniffing are refused for every answer (setSecurityHeaders); the policy is this page's own.
   res.setHeader(
     'Content-Security-Policy',
     [

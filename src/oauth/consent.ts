@@ -4,11 +4,19 @@ import { timingSafeEqual } from 'node:crypto';
 import { authenticate, principalOfKey } from '../auth/api-keys.ts';
 import { newAuthorizationCode, newGrantId, newHandle, sha256Hex } from './tokens.ts';
 import type { VerifiedKeys } from '../auth/verified-keys.ts';
-import type { OAuthRequestRow, Store } from '../store/port.ts';
+import type { CappedInsert, OAuthRequestRow, Store } from '../store/port.ts';
 import { isDocumentClientId } from './client-metadata-documents.ts';
 import type { OAuthClients } from './clients.ts';
 import { confirmPage, errorPage, keyPage, newNonce, sendPage, type ConsentView } from './consent-page.ts';
-import { CODE_TTL_MS, KEY_ATTEMPTS, MAX_GRANTS_PER_KEY, MAX_PENDING_REQUESTS, REQUEST_TTL_MS } from './limits.ts';
+import {
+  CODE_TTL_MS,
+  KEY_ATTEMPTS,
+  MAX_GRANTS_PER_KEY,
+  MAX_PENDING_REQUESTS,
+  MAX_PENDING_REQUESTS_PER_ADDRESS,
+  REQUEST_TTL_MS,
+} from './limits.ts';
+import { requestAddress } from './request-address.ts';
 import { isLoopbackRedirect, redirectTarget } from './redirect-uris.ts';
 import { issuerUrl } from './urls.ts';
 
@@ -68,15 +76,15 @@ function formTargets(redirectUri: string): string[] {
 }
 
 /**
- * Stores the request and shows the first step (the key); false when MAX_PENDING_REQUESTS wait
- * already. The browser keeps its cookie across requests, so two consents in two tabs both work.
+ * Stores the request and shows the first step (the key); `full` when MAX_PENDING_REQUESTS wait
+ * already, `address_full` when MAX_PENDING_REQUESTS_PER_ADDRESS of the asking address do. The browser keeps its cookie across requests, so two consents in two tabs both work.
  */
 export async function beginConsent(
   res: Response,
   deps: { store: Store; now: number; origin: string },
   client: OAuthClientInformationFull,
   fields: PendingFields,
-): Promise<boolean> {
+): Promise<CappedInsert> {
   const existing = browserCookie(res.req);
   const browser = existing ?? newHandle();
   const handle = newHandle();
@@ -89,17 +97,18 @@ export async function beginConsent(
       key_attempts: 0,
       created_at: deps.now,
       expires_at: deps.now + REQUEST_TTL_MS,
+      address: requestAddress(),
     },
-    { cap: MAX_PENDING_REQUESTS, now: deps.now },
+    { cap: MAX_PENDING_REQUESTS, perAddress: MAX_PENDING_REQUESTS_PER_ADDRESS, now: deps.now },
   );
-  if (!stored) return false;
+  if (stored !== 'stored') return stored;
   if (!existing) {
     const secure = deps.origin.startsWith('https:') ? '; Secure' : '';
     res.setHeader('Set-Cookie', `${COOKIE}=${browser}; Path=/authorize; HttpOnly; SameSite=Strict${secure}`);
   }
   const nonce = newNonce();
   sendPage(res, 200, keyPage(nonce, consentView(client, fields.redirect_uri, handle)), nonce, formTargets(fields.redirect_uri));
-  return true;
+  return 'stored';
 }
 
 /** The authorization response (RFC 6749 §4.1.2), with the issuer (RFC 9207), sent with 303: the form's POST becomes a GET. */
@@ -205,6 +214,7 @@ export function consentHandler(deps: ConsentDeps) {
             refresh_sha256: null,
             refresh_expires_at: null,
             revoked_at: null,
+            issuer: issuerUrl(deps.origin).href,
           },
           { maxPerKey: MAX_GRANTS_PER_KEY, now: at },
         );

@@ -11,11 +11,14 @@ import type { Logger } from '../base/log.ts';
 import { safeErrorFields } from '../base/log.ts';
 import type { RateLimiter } from '../limits/rate-limiter.ts';
 import type { Services } from '../operations/context.ts';
+import { normalizedOrigin } from '../net/origins.ts';
 import { OAuthAddressLimits } from './address-limits.ts';
 import { ClientMetadataDocuments } from './client-metadata-documents.ts';
 import { OAuthClients } from './clients.ts';
+import { authorizeGate, keepErrorRedirectsVerified } from './authorize-gate.ts';
 import { consentHandler } from './consent.ts';
 import { OAuthProvider } from './provider.ts';
+import { withRequestAddress } from './request-address.ts';
 import { issuerUrl, mcpResource, OAUTH_SCOPE } from './urls.ts';
 
 /** The paths this edge serves (as express routes them: any case, a trailing slash or not, whatever the query). */
@@ -37,6 +40,11 @@ export interface OAuthEdge extends Edge {
   close(): Promise<void>;
 }
 
+export interface OAuthEdgeSettings {
+  /** Browser origins whose pages may register a client (OAUTH_REGISTRATION_ALLOWED_ORIGINS); none by default: /register answers no CORS header. */
+  registrationAllowedOrigins: readonly string[];
+}
+
 /**
  * OAuth 2.1 for MCP assistants: the service as the protected resource of its MCP endpoint and as
  * its own authorization server, at the root of the public origin (services.publicOrigin):
@@ -48,7 +56,11 @@ export interface OAuthEdge extends Edge {
  *
  * Built on its first request: the public origin is known once the server listens (PORT=0).
  */
-export function createOAuthEdge(services: OAuthServices, log: Logger): OAuthEdge {
+export function createOAuthEdge(
+  services: OAuthServices,
+  log: Logger,
+  settings: OAuthEdgeSettings = { registrationAllowedOrigins: [] },
+): OAuthEdge {
   const documents = new ClientMetadataDocuments(services.webhookPolicy ?? { allowInsecure: false });
   const limits = new OAuthAddressLimits(services.rateLimiter.enabled);
   let app: Express | undefined;
@@ -62,14 +74,16 @@ export function createOAuthEdge(services: OAuthServices, log: Logger): OAuthEdge
         res.writeHead(429, { ...refused.headers, 'Content-Type': 'application/json', 'Cache-Control': 'no-store' });
         return void res.end(JSON.stringify(new TooManyRequestsError(refused.message).toResponseObject()));
       }
-      app ??= oauthApp(services, documents, log);
-      void app(req, res);
+      app ??= oauthApp(services, documents, log, settings);
+      const served = app;
+      // The per-address caps of registered clients and pending requests count by it (requestAddress).
+      withRequestAddress(locals.clientAddress, () => void served(req, res));
     },
     close: () => documents.close(),
   };
 }
 
-function oauthApp(services: OAuthServices, documents: ClientMetadataDocuments, log: Logger): Express {
+function oauthApp(services: OAuthServices, documents: ClientMetadataDocuments, log: Logger, settings: OAuthEdgeSettings): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -87,8 +101,10 @@ function oauthApp(services: OAuthServices, documents: ClientMetadataDocuments, l
 
   // Parsed here with tight limits; the SDK's own parsers then find the body read and leave it.
   app.use(['/authorize', '/token', '/revoke'], express.urlencoded({ extended: false, limit: BODY_LIMIT, parameterLimit: 50 }));
+  app.use('/register', registrationCors(settings.registrationAllowedOrigins));
   app.use('/register', express.json({ limit: BODY_LIMIT }));
   app.use('/authorize', issuerOnRedirects(issuer.href));
+  app.use('/authorize', authorizeGate(clients));
 
   // The SDK's metadata, with what this server does beyond it: every client is public (OAuthClients),
   // client ids may be metadata documents, and authorization responses carry `iss` (RFC 9207).
@@ -133,17 +149,46 @@ function oauthApp(services: OAuthServices, documents: ClientMetadataDocuments, l
  * Every authorization response carries the issuer (RFC 9207 §2), which the metadata promises
  * (`authorization_response_iss_parameter_supported`): consentHandler adds it to its own; this adds it to
  * the error redirects the SDK's authorize handler makes itself (an invalid request after the client
- * and redirect URI were checked).
+ * and redirect URI were checked), which go only to a verified redirect URI (keepErrorRedirectsVerified).
  */
 function issuerOnRedirects(issuer: string) {
   return (_req: Request, res: Response, next: NextFunction) => {
     const redirect = res.redirect.bind(res) as (status: number, url: string) => void;
     res.redirect = ((statusOrUrl: number | string, maybeUrl?: string) => {
-      const [status, url] = typeof statusOrUrl === 'number' ? [statusOrUrl, maybeUrl!] : [302, statusOrUrl];
+      const [status, asked] = typeof statusOrUrl === 'number' ? [statusOrUrl, maybeUrl!] : [302, statusOrUrl];
+      const url = keepErrorRedirectsVerified(res, asked);
+      if (url === undefined) return;
       const target = new URL(url);
       if (!target.searchParams.has('iss')) target.searchParams.set('iss', issuer);
       redirect(status, target.href);
     }) as Response['redirect'];
+    next();
+  };
+}
+
+/**
+ * /register answers CORS only to the origins an operator listed (OAUTH_REGISTRATION_ALLOWED_ORIGINS):
+ * the SDK's handler answers `Access-Control-Allow-Origin: *`, which let any page make its visitors'
+ * browsers register clients (and fill the caps). Its CORS headers are dropped; a listed origin gets
+ * its own back (with `Vary: Origin`). Without CORS a page cannot send the JSON a registration is
+ * (a preflight is needed, and fails), and a body of another type is not read.
+ */
+function registrationCors(allowed: readonly string[]) {
+  const listed = new Set(allowed);
+  return (req: Request, res: Response, next: NextFunction) => {
+    const setHeader = res.setHeader.bind(res);
+    res.setHeader = ((name: string, value: number | string | readonly string[]) =>
+      /^access-control-/i.test(name) ? res : setHeader(name, value)) as Response['setHeader'];
+    res.vary('Origin');
+    const origin = req.headers.origin;
+    if (origin !== undefined && listed.has(normalizedOrigin(origin) ?? '')) {
+      setHeader('Access-Control-Allow-Origin', origin);
+      if (req.method === 'OPTIONS') {
+        setHeader('Access-Control-Allow-Methods', 'POST, OPTIONS');
+        setHeader('Access-Control-Allow-Headers', 'Content-Type');
+        setHeader('Access-Control-Max-Age', '600');
+      }
+    }
     next();
   };
 }

@@ -19,9 +19,16 @@ export const KEY_ATTEMPTS = 5;
 
 /** Authorization requests waiting for consent, in all (each expires after REQUEST_TTL_MS). */
 export const MAX_PENDING_REQUESTS = 10_000;
-/** Dynamically registered clients, in all; one never used makes room after UNUSED_CLIENT_MS. */
+/**
+ * ... and from one client address (IPv6 by its /64): a person opens one at a time, a handful of
+ * addresses cannot fill what every client shares (500 addresses would be needed).
+ */
+export const MAX_PENDING_REQUESTS_PER_ADDRESS = 20;
+/** Dynamically registered clients, in all; one never used (no consent given) expires after UNUSED_CLIENT_MS. */
 export const MAX_REGISTERED_CLIENTS = 10_000;
-export const UNUSED_CLIENT_MS = DAY;
+/** ... and registered from one client address (IPv6 by its /64) and not used yet. */
+export const MAX_UNUSED_CLIENTS_PER_ADDRESS = 20;
+export const UNUSED_CLIENT_MS = 30 * MINUTE;
 /** Live grants (token families) per API key: a new consent beyond it revokes the key's oldest. */
 export const MAX_GRANTS_PER_KEY = 20;
 

@@ -17,8 +17,8 @@ import type { VerifiedKeys } from '../auth/verified-keys.ts';
 import type { OAuthGrantRow, OAuthTokenHashes, Store } from '../store/port.ts';
 import type { OAuthClients } from './clients.ts';
 import { beginConsent } from './consent.ts';
-import { ACCESS_TOKEN_TTL_MS, MAX_STATE_LENGTH, REFRESH_TOKEN_TTL_MS } from './limits.ts';
-import { canonicalResource, mcpResource, OAUTH_SCOPE } from './urls.ts';
+import { ACCESS_TOKEN_TTL_MS, MAX_PENDING_REQUESTS_PER_ADDRESS, MAX_STATE_LENGTH, REFRESH_TOKEN_TTL_MS, REQUEST_TTL_MS } from './limits.ts';
+import { canonicalResource, issuerUrl, mcpResource, OAUTH_SCOPE } from './urls.ts';
 
 /** What the provider works with: the store, the clients, this process's verified keys, its clock and public origin. */
 export interface ProviderDeps {
@@ -73,7 +73,11 @@ export class OAuthProvider implements OAuthServerProvider {
       scope: OAUTH_SCOPE,
       resource,
     });
-    if (!started)
+    if (started === 'address_full')
+      throw new TemporarilyUnavailableError(
+        `${MAX_PENDING_REQUESTS_PER_ADDRESS} authorization requests from this address are waiting for consent; each expires ${REQUEST_TTL_MS / 60_000} minutes after it was made`,
+      );
+    if (started === 'full')
       throw new TemporarilyUnavailableError('too many authorization requests are waiting right now; try again in a few minutes');
   }
 
@@ -116,6 +120,7 @@ export class OAuthProvider implements OAuthServerProvider {
     const grantId = refreshTokenGrant(refreshToken);
     const grant = grantId === undefined ? undefined : await store.oauth.grant(grantId);
     if (!grant || grant.client_id !== client.client_id) throw new InvalidGrantError('invalid refresh token');
+    this.#checkIssuer(grant);
     if (grant.revoked_at !== null) throw new InvalidGrantError('this authorization was revoked: authorize again');
     const presented = sha256Hex(refreshToken);
     if (!sameHash(presented, grant.refresh_sha256)) {
@@ -185,6 +190,16 @@ export class OAuthProvider implements OAuthServerProvider {
     }
   }
 
+  /**
+   * A code or refresh token is redeemed only by the authorization server that issued it (RFC 6749
+   * §10.5, RFC 9700 §4.4): another deployment on the same database (another PUBLIC_URL) answers
+   * invalid_grant, and leaves the grant alone (its own server may still redeem it).
+   */
+  #checkIssuer(grant: OAuthGrantRow): void {
+    if (grant.issuer !== null && grant.issuer !== issuerUrl(this.deps.origin).href)
+      throw new InvalidGrantError('this authorization was issued by another authorization server');
+  }
+
   /** Nothing is issued for a key revoked since the person consented; its grant goes with it. */
   async #checkKey(grant: OAuthGrantRow): Promise<void> {
     const key = await principalOfKey(this.deps.store, grant.key_id, this.deps.keys);
@@ -199,6 +214,7 @@ export class OAuthProvider implements OAuthServerProvider {
     const grant = isAuthorizationCode(code) ? await store.oauth.grantByCode(sha256Hex(code)) : undefined;
     if (!grant || grant.client_id !== client.client_id || grant.revoked_at !== null)
       throw new InvalidGrantError('invalid authorization code');
+    this.#checkIssuer(grant);
     if (grant.code_used_at !== null) {
       await store.oauth.revokeGrant(grant.id, now());
       throw new InvalidGrantError('authorization code already used: the tokens issued for it are revoked');

@@ -18,6 +18,12 @@ export interface KindErrors {
   retryable(err: unknown): boolean;
   /** Words for the client when `err`, one of this database's and proving the write rolled back, is recognised; undefined otherwise. */
   notStoredBecause(err: unknown): string | undefined;
+  /**
+   * Words for the client when `err` is this database's failure that should pass by itself (the
+   * server unreachable or restarting, the disk full, the database read-only): the answer is then
+   * 503 with Retry-After. Undefined otherwise.
+   */
+  temporaryBecause(err: unknown): string | undefined;
 }
 
 export interface OpenOptions {

@@ -3,7 +3,7 @@ import { tracedStore } from './traced-store.ts';
 import type { Knex } from 'knex';
 import type { DatabaseKind, KindName, OpenedStore, OpenOptions } from './database-kind.ts';
 import { notStoredOnAnyDatabase } from './postgres/write-outcome.ts';
-import type { FirstSeqs, SortOutStored, WorkspaceAppend } from './port.ts';
+import { OutcomeUnknown, type FirstSeqs, type SortOutStored, type WorkspaceAppend } from './port.ts';
 import { postgresKind } from './postgres/kind.ts';
 import { sqliteKind } from './sqlite/kind.ts';
 
@@ -92,6 +92,19 @@ export function appendInTransaction(
   sortOut: SortOutStored,
 ): Promise<FirstSeqs> {
   return kindOfKnex(trx, 'publish needs a transaction').appendInTransaction(trx, appends, storedAt, sortOut);
+}
+
+/**
+ * Words for the client when `err` is a database failure that should pass by itself (unreachable,
+ * disk full, read-only: each kind's `errors.temporaryBecause`); undefined for any other failure.
+ */
+export function temporaryBecause(err: unknown): string | undefined {
+  const cause = err instanceof OutcomeUnknown ? err.cause : err;
+  for (const kind of DATABASE_KINDS) {
+    const because = kind.errors.temporaryBecause(cause);
+    if (because !== undefined) return because;
+  }
+  return undefined;
 }
 
 /** Why a write that proves it rolled back failed, in words for the client (the database's own error stays in the log). */

@@ -214,3 +214,12 @@ export async function mcpFeed(
     body,
   };
 }
+
+/** The OAuth error /authorize's own error page shows (it never redirects a request whose client or redirect URI is not established). */
+export function pageError(got: Answer): { error: string | undefined; error_description: string | undefined } {
+  assert.match(got.headers.get('content-type') ?? '', /^text\/html/, `an error page: ${got.text.slice(0, 200)}`);
+  const found = /id="oauth-error">[^<]*<code>([^<]*)<\/code> : <span>([^<]*)<\/span>/.exec(got.text);
+  const unescape = (text: string) =>
+    text.replace(/&(amp|lt|gt|quot|#39);/g, (_, name: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[name]!);
+  return { error: found?.[1], error_description: found?.[2] === undefined ? undefined : unescape(found[2]) };
+}

@@ -1747,7 +1747,7 @@ export interface components {
             /** @description The error. */
             error: {
                 /**
-                 * @description Stable, machine-readable code: `unauthorized` (401: missing or invalid API key), `forbidden` (403: the key lacks the permission, or the mailbox is outside its scope), `invalid_argument` (400 or 413: bad request), `rate_limited` (429: retry after `Retry-After` seconds), `internal` (500: server fault).
+                 * @description Stable, machine-readable code: `unauthorized` (401: missing or invalid API key), `forbidden` (403: the key lacks the permission, or the mailbox is outside its scope), `invalid_argument` (400 or 413: bad request), `rate_limited` (429: retry after `Retry-After` seconds), `internal` (500: server fault; 503 with `Retry-After` when the fault is temporary: the database unreachable, its disk full, read-only).
                  * @enum {string}
                  */
                 code: "unauthorized" | "forbidden" | "invalid_argument" | "rate_limited" | "internal";
@@ -2653,6 +2653,22 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /**
+         * @description A temporary failure of the database (`internal`): it cannot be reached, its disk is full,
+         *     or it is read-only for now (a failover, a standby). Nothing was changed by the request
+         *     (an `emit_event` whose outcome is unknown says so and carries `event_id`, the id to retry
+         *     with); retry after `Retry-After` seconds. The body carries a `request_id` to quote to support.
+         */
+        Unavailable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: never;
     requestBodies: never;
@@ -2830,6 +2846,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     stream_token: {
@@ -2873,6 +2890,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     event_feed_stream: {
@@ -2915,6 +2933,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     emit_event: {
@@ -2970,6 +2989,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            503: components["responses"]["Unavailable"];
         };
     };
     list_events: {
@@ -3001,6 +3021,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     feed_cursor: {
@@ -3041,6 +3062,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     set_webhook: {
@@ -3081,6 +3103,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     list_webhooks: {
@@ -3113,6 +3136,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     redeliver_webhook: {
@@ -3163,6 +3187,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     test_webhook: {
@@ -3218,6 +3243,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     rotate_secret: {
@@ -3258,6 +3284,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     create_key: {
@@ -3313,6 +3340,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     list_keys: {
@@ -3363,6 +3391,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     revoke_key: {
@@ -3415,6 +3444,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     erase_person: {
@@ -3472,6 +3502,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     erasure_status: {
@@ -3526,6 +3557,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     list_erasures: {
@@ -3582,6 +3614,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     receive_event: {

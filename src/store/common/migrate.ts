@@ -17,6 +17,8 @@ import * as webhookTestCooldowns from './migrations/012_webhook_test_cooldowns.t
 import * as oauth from './migrations/013_oauth.ts';
 import * as erasures from './migrations/014_erasures.ts';
 import * as webhookDeliveryTraceContext from './migrations/015_webhook_delivery_trace_context.ts';
+import * as oauthAddresses from './migrations/016_oauth_addresses.ts';
+import * as oauthIssuers from './migrations/017_oauth_issuers.ts';
 
 // Migrations are imported modules (no loader needed for the knex CLI); names are stable forever:
 // never rename or reorder one (existing databases are migrated by name).
@@ -36,6 +38,8 @@ const migrations: Record<string, Knex.Migration | KindMigration> = {
   '013_oauth': oauth,
   '014_erasures': erasures,
   '015_webhook_delivery_trace_context': webhookDeliveryTraceContext,
+  '016_oauth_addresses': oauthAddresses,
+  '017_oauth_issuers': oauthIssuers,
 };
 
 /** The migrations as knex runs them on a database of `kind` (a KindMigration's step for it). */

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { OAuthClientRow, OAuthGrantRow, OAuthRequestRow, OAuthTokenHashes, Store } from '../port.ts';
+import type { CappedInsert, OAuthClientRow, OAuthGrantRow, OAuthRequestRow, OAuthTokenHashes, Store } from '../port.ts';
 
 type Db = Knex | Knex.Transaction;
 type ReadRows = <T>(sql: string, bindings: readonly Knex.Value[]) => Promise<T[]>;
@@ -19,6 +19,7 @@ function clientRow(raw: Record<string, unknown>): OAuthClientRow {
     metadata: String(raw.metadata),
     created_at: Number(raw.created_at),
     used_at: nullableNumber(raw.used_at),
+    address: raw.address === null || raw.address === undefined ? null : String(raw.address),
   };
 }
 
@@ -46,7 +47,15 @@ function grantRow(raw: Record<string, unknown>): OAuthGrantRow {
   };
 }
 
-async function registerClient(db: Db, row: OAuthClientRow, limits: { cap: number; unusedBefore: number }): Promise<boolean> {
+/** Clients that count: used once, or registered since `unusedBefore` (the others have expired). */
+const liveClients = (query: Knex.QueryBuilder, unusedBefore: number) =>
+  query.where((live) => live.whereNotNull('used_at').orWhere('created_at', '>=', unusedBefore));
+
+async function registerClient(
+  db: Db,
+  row: OAuthClientRow,
+  limits: { cap: number; perAddress: number; unusedBefore: number },
+): Promise<CappedInsert> {
   const stale = db('oauth_clients')
     .select('client_id')
     .whereNull('used_at')
@@ -54,23 +63,40 @@ async function registerClient(db: Db, row: OAuthClientRow, limits: { cap: number
     .orderBy('created_at')
     .limit(SWEEP_BATCH);
   await db('oauth_clients').whereIn('client_id', stale).del();
-  const counted = await db('oauth_clients').count({ n: '*' }).first();
-  if (Number(counted?.n ?? 0) >= limits.cap) return false;
+  if (row.address !== null) {
+    const fromAddress = await db('oauth_clients')
+      .where({ address: row.address })
+      .whereNull('used_at')
+      .where('created_at', '>=', limits.unusedBefore)
+      .count({ n: '*' })
+      .first();
+    if (Number(fromAddress?.n ?? 0) >= limits.perAddress) return 'address_full';
+  }
+  const counted = await liveClients(db('oauth_clients'), limits.unusedBefore).count({ n: '*' }).first();
+  if (Number(counted?.n ?? 0) >= limits.cap) return 'full';
   await db('oauth_clients').insert(row);
-  return true;
+  return 'stored';
 }
 
-async function addRequest(db: Db, row: OAuthRequestRow, limits: { cap: number; now: number }): Promise<boolean> {
+async function addRequest(db: Db, row: OAuthRequestRow, limits: { cap: number; perAddress: number; now: number }): Promise<CappedInsert> {
   const expired = db('oauth_requests')
     .select('handle_sha256')
     .where('expires_at', '<=', limits.now)
     .orderBy('expires_at')
     .limit(SWEEP_BATCH);
   await db('oauth_requests').whereIn('handle_sha256', expired).del();
-  const counted = await db('oauth_requests').count({ n: '*' }).first();
-  if (Number(counted?.n ?? 0) >= limits.cap) return false;
+  if (row.address !== null) {
+    const fromAddress = await db('oauth_requests')
+      .where({ address: row.address })
+      .where('expires_at', '>', limits.now)
+      .count({ n: '*' })
+      .first();
+    if (Number(fromAddress?.n ?? 0) >= limits.perAddress) return 'address_full';
+  }
+  const counted = await db('oauth_requests').where('expires_at', '>', limits.now).count({ n: '*' }).first();
+  if (Number(counted?.n ?? 0) >= limits.cap) return 'full';
   await db('oauth_requests').insert(row);
-  return true;
+  return 'stored';
 }
 
 async function addGrant(db: Knex, row: OAuthGrantRow, limits: { maxPerKey: number; now: number }): Promise<void> {
@@ -115,8 +141,8 @@ export function oauthTables(db: Knex, readRows: ReadRows): Store['oauth'] {
   const first = async <T>(rows: Promise<T[]>) => (await rows)[0];
   return {
     registerClient: (row, limits) => registerClient(db, row, limits),
-    client: async (clientId) => {
-      const raw = await db('oauth_clients').where({ client_id: clientId }).first();
+    client: async (clientId, unusedBefore) => {
+      const raw = await liveClients(db('oauth_clients').where({ client_id: clientId }), unusedBefore).first();
       return raw ? clientRow(raw) : undefined;
     },
     markClientUsed: async (clientId, now) =>

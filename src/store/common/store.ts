@@ -7,6 +7,7 @@ import { erasureTables } from './erasures.ts';
 import { eventsAfter, feedHead, feedHeads, readPageRows } from './events.ts';
 import { pageReader } from './feed-page.ts';
 import { countActiveKeys, findKey, insertKey, keyById, keysAfter, listKeys, revokeKey } from './keys.ts';
+import { lastSeqOfMailboxes } from './mailbox-positions.ts';
 import { oauthTables } from './oauth.ts';
 import { poolUse } from './pool-use.ts';
 import { pruneAll, prunedThrough, prunedThroughMailboxes } from './retention.ts';
@@ -55,6 +56,7 @@ export function createStore(adapter: Adapter): OpenedStore {
       positionAt(readRows, (workspaceId, seq, within) => adapter.storedAtOf(workspaceId, seq, within), workspaceId, atMs),
     prunedThrough: (workspaceId) => prunedThrough(readRows, workspaceId),
     prunedThroughMailboxes: (workspaceId, mailboxes) => prunedThroughMailboxes(readRows, workspaceId, mailboxes),
+    lastSeqOfMailboxes: (workspaceId, mailboxes, throughSeq) => lastSeqOfMailboxes(readRows, workspaceId, mailboxes, throughSeq),
     pruneAll: (cutoffMs, batchSize) => adapter.prune?.(cutoffMs, batchSize) ?? pruneAll(knex, sql, cutoffMs, batchSize),
 
     retryingTransient: (attempt) => retryingTransient(attempt, adapter.errors.retryable),

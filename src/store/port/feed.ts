@@ -171,4 +171,9 @@ export interface FeedStore {
   prunedThrough(workspaceId: string): Promise<number>;
   /** The highest seq pruned among these mailboxes' events: what a restricted key may have missed. */
   prunedThroughMailboxes(workspaceId: string, mailboxes: readonly string[]): Promise<number>;
+  /**
+   * The highest seq at or below `throughSeq` among the retained events of these mailboxes (0 when
+   * none): a restricted key's positions, which depend on its own mailboxes' events only (feed_cursor).
+   */
+  lastSeqOfMailboxes(workspaceId: string, mailboxes: readonly string[], throughSeq: number): Promise<number>;
 }

@@ -7,7 +7,12 @@ export interface OAuthClientRow {
   created_at: number;
   /** When a person first consented to it; null while never used. */
   used_at: number | null;
+  /** The client address that registered it (IPv6 by /64); null for a row from before addresses were kept. */
+  address: string | null;
 }
+
+/** Whether a row was stored under the caps: `full` the global cap, `address_full` the asking address's. */
+export type CappedInsert = 'stored' | 'full' | 'address_full';
 
 /** An authorization request waiting for the person's consent (the consent page's). */
 export interface OAuthRequestRow {
@@ -28,6 +33,8 @@ export interface OAuthRequestRow {
   key_attempts: number;
   created_at: number;
   expires_at: number;
+  /** The client address that opened it (IPv6 by /64); null for a row from before addresses were kept. */
+  address: string | null;
 }
 
 /** A grant's tokens as stored: hashes (SHA-256, hex) and when each stops working. */
@@ -59,20 +66,27 @@ export interface OAuthGrantRow {
   refresh_sha256: string | null;
   refresh_expires_at: number | null;
   revoked_at: number | null;
+  /** The issuer URL of the authorization server that issued it (its code and refresh tokens redeem there only); null for a grant from before issuers were kept. */
+  issuer: string | null;
 }
 
 /** The OAuth authorization server's tables: registered clients, pending requests, grants. */
 export interface OAuthTables {
   /**
-   * Registers a client unless `cap` are registered, after deleting a batch of those never used
-   * and registered before `unusedBefore`; false when full. Concurrent registrations may pass the
-   * cap by how many run at once.
+   * Registers a client unless `cap` live ones are registered, or `perAddress` live ones never
+   * used from the row's address, after deleting a batch of those never used and registered before
+   * `unusedBefore` (expired: they count for nothing). Concurrent registrations may pass a cap by
+   * how many run at once.
    */
-  registerClient(row: OAuthClientRow, limits: { cap: number; unusedBefore: number }): Promise<boolean>;
-  client(clientId: string): Promise<OAuthClientRow | undefined>;
+  registerClient(row: OAuthClientRow, limits: { cap: number; perAddress: number; unusedBefore: number }): Promise<CappedInsert>;
+  /** A registered client; one never used and registered before `unusedBefore` has expired and is not found. */
+  client(clientId: string, unusedBefore: number): Promise<OAuthClientRow | undefined>;
   markClientUsed(clientId: string, now: number): Promise<void>;
-  /** Stores a pending request unless `cap` unexpired ones wait (expired ones are deleted first, a batch at a time); false when full. */
-  addRequest(row: OAuthRequestRow, limits: { cap: number; now: number }): Promise<boolean>;
+  /**
+   * Stores a pending request unless `cap` unexpired ones wait, or `perAddress` unexpired ones of
+   * the row's address (expired ones are deleted first, a batch at a time).
+   */
+  addRequest(row: OAuthRequestRow, limits: { cap: number; perAddress: number; now: number }): Promise<CappedInsert>;
   request(handleSha256: string): Promise<OAuthRequestRow | undefined>;
   updateRequest(handleSha256: string, changes: { key_id?: string | null; key_attempts?: number }): Promise<void>;
   /** Deletes a pending request; true only for the call that deleted it (a consent is given once). */
