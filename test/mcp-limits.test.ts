@@ -158,6 +158,21 @@ describe('MCP messages pay for themselves', () => {
     assert.equal((await mcp(server, other, { jsonrpc: '2.0', id: 1, method: 'tools/list' })).status, 200, 'another key is unaffected');
   });
 
+  it('a tools/call of the handshake generation refused before it runs (an Accept without text/event-stream) pays its token like the stateless one', async () => {
+    const third = (await server.key(await server.workspace(), ['read'])).key;
+    const refused = async () =>
+      (
+        await fetch(`${server.url}/mcp`, {
+          method: 'POST',
+          headers: { ...HEADERS(third), accept: 'application/json' },
+          body: JSON.stringify(call(1, 'event_feed')),
+        })
+      ).status;
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push(await refused());
+    assert.deepEqual(statuses, [406, 406, 406, 406, 406, 429], 'each refused message took one of the burst of 5');
+  });
+
   it("requests with unknown, missing or malformed keys are paid by the client's address: 401, then 429 without a lookup", async () => {
     const statuses: number[] = [];
     const unknown = 'efk_01M7Z2GFMXTKJ34K0R1E1X1QBB_' + 'x'.repeat(43);
