@@ -100,7 +100,8 @@ function traitsOf(id: string, operation: JsonObject): Traits {
 /** An operation's `x-permission`: every operation names the one a key needs (read, write or admin). */
 function permissionOf(id: string, operation: JsonObject): string {
   const permission = operation['x-permission'];
-  if (permission !== 'read' && permission !== 'write' && permission !== 'admin') throw new Error(`${id}: x-permission must be read, write or admin`);
+  if (permission !== 'read' && permission !== 'write' && permission !== 'admin')
+    throw new Error(`${id}: x-permission must be read, write or admin`);
   return permission;
 }
 

@@ -15,4 +15,3 @@ export function payByAddress(rateLimiter: RateLimiter, address: string): void {
 export function payRequest(call: Call): ReturnType<Call['pay']> {
   return call.pay();
 }
-

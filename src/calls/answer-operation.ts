@@ -27,8 +27,7 @@ export interface AnswerOptions {
 
 /** How the call ended: the outcome with the rate state after it was paid, or the error with the rate state after the refund. */
 export type Answered<Id extends OperationId> =
-  | { ok: true; outcome: OperationOutcome<Id>; rate: RateState | undefined }
-  | { ok: false; error: unknown; rate: RateState | undefined };
+  { ok: true; outcome: OperationOutcome<Id>; rate: RateState | undefined } | { ok: false; error: unknown; rate: RateState | undefined };
 
 /**
  * A call of one operation of the contract, as every edge makes it, top to bottom (the edge has
@@ -61,7 +60,11 @@ export async function answerOperation<Id extends OperationId>(
     if (answersPage && !heldOnReads) await call.admit();
     const outcome =
       heldOnReads && options.waitMs !== undefined && options.waitMs > 0
-        ? ((await heldRead(services, call, ctx as OperationContext<'read'>, request as Operations['event_feed']['request'], { waitMs: options.waitMs, socket: options.socket, shareFirst: true })) as OperationOutcome<Id>)
+        ? ((await heldRead(services, call, ctx as OperationContext<'read'>, request as Operations['event_feed']['request'], {
+            waitMs: options.waitMs,
+            socket: options.socket,
+            shareFirst: true,
+          })) as OperationOutcome<Id>)
         : await runOperation(operationId, ctx, request, options.view);
     const bytes = jsonByteLength(outcome.json) + (options.extraBytes?.(outcome) ?? 0);
     const rate = call.settleAnswer(bytes);

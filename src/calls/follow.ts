@@ -61,7 +61,11 @@ export async function heldRead(
     for (;;) {
       const watch = heldReads.watch(workspaceId, mailboxes);
       try {
-        const outcome = await runOperation('event_feed', ctx, input, { facts: hold.facts, wokenAt, shareFirst: wokenAt === undefined && hold.shareFirst === true });
+        const outcome = await runOperation('event_feed', ctx, input, {
+          facts: hold.facts,
+          wokenAt,
+          shareFirst: wokenAt === undefined && hold.shareFirst === true,
+        });
         first ??= outcome;
         if (outcome.result.events.count > 0 || hold.waitMs <= 0) return outcome;
         // Read on from where this read stood (without a cursor: the oldest retained event's predecessor).
