@@ -235,7 +235,7 @@ export class Call implements ReadBudget {
     for (const release of shares) release();
   }
 
-  /** Holds a share of a reservation made for several calls (SharedReadMemory.keep) until `letGoOfMemory` or the call's end. */
+  /** Holds a share of a reservation made for several calls (ReadBudget.keepShare) until `letGoOfMemory` or the call's end. */
   keepShare(release: () => void): void {
     if (this.ended) return release();
     this.#shares.push(release);
