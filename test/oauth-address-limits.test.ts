@@ -11,21 +11,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { MAX_PENDING_REQUESTS_PER_ADDRESS, MAX_UNUSED_CLIENTS_PER_ADDRESS, UNUSED_CLIENT_MS } from '../src/oauth/limits.ts';
 import { databaseKinds } from './support/databases.ts';
-import { authorizationUrl, pageError, pkce, registeredClient, type Answer } from './support/oauth.ts';
+import { answer, authorizationUrl, pageError, pkce, registeredClient, type Answer } from './support/oauth.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 
 const REDIRECT = 'http://127.0.0.1:7777/callback';
-
-async function answer(response: Response): Promise<Answer> {
-  const text = await response.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: response.status, headers: response.headers, text, json };
-}
 
 const registerFrom = async (base: string, address: string, headers: Record<string, string> = {}) =>
   answer(

@@ -24,7 +24,8 @@ export interface Answer {
   json: any;
 }
 
-async function answer(response: Response): Promise<Answer> {
+/** A response read once: its status, headers, text and the JSON it holds (undefined when it is not JSON). */
+export async function answer(response: Response): Promise<Answer> {
   const text = await response.text();
   let json: unknown;
   try {
